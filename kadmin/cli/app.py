@@ -1,0 +1,41 @@
+"""The `kadmin` command. Sub-apps are imported here; heavy libraries load only when a command runs."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from kadmin import __version__
+from kadmin.cli import brokers, sandbox
+
+app = typer.Typer(
+    name="kadmin",
+    help="An operator's toolkit for Apache Kafka: broker registrations and epochs, bounces, quorum status.\n\n"
+    "Data goes to stdout, diagnostics to stderr. Every command takes -o json. Exit codes: 0 ok, 1 condition "
+    "not met, 2 usage, 3 configuration, 4 unreachable/auth, 5 partial, 6 rejected by the cluster, 7 refused "
+    "as unsafe, 130 interrupted.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+app.add_typer(brokers.app)
+app.add_typer(sandbox.app)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"kadmin {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def root(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+) -> None:
+    """kadmin"""
+
+
+def main() -> None:
+    app(prog_name="kadmin")

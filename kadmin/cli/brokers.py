@@ -1,0 +1,114 @@
+"""`kadmin brokers`: broker registrations, epochs and bounces."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from kadmin.cli.options import Invocation, command
+from kadmin.errors import UsageError
+from kadmin.services import brokers as svc
+
+app = typer.Typer(name="brokers", help="Broker registrations, broker epochs (KIP-380) and bounces.",
+                  no_args_is_help=True)
+
+BrokerId = Annotated[int, typer.Argument(help="Broker id.", metavar="ID")]
+
+
+@command(app, "list")
+def list_(inv: Invocation) -> int:
+    """List live broker registrations with their epoch (the czxid of /brokers/ids/<id>).
+
+    Exit 5 (partial) when a registration cannot be parsed; the row is shown with state `invalid`.
+    """
+    return inv.emit(svc.list_brokers(inv.cluster()))
+
+
+@command(app, "show")
+def show(inv: Invocation, broker_id: BrokerId) -> int:
+    """Show one registration in full: decoded fields, raw znode data and its stat.
+
+    Exit 1 when the broker is not registered.
+    """
+    return inv.emit(svc.show_broker(inv.cluster(), broker_id))
+
+
+@command(app, "max-epoch")
+def max_epoch(inv: Invocation) -> int:
+    """Print the max broker epoch over live brokers (seed 003). Plain output is the bare integer.
+
+    Exit 1 when no broker is registered.
+    """
+    return inv.emit(svc.max_epoch(inv.cluster()))
+
+
+@command(app, "diff")
+def diff(
+    inv: Invocation,
+    since: Annotated[Path, typer.Option("--since", metavar="FILE",
+                                        help="A saved `kadmin brokers list -o json` to compare with.")],
+    exit_code: Annotated[bool, typer.Option("--exit-code", help="Exit 1 when any broker is new, dead or bounced.")]
+    = False,
+) -> int:
+    """Compare live brokers with a saved listing: new, dead, bounced (epoch grew) and unchanged."""
+    before = svc.load_saved_epochs(since)
+    return inv.emit(svc.diff(inv.cluster(), before, exit_code_on_change=exit_code))
+
+
+@command(app, "watch")
+def watch(
+    inv: Invocation,
+    count: Annotated[int | None, typer.Option("--count", min=1, help="Stop after N events (exit 1 if the timeout "
+                                              "comes first).", show_default=False)] = None,
+    timeout: Annotated[float | None, typer.Option("--timeout", metavar="SECONDS", help="Stop after this long "
+                                                  "[default: run until Ctrl-C].", show_default=False)] = None,
+    initial: Annotated[bool, typer.Option("--initial", help="First report every live broker as registered.")] = False,
+) -> int:
+    """Stream registration events (registered, deregistered, bounced, updated) as they happen.
+
+    Driven by ZooKeeper watches. After a lost connection or an expired session every epoch is read
+    again and each broker that re-registered meanwhile is reported as bounced. Ctrl-C exits 130.
+    """
+    if timeout is not None and timeout <= 0:
+        raise UsageError("--timeout must be positive")
+    r = inv.renderer
+    cluster = inv.cluster()
+    events = []
+    for ev in svc.watch(cluster, count=count, timeout=timeout, initial=initial, on_resync=r.note):
+        r.stream_item("brokers watch", ev, first=not events)
+        events.append(ev)
+    if r.fmt == "json":
+        from kadmin.services.result import Result
+
+        return inv.emit(Result(command="brokers watch", data=events))
+    return 0
+
+
+@command(app, "wait")
+def wait(
+    inv: Invocation,
+    broker_id: BrokerId,
+    registered: Annotated[bool, typer.Option("--registered", help="Wait until the broker is registered.")] = False,
+    gone: Annotated[bool, typer.Option("--gone", help="Wait until the broker's registration is gone.")] = False,
+    epoch_gt: Annotated[int | None, typer.Option("--epoch-gt", metavar="EPOCH",
+                                                 help="Wait until it re-registers with an epoch greater than EPOCH "
+                                                 "(the restart receipt).", show_default=False)] = None,
+    timeout: Annotated[float, typer.Option("--timeout", metavar="SECONDS", help="Give up after this long (exit 1).")]
+    = 300.0,
+) -> int:
+    """Block until a broker's registration condition holds (exit 0) or the timeout passes (exit 1).
+
+    Rolling bounce: save `kadmin brokers show ID -o json | jq .data.epoch`, restart the broker, then
+    `kadmin brokers wait ID --epoch-gt SAVED`. Watch-driven: returns as soon as ZooKeeper says so.
+    """
+    chosen = [n for n, on in (("--registered", registered), ("--gone", gone), ("--epoch-gt", epoch_gt is not None))
+              if on]
+    if len(chosen) != 1:
+        raise UsageError("give exactly one of --registered, --gone, --epoch-gt EPOCH")
+    if timeout <= 0:
+        raise UsageError("--timeout must be positive")
+    kind = "registered" if registered else "gone" if gone else "epoch_gt"
+    cond = svc.WaitCondition(kind, broker_id, epoch_gt)  # type: ignore[arg-type]
+    return inv.emit(svc.wait(inv.cluster(), cond, timeout))

@@ -1,0 +1,200 @@
+"""Options shared by every command, and the one place exceptions become exit codes.
+
+`@command(app, "name")` adds the connection options (-z, --zk-auth, --zk-tls..., --timeout,
+--context), `-o/--output` and `-v/--verbose` to a command, and hands the command an Invocation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+import sys
+import traceback
+from collections.abc import Callable
+from enum import Enum
+from typing import Annotated, Any
+
+import typer
+
+from kadmin.config import ConnectionSettings, Sourced, resolve
+from kadmin.errors import KadminError
+from kadmin.exit_codes import ExitCode
+from kadmin.render import Renderer
+
+
+class Output(str, Enum):
+    auto = "auto"
+    table = "table"
+    plain = "plain"
+    json = "json"
+    ndjson = "ndjson"
+
+
+CONN = "Connection"
+ZkOpt = Annotated[
+    str | None,
+    typer.Option("--zookeeper", "-z", envvar="KADMIN_ZOOKEEPER", metavar="HOST:PORT[,HOST:PORT...][/chroot]",
+                 help="ZooKeeper connection string of a ZooKeeper-mode cluster.", rich_help_panel=CONN,
+                 show_default=False),
+]
+ZkAuthOpt = Annotated[
+    str | None,
+    typer.Option("--zk-auth", envvar="KADMIN_ZK_AUTH", metavar="SCHEME:CREDENTIALS|@FILE",
+                 help="ZooKeeper auth, e.g. digest:user:password; @FILE reads it from FILE.", rich_help_panel=CONN,
+                 show_default=False),
+]
+ZkTlsOpt = Annotated[bool, typer.Option("--zk-tls", help="Connect to ZooKeeper over TLS.", rich_help_panel=CONN)]
+ZkTlsCaOpt = Annotated[str | None, typer.Option("--zk-tls-ca", metavar="FILE", help="CA bundle for --zk-tls.",
+                                                rich_help_panel=CONN, show_default=False)]
+ZkTlsCertOpt = Annotated[str | None, typer.Option("--zk-tls-cert", metavar="FILE",
+                                                  help="Client certificate for --zk-tls.", rich_help_panel=CONN,
+                                                  show_default=False)]
+ZkTlsKeyOpt = Annotated[str | None, typer.Option("--zk-tls-key", metavar="FILE", help="Client key for --zk-tls.",
+                                                 rich_help_panel=CONN, show_default=False)]
+TimeoutOpt = Annotated[float | None, typer.Option("--timeout", metavar="SECONDS",
+                                                  help="Give up reaching the cluster after this long [default: 10].",
+                                                  rich_help_panel=CONN, show_default=False)]
+ContextOpt = Annotated[str | None, typer.Option("--context", envvar="KADMIN_CONTEXT", metavar="NAME",
+                                                help="Use a context from $XDG_CONFIG_HOME/kadmin/config.toml.",
+                                                rich_help_panel=CONN, show_default=False)]
+OutputOpt = Annotated[Output, typer.Option("--output", "-o", case_sensitive=False,
+                                           help="auto: a table on a terminal, plain columns on a pipe.")]
+VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Say which cluster and settings are used; "
+                                          "show tracebacks of internal errors.")]
+
+# parameter name -> (settings key, annotation, default)
+CONNECTION_PARAMS: dict[str, tuple[str, Any, Any]] = {
+    "zookeeper": ("zookeeper", ZkOpt, None),
+    "zk_auth": ("zk-auth", ZkAuthOpt, None),
+    "zk_tls": ("zk-tls", ZkTlsOpt, False),
+    "zk_tls_ca": ("zk-tls-ca", ZkTlsCaOpt, None),
+    "zk_tls_cert": ("zk-tls-cert", ZkTlsCertOpt, None),
+    "zk_tls_key": ("zk-tls-key", ZkTlsKeyOpt, None),
+    "timeout": ("timeout", TimeoutOpt, None),
+    "context": ("context", ContextOpt, None),
+}
+COMMON_PARAMS: dict[str, tuple[Any, Any]] = {"output": (OutputOpt, Output.auto), "verbose": (VerboseOpt, False)}
+
+
+class Invocation:
+    """What a command body gets: settings, a renderer, and a lazily opened cluster."""
+
+    def __init__(self, command: str, given: dict[str, Sourced | None], context: str | None, output: Output,
+                 verbose: bool) -> None:
+        self.command = command
+        self.renderer = Renderer(output.value)
+        self.verbose = verbose
+        self._given = given
+        self._context = context
+        self._settings: ConnectionSettings | None = None
+        self._cluster: Any = None
+
+    @property
+    def settings(self) -> ConnectionSettings:
+        if self._settings is None:
+            self._settings = resolve(self._given, self._context)
+            if self.verbose:
+                for line in self._settings.describe():
+                    self.renderer.note(line)
+        return self._settings
+
+    def cluster(self) -> Any:
+        if self._cluster is None:
+            from kadmin.cluster.connect import open_cluster
+
+            self._cluster = open_cluster(self.settings, log=self.renderer.note if self.verbose else None)
+        return self._cluster
+
+    def emit(self, result: Any) -> int:
+        return int(self.renderer.emit(result))
+
+    def close(self) -> None:
+        if self._cluster is not None:
+            with contextlib.suppress(Exception):  # closing must never mask the result
+                self._cluster.close()
+            self._cluster = None
+
+
+def _source(ctx: typer.Context, name: str) -> str:
+    src = ctx.get_parameter_source(name)
+    if getattr(src, "name", "") == "ENVIRONMENT":
+        param = next((p for p in ctx.command.params if p.name == name), None)
+        envvar = getattr(param, "envvar", None) or "environment"
+        return f"env {envvar}"
+    return "flag"
+
+
+def command(
+    app: typer.Typer, name: str, *, cluster: bool = True, **typer_kw: Any
+) -> Callable[[Callable[..., int]], Any]:
+    """Register `fn(inv, **own_params) -> exit code` as a command with the shared options."""
+
+    def decorate(fn: Callable[..., int]) -> Any:
+        sig = inspect.signature(fn, eval_str=True)
+        own = [p for p in list(sig.parameters.values())[1:]]
+        own_names = {p.name for p in own}
+        extra: list[inspect.Parameter] = []
+        annotations = {p.name: p.annotation for p in own}
+        conn_names = []
+        if cluster:
+            for pname, (_key, ann, default) in CONNECTION_PARAMS.items():
+                if pname in own_names:
+                    continue  # the command defines it itself (wait/watch --timeout)
+                conn_names.append(pname)
+                extra.append(inspect.Parameter(pname, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=ann))
+                annotations[pname] = ann
+        for pname, (ann, default) in COMMON_PARAMS.items():
+            extra.append(inspect.Parameter(pname, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=ann))
+            annotations[pname] = ann
+        full = f"{app.info.name} {name}" if app.info.name else name
+
+        @functools.wraps(fn)
+        def wrapper(_kadmin_ctx: typer.Context, **kwargs: Any) -> None:
+            ctx = _kadmin_ctx
+            output = kwargs.pop("output")
+            verbose = kwargs.pop("verbose")
+            given: dict[str, Sourced | None] = {}
+            for pname in conn_names:
+                value = kwargs.pop(pname)
+                key = CONNECTION_PARAMS[pname][0]
+                if pname == "context" or value is None or (pname == "zk_tls" and not value):
+                    continue
+                given[key] = Sourced(value, _source(ctx, pname))
+            context = None
+            if cluster:
+                context = ctx.params.get("context")
+            inv = Invocation(full, given, context, output, verbose)
+            code = run_guarded(inv, lambda: fn(inv, **kwargs))
+            raise typer.Exit(code)
+
+        ctx_param = inspect.Parameter("_kadmin_ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context)
+        wrapper.__signature__ = sig.replace(parameters=[ctx_param, *own, *extra])  # type: ignore[attr-defined]
+        wrapper.__annotations__ = {"_kadmin_ctx": typer.Context, **annotations, "return": None}
+        del wrapper.__wrapped__
+        return app.command(name, **typer_kw)(wrapper)
+
+    return decorate
+
+
+def run_guarded(inv: Invocation, body: Callable[[], int]) -> int:
+    """Run a command body; turn every failure into a one-line message and a documented exit code."""
+    try:
+        return body()
+    except KadminError as e:
+        return inv.renderer.emit_error(inv.command, e.code, e.message, int(e.exit_code))
+    except KeyboardInterrupt:
+        print("", file=sys.stderr)
+        inv.renderer.note("interrupted")
+        return int(ExitCode.INTERRUPTED)
+    except BrokenPipeError:
+        return 0
+    except Exception as e:  # noqa: BLE001 - never a traceback unless asked for
+        if inv.verbose:
+            traceback.print_exc()
+        return inv.renderer.emit_error(
+            inv.command, "internal", f"internal error: {type(e).__name__}: {e} (run with -v for a traceback)",
+            int(ExitCode.CONDITION_NOT_MET),
+        )
+    finally:
+        inv.close()

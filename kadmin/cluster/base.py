@@ -1,0 +1,53 @@
+"""The interface the services use. Implementations return domain models, never library objects."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from kadmin.domain.models import Broker, Controller, Generation, Stat
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Something that could not be read or parsed; makes a result partial."""
+
+    code: str
+    message: str
+
+
+@dataclass(frozen=True)
+class BrokerListing:
+    brokers: list[Broker]
+    controller: Controller | None
+    problems: list[Problem] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Znode:
+    path: str
+    data: bytes | None
+    stat: Stat
+
+
+@dataclass(frozen=True)
+class WatchTick:
+    """The live broker generations at one moment; `resynced` after a reconnect or new session."""
+
+    generations: dict[int, Generation]
+    resynced: bool = False
+    reason: str = "change"
+
+
+class Cluster(Protocol):
+    mode: str
+    description: str
+
+    def list_brokers(self) -> BrokerListing: ...
+
+    def get_broker(self, broker_id: int) -> tuple[Broker | None, list[Problem]]: ...
+
+    def watch_brokers(self, timeout: float | None) -> Iterator[WatchTick]: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,320 @@
+"""ZooKeeper-mode clusters through kazoo: Kafka's znodes, pipelined reads, watches."""
+
+from __future__ import annotations
+
+import logging
+import queue
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import (
+    AuthFailedError,
+    ConnectionLoss,
+    KazooException,
+    NoAuthError,
+    NoNodeError,
+    SessionExpiredError,
+)
+from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.protocol.states import KazooState
+from kazoo.retry import KazooRetry
+
+from kadmin.cluster.base import BrokerListing, Problem, WatchTick, Znode
+from kadmin.domain import znodes
+from kadmin.domain.models import Broker, Controller, Generation, Stat
+from kadmin.errors import AuthFailed, ClusterUnreachable, KadminError, WrongChroot
+
+IDS = "/brokers/ids"
+WINDOW = 1000
+
+_log = logging.getLogger("kazoo")
+_log.addHandler(logging.NullHandler())
+_log.propagate = False
+
+
+@dataclass(frozen=True)
+class ZkConnection:
+    hosts: str  # "h1:p1,h2:p2" (no chroot)
+    chroot: str  # "" or "/kafka"
+    timeout: float = 10.0
+    auth: Sequence[tuple[str, str]] = ()
+    use_tls: bool = False
+    tls_ca: str | None = None
+    tls_cert: str | None = None
+    tls_key: str | None = None
+
+    @property
+    def connect_string(self) -> str:
+        return self.hosts + self.chroot
+
+    @property
+    def where(self) -> str:
+        return f"ZooKeeper {self.hosts}" + (f" (chroot {self.chroot})" if self.chroot else "")
+
+
+def _stat(s: Any) -> Stat:
+    return Stat(*s)
+
+
+def _broker(bid: int, data: bytes | None, stat: Stat, controller_id: int | None) -> Broker:
+    try:
+        reg = znodes.decode_registration(data)
+        err = None
+    except znodes.ZnodeFormatError as e:
+        reg, err = None, str(e)
+    return Broker(
+        id=bid, stat=stat, raw=data or b"", registration=reg, error=err, is_controller=(bid == controller_id)
+    )
+
+
+class ZkCluster:
+    mode = "zookeeper"
+
+    def __init__(self, conn: ZkConnection, sleep: Callable[[float], None] = time.sleep) -> None:
+        self.conn = conn
+        self.description = conn.where
+        self._sleep = sleep
+        kw: dict[str, Any] = {}
+        if conn.use_tls:
+            kw.update(use_ssl=True, ca=conn.tls_ca, certfile=conn.tls_cert, keyfile=conn.tls_key, verify_certs=True)
+        self.zk = KazooClient(
+            hosts=conn.connect_string,
+            timeout=max(conn.timeout, 4.0),
+            connection_retry=KazooRetry(max_tries=-1, delay=0.1, max_delay=1.0, sleep_func=sleep),
+            command_retry=KazooRetry(max_tries=3, delay=0.1, max_delay=1.0, sleep_func=sleep, ignore_expire=False),
+            auth_data=list(conn.auth) or None,
+            logger=_log,
+            **kw,
+        )
+        self._started = False
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self) -> ZkCluster:
+        try:
+            self.zk.start(timeout=self.conn.timeout)
+        except KazooTimeoutError as e:
+            self.zk.stop()
+            raise ClusterUnreachable(
+                f"cannot reach {self.conn.where} within {self.conn.timeout:g}s"
+            ) from e
+        except AuthFailedError as e:
+            self.zk.stop()
+            raise AuthFailed(f"authentication with {self.conn.where} failed: check --zk-auth") from e
+        except KazooException as e:
+            self.zk.stop()
+            raise ClusterUnreachable(f"cannot connect to {self.conn.where}: {e or type(e).__name__}") from e
+        self._started = True
+        return self
+
+    def close(self) -> None:
+        if self._started:
+            try:
+                self.zk.stop()
+                self.zk.close()
+            finally:
+                self._started = False
+
+    def _translate(self, path: str, e: Exception) -> KadminError:
+        if isinstance(e, NoAuthError):
+            return AuthFailed(f"not authorized to read {path} on {self.conn.where}: check --zk-auth")
+        if isinstance(e, (ConnectionLoss, SessionExpiredError, KazooTimeoutError)):
+            return ClusterUnreachable(f"lost the connection to {self.conn.where} while reading {path}")
+        return KadminError(f"reading {path} failed: {type(e).__name__} {e}")
+
+    # ------------------------------------------------------------------ reads
+    def _children(self, path: str, watch: Callable[[Any], None] | None = None) -> list[str]:
+        try:
+            return list(self.zk.retry(self.zk.get_children, path, watch=watch))
+        except NoNodeError:
+            if path == IDS:
+                raise self._wrong_chroot() from None
+            raise
+        except Exception as e:  # noqa: BLE001 - translated at the layer's edge
+            raise self._translate(path, e) from e
+
+    def _wrong_chroot(self) -> WrongChroot:
+        where = f"chroot {self.conn.chroot!r}" if self.conn.chroot else "the root (no chroot)"
+        hint = ""
+        try:
+            if not self.conn.chroot:
+                roots = [c for c in self.zk.get_children("/") if c != "zookeeper"]
+                if roots:
+                    hint = f"; top-level znodes here: {', '.join('/' + r for r in sorted(roots)[:5])}"
+        except Exception:  # noqa: BLE001 - a hint only
+            pass
+        return WrongChroot(
+            f"{IDS} does not exist under {where} on {self.conn.hosts}: the chroot is probably wrong{hint}"
+        )
+
+    def get(self, path: str, watch: Callable[[Any], None] | None = None) -> Znode | None:
+        try:
+            data, stat = self.zk.retry(self.zk.get, path, watch=watch)
+        except NoNodeError:
+            return None
+        except Exception as e:  # noqa: BLE001
+            raise self._translate(path, e) from e
+        return Znode(path, data, _stat(stat))
+
+    def get_many(
+        self, paths: Iterable[str], watch: Callable[[Any], None] | None = None
+    ) -> Iterator[tuple[str, Znode | None]]:
+        """Pipelined getData with a bounded in-flight window; reads lost to a reconnect are re-issued."""
+        batch: list[str] = []
+        for p in paths:
+            batch.append(p)
+            if len(batch) >= WINDOW:
+                yield from self._get_batch(batch, watch)
+                batch = []
+        if batch:
+            yield from self._get_batch(batch, watch)
+
+    def _get_batch(
+        self, paths: list[str], watch: Callable[[Any], None] | None
+    ) -> Iterator[tuple[str, Znode | None]]:
+        asyncs = [(p, self.zk.get_async(p, watch=watch)) for p in paths]
+        for p, a in asyncs:
+            try:
+                data, stat = a.get(timeout=self.conn.timeout)
+            except NoNodeError:
+                yield p, None
+                continue
+            except (ConnectionLoss, KazooTimeoutError):
+                yield p, self.get(p, watch=watch)  # re-issued through the retrying path
+                continue
+            except Exception as e:  # noqa: BLE001
+                raise self._translate(p, e) from e
+            yield p, Znode(p, data, _stat(stat))
+
+    def controller(self) -> tuple[Controller | None, list[Problem]]:
+        node = self.get("/controller")
+        if node is None:
+            return None, []
+        try:
+            return znodes.decode_controller(node.data), []
+        except znodes.ZnodeFormatError as e:
+            return None, [Problem("invalid_znode", f"/controller: {e}")]
+
+    # ------------------------------------------------------------------ brokers
+    def _ids(self, children: Iterable[str]) -> tuple[list[int], list[Problem]]:
+        ids, problems = [], []
+        for c in children:
+            try:
+                ids.append(int(c))
+            except ValueError:
+                problems.append(Problem("invalid_znode", f"{IDS}/{c}: not a broker id"))
+        return sorted(ids), problems
+
+    def list_brokers(self) -> BrokerListing:
+        ids, problems = self._ids(self._children(IDS))
+        controller, cproblems = self.controller()
+        problems += cproblems
+        cid = controller.broker_id if controller else None
+        brokers = []
+        for path, node in self.get_many(f"{IDS}/{i}" for i in ids):
+            if node is None:  # deregistered between the two reads, as Kafka's controller skips it
+                continue
+            b = _broker(int(path.rsplit("/", 1)[1]), node.data, node.stat, cid)
+            if b.error:
+                problems.append(Problem("invalid_znode", f"{path}: {b.error}"))
+            brokers.append(b)
+        return BrokerListing(brokers, controller, problems)
+
+    def get_broker(self, broker_id: int) -> tuple[Broker | None, list[Problem]]:
+        self._children(IDS)  # distinguishes "not registered" from "wrong chroot"
+        node = self.get(f"{IDS}/{broker_id}")
+        if node is None:
+            return None, []
+        controller, problems = self.controller()
+        b = _broker(broker_id, node.data, node.stat, controller.broker_id if controller else None)
+        if b.error:
+            problems.append(Problem("invalid_znode", f"{IDS}/{broker_id}: {b.error}"))
+        return b, problems
+
+    # ------------------------------------------------------------------ watch
+    def watch_brokers(self, timeout: float | None) -> Iterator[WatchTick]:
+        """Yield the broker generations now, then after every change, driven by ZooKeeper watches.
+
+        After a reconnect (same session) or a new session, every registration is read again and
+        the tick is marked `resynced`, so a broker that bounced while we were away is not missed.
+        """
+        events: queue.Queue[tuple[str, str | None]] = queue.Queue()
+
+        def on_children(_event: Any) -> None:
+            events.put(("children", None))
+
+        def on_data(event: Any) -> None:
+            events.put(("data", event.path if event is not None else None))
+
+        last_state = [KazooState.CONNECTED]
+
+        def on_state(state: str) -> None:
+            if state == KazooState.CONNECTED and last_state[0] != KazooState.CONNECTED:
+                events.put(("resync", None))
+            last_state[0] = state
+
+        self.zk.add_listener(on_state)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        gens: dict[int, Generation] = {}
+
+        def full_read() -> dict[int, Generation]:
+            ids, _ = self._ids(self._children(IDS, watch=on_children))
+            out: dict[int, Generation] = {}
+            for path, node in self.get_many((f"{IDS}/{i}" for i in ids), watch=on_data):
+                if node is not None:
+                    out[int(path.rsplit("/", 1)[1])] = Generation(node.stat.czxid, node.stat.mzxid)
+            return out
+
+        try:
+            gens = full_read()
+            yield WatchTick(dict(gens), reason="initial")
+            need_resync = False
+            while True:
+                wait = None if deadline is None else deadline - time.monotonic()
+                if wait is not None and wait <= 0:
+                    return
+                try:
+                    kind, path = events.get(timeout=wait if wait is not None else 1.0)
+                except queue.Empty:
+                    continue
+                batch = [(kind, path)]
+                while True:
+                    try:
+                        batch.append(events.get_nowait())
+                    except queue.Empty:
+                        break
+                try:
+                    if need_resync or any(k == "resync" for k, _ in batch):
+                        new = full_read()
+                        need_resync = False
+                        resynced = True
+                    else:
+                        new = dict(gens)
+                        resynced = False
+                        if any(k == "children" for k, _ in batch):
+                            ids, _ = self._ids(self._children(IDS, watch=on_children))
+                            for gone in set(new) - set(ids):
+                                # re-read below: it may already be back (a fast bounce)
+                                batch.append(("data", f"{IDS}/{gone}"))
+                            for added in set(ids) - set(new):
+                                batch.append(("data", f"{IDS}/{added}"))
+                        paths = sorted({p for k, p in batch if k == "data" and p})
+                        for p, node in self.get_many(paths, watch=on_data):
+                            try:
+                                bid = int(p.rsplit("/", 1)[1])
+                            except ValueError:
+                                continue
+                            if node is None:
+                                new.pop(bid, None)
+                            else:
+                                new[bid] = Generation(node.stat.czxid, node.stat.mzxid)
+                except ClusterUnreachable:
+                    need_resync = True  # the reconnect will queue a resync
+                    continue
+                if new != gens or resynced:
+                    gens = new
+                    yield WatchTick(dict(gens), resynced=resynced, reason="resync" if resynced else "change")
+        finally:
+            self.zk.remove_listener(on_state)

@@ -1,0 +1,135 @@
+"""Connection settings from flags, environment variables and the contexts file; each value knows its source.
+
+Precedence: command-line flag > environment variable > context (`--context`, `KADMIN_CONTEXT`, or the
+file's `current-context`) > built-in default.
+
+The contexts file is `$XDG_CONFIG_HOME/kadmin/config.toml` (default `~/.config/kadmin/config.toml`):
+
+    current-context = "prod"
+
+    [contexts.prod]
+    zookeeper = "zk1:2181,zk2:2181,zk3:2181/kafka"
+    zk-auth = "@/etc/kadmin/zk-digest"      # SCHEME:CREDENTIALS, or @FILE holding it
+    bootstrap-server = "kafka1:9092"
+    command-config = "/etc/kadmin/client.properties"
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import tomllib
+
+from kadmin.errors import ConfigError, UsageError
+
+DEFAULT_TIMEOUT = 10.0
+CONTEXT_KEYS = {
+    "zookeeper",
+    "zk-auth",
+    "zk-tls",
+    "zk-tls-ca",
+    "zk-tls-cert",
+    "zk-tls-key",
+    "bootstrap-server",
+    "bootstrap-controller",
+    "command-config",
+    "timeout",
+}
+
+
+@dataclass(frozen=True)
+class Sourced:
+    value: Any
+    source: str  # "flag", "env KADMIN_...", "context NAME", "default"
+
+
+@dataclass(frozen=True)
+class ConnectionSettings:
+    values: Mapping[str, Sourced] = field(default_factory=dict)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        v = self.values.get(key)
+        return default if v is None else v.value
+
+    def source(self, key: str) -> str | None:
+        v = self.values.get(key)
+        return None if v is None else v.source
+
+    @property
+    def timeout(self) -> float:
+        return float(self.get("timeout", DEFAULT_TIMEOUT))
+
+    def describe(self) -> list[str]:
+        return [f"{k} = {v.value!r} (from {v.source})" for k, v in sorted(self.values.items()) if "auth" not in k] + [
+            f"{k} = *** (from {v.source})" for k, v in sorted(self.values.items()) if "auth" in k
+        ]
+
+
+def config_path(env: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if env is None else env
+    base = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME", "~")).expanduser() / ".config")
+    return Path(base) / "kadmin" / "config.toml"
+
+
+def load_contexts(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    try:
+        doc = tomllib.loads(path.read_text())
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{path}: not valid TOML: {e}") from e
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read: {e.strerror}") from e
+    return doc
+
+
+def resolve(
+    given: Mapping[str, Sourced | None],
+    context: str | None,
+    env: Mapping[str, str] | None = None,
+) -> ConnectionSettings:
+    """Merge explicit values (flags/env, already tagged with their source) with a context."""
+    env = os.environ if env is None else env
+    values: dict[str, Sourced] = {k: v for k, v in given.items() if v is not None and v.value is not None}
+    path = config_path(env)
+    doc = load_contexts(path)
+    name = context or env.get("KADMIN_CONTEXT") or doc.get("current-context")
+    if name:
+        contexts = doc.get("contexts", {})
+        if not isinstance(contexts, dict) or name not in contexts:
+            known = ", ".join(sorted(contexts)) if isinstance(contexts, dict) and contexts else "none"
+            raise ConfigError(f"unknown context {name!r} in {path} (known: {known})")
+        ctx = contexts[name]
+        unknown = set(ctx) - CONTEXT_KEYS
+        if unknown:
+            raise ConfigError(f"context {name!r} in {path}: unknown keys {', '.join(sorted(unknown))}")
+        for key, value in ctx.items():
+            if key not in values:
+                values[key] = Sourced(value, f"context {name}")
+    if "timeout" not in values:
+        values["timeout"] = Sourced(DEFAULT_TIMEOUT, "default")
+    return ConnectionSettings(values)
+
+
+def read_secret(value: str) -> str:
+    """`@FILE` reads the value from FILE (so no secret sits on a command line); otherwise the value."""
+    if not value.startswith("@"):
+        return value
+    p = Path(value[1:]).expanduser()
+    try:
+        return p.read_text().strip()
+    except OSError as e:
+        raise ConfigError(f"cannot read credentials file {p}: {e.strerror}") from e
+
+
+def parse_auth(value: str) -> tuple[str, str]:
+    """`SCHEME:CREDENTIALS` (for example `digest:user:password`)."""
+    secret = read_secret(value)
+    scheme, sep, cred = secret.partition(":")
+    if not sep or not scheme or not cred:
+        raise UsageError("--zk-auth takes SCHEME:CREDENTIALS, for example digest:user:password (or @FILE)")
+    return scheme, cred

@@ -1,0 +1,100 @@
+"""Domain shapes: frozen dataclasses, independent of any client library."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+
+@dataclass(frozen=True)
+class Stat:
+    """A ZooKeeper znode Stat, with Kafka's names for what matters (czxid is the broker epoch)."""
+
+    czxid: int
+    mzxid: int
+    ctime: int
+    mtime: int
+    version: int
+    cversion: int
+    aversion: int
+    ephemeral_owner: int
+    data_length: int
+    num_children: int
+    pzxid: int
+
+    def as_dict(self) -> dict[str, int | str]:
+        return {
+            "czxid": self.czxid,
+            "mzxid": self.mzxid,
+            "ctime": self.ctime,
+            "mtime": self.mtime,
+            "version": self.version,
+            "cversion": self.cversion,
+            "aversion": self.aversion,
+            "ephemeral_owner": f"0x{self.ephemeral_owner:x}",
+            "data_length": self.data_length,
+            "num_children": self.num_children,
+            "pzxid": self.pzxid,
+        }
+
+
+@dataclass(frozen=True)
+class Registration:
+    """The JSON of /brokers/ids/<id> (BrokerIdZNode versions 1-5), decoded."""
+
+    version: int
+    host: str | None
+    port: int
+    endpoints: tuple[str, ...]
+    listener_security_protocol_map: Mapping[str, str]
+    jmx_port: int
+    timestamp_ms: int | None
+    rack: str | None = None
+    features: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+
+
+BrokerState = Literal["registered", "invalid", "active", "fenced"]
+
+
+@dataclass(frozen=True)
+class Broker:
+    """One live broker registration: its id, its decoded JSON (None when invalid) and its znode Stat."""
+
+    id: int
+    stat: Stat
+    raw: bytes
+    registration: Registration | None
+    error: str | None = None
+    is_controller: bool = False
+
+    @property
+    def epoch(self) -> int:
+        """KIP-380's broker epoch: the czxid of the registration znode."""
+        return self.stat.czxid
+
+    @property
+    def session(self) -> int:
+        return self.stat.ephemeral_owner
+
+    @property
+    def state(self) -> BrokerState:
+        return "registered" if self.registration is not None else "invalid"
+
+
+@dataclass(frozen=True)
+class Controller:
+    """The content of /controller (ControllerZNode v1/v2)."""
+
+    broker_id: int
+    version: int
+    timestamp_ms: int | None
+    kraft_controller_epoch: int
+
+
+@dataclass(frozen=True)
+class Generation:
+    """What watch compares between two reads: the epoch (czxid) and the last modification (mzxid)."""
+
+    epoch: int
+    mzxid: int

@@ -1,0 +1,229 @@
+"""Decoders for Kafka's znode JSON (kafka.zk.ZkData, 3.9). Pure: bytes in, models out."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, TypedDict
+
+from kadmin.domain.models import Controller, Registration
+
+
+class BrokerZnode(TypedDict, total=False):
+    version: int
+    host: str | None
+    port: int
+    endpoints: list[str]
+    jmx_port: int
+    timestamp: str
+    rack: str
+    listener_security_protocol_map: dict[str, str]
+    features: dict[str, dict[str, int]]
+
+
+class ZnodeFormatError(ValueError):
+    """The znode's content is not what Kafka writes."""
+
+
+SUPPORTED_BROKER_VERSIONS = range(1, 6)
+
+
+def _load_object(data: bytes | None) -> dict[str, Any]:
+    if data is None or data == b"":
+        raise ZnodeFormatError("empty data")
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise ZnodeFormatError(f"not UTF-8: {e.reason} at byte {e.start}") from e
+    except json.JSONDecodeError as e:
+        raise ZnodeFormatError(f"invalid JSON: {e.msg} at line {e.lineno} column {e.colno}") from e
+    if not isinstance(doc, dict):
+        raise ZnodeFormatError(f"expected a JSON object, found {type(doc).__name__}")
+    return doc
+
+
+def _int(doc: Mapping[str, Any], key: str, default: int | None = None) -> int:
+    value = doc.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int):
+        if value is None and default is None and key not in doc:
+            raise ZnodeFormatError(f"missing key {key!r}")
+        raise ZnodeFormatError(f"{key!r} is {value!r}, expected an integer")
+    return value
+
+
+def _timestamp(value: Any) -> int | None:
+    """Kafka writes timestamps as JSON strings of epoch milliseconds; accept a bare number too."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise ZnodeFormatError(f"timestamp is {value!r}")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        try:
+            return int(value)
+        except ValueError as e:
+            raise ZnodeFormatError(f"timestamp {value!r} is not a number") from e
+    raise ZnodeFormatError(f"timestamp is {value!r}")
+
+
+def parse_endpoint(ep: str) -> tuple[str, str | None, int]:
+    """`LISTENER://host:port`, `LISTENER://[v6]:port` or `LISTENER://:port` (null host)."""
+    if "://" not in ep:
+        raise ZnodeFormatError(f"endpoint {ep!r} is not LISTENER://host:port")
+    name, rest = ep.split("://", 1)
+    host, sep, port = rest.rpartition(":")
+    if not sep:
+        raise ZnodeFormatError(f"endpoint {ep!r} has no port")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    try:
+        port_no = int(port)
+    except ValueError as e:
+        raise ZnodeFormatError(f"endpoint {ep!r} has a bad port") from e
+    return name, (host or None), port_no
+
+
+def decode_registration(data: bytes | None) -> Registration:
+    """Decode /brokers/ids/<id>, every version Kafka ever wrote (1-5); raise ZnodeFormatError otherwise."""
+    doc = _load_object(data)
+    version = _int(doc, "version")
+    if version < 1:
+        raise ZnodeFormatError(f"unsupported broker registration version {version}")
+    if version not in SUPPORTED_BROKER_VERSIONS:
+        raise ZnodeFormatError(
+            f"unknown broker registration version {version} (kadmin reads 1-{SUPPORTED_BROKER_VERSIONS[-1]})"
+        )
+    host = doc.get("host")
+    if host is not None and not isinstance(host, str):
+        raise ZnodeFormatError(f"host is {host!r}")
+    port = _int(doc, "port", -1)
+    jmx_port = _int(doc, "jmx_port", -1)
+    if version == 1:
+        endpoints: tuple[str, ...] = (f"PLAINTEXT://{host or ''}:{port}",) if port >= 0 else ()
+    else:
+        raw_eps = doc.get("endpoints")
+        if not isinstance(raw_eps, list) or not all(isinstance(e, str) for e in raw_eps):
+            raise ZnodeFormatError(f"endpoints is {raw_eps!r}, expected a list of strings")
+        for ep in raw_eps:
+            parse_endpoint(ep)
+        endpoints = tuple(raw_eps)
+    lspm = doc.get("listener_security_protocol_map")
+    if lspm is None:
+        # Kafka's default: each listener's security protocol is the listener name.
+        lspm = {parse_endpoint(e)[0]: parse_endpoint(e)[0] for e in endpoints}
+    elif not isinstance(lspm, dict) or not all(isinstance(v, str) for v in lspm.values()):
+        raise ZnodeFormatError(f"listener_security_protocol_map is {lspm!r}")
+    rack = doc.get("rack")
+    if rack is not None and not isinstance(rack, str):
+        raise ZnodeFormatError(f"rack is {rack!r}")
+    features = doc.get("features") or {}
+    if not isinstance(features, dict) or not all(isinstance(v, dict) for v in features.values()):
+        raise ZnodeFormatError(f"features is {features!r}")
+    return Registration(
+        version=version,
+        host=host,
+        port=port,
+        endpoints=endpoints,
+        listener_security_protocol_map=dict(lspm),
+        jmx_port=jmx_port,
+        timestamp_ms=_timestamp(doc.get("timestamp")),
+        rack=rack,
+        features={k: dict(v) for k, v in features.items()},
+    )
+
+
+def encode_registration(
+    *,
+    host: str | None,
+    port: int,
+    endpoints: list[str],
+    timestamp_ms: int,
+    version: int = 5,
+    jmx_port: int = -1,
+    rack: str | None = None,
+    listener_security_protocol_map: Mapping[str, str] | None = None,
+    features: Mapping[str, Mapping[str, int]] | None = None,
+) -> bytes:
+    """Encode a registration exactly as kafka.zk.BrokerIdZNode.encode does (compact Jackson JSON)."""
+    doc: dict[str, Any] = {
+        "version": version,
+        "host": host,
+        "port": port,
+        "jmx_port": jmx_port,
+        "timestamp": str(timestamp_ms),
+    }
+    if version >= 2:
+        doc["endpoints"] = list(endpoints)
+    if version >= 3 and rack is not None:
+        doc["rack"] = rack
+    if version >= 4:
+        names = [parse_endpoint(e)[0] for e in endpoints]
+        doc["listener_security_protocol_map"] = dict(listener_security_protocol_map or {n: n for n in names})
+    if version >= 5:
+        doc["features"] = {k: dict(v) for k, v in (features or {}).items()}
+    return json.dumps(doc, separators=(",", ":")).encode()
+
+
+def decode_controller(data: bytes | None) -> Controller:
+    """Decode /controller (v1 before KIP-866, v2 with kraftControllerEpoch)."""
+    doc = _load_object(data)
+    return Controller(
+        broker_id=_int(doc, "brokerid"),
+        version=_int(doc, "version", 1),
+        timestamp_ms=_timestamp(doc.get("timestamp")),
+        kraft_controller_epoch=_int(doc, "kraftControllerEpoch", -1),
+    )
+
+
+def encode_controller(broker_id: int, timestamp_ms: int, kraft_controller_epoch: int = -1) -> bytes:
+    return json.dumps(
+        {
+            "version": 2,
+            "brokerid": broker_id,
+            "timestamp": str(timestamp_ms),
+            "kraftControllerEpoch": kraft_controller_epoch,
+        },
+        separators=(",", ":"),
+    ).encode()
+
+
+def decode_cluster_id(data: bytes | None) -> str:
+    """Decode /cluster/id: {"version":"1","id":"..."} (version is a string)."""
+    doc = _load_object(data)
+    cid = doc.get("id")
+    if not isinstance(cid, str):
+        raise ZnodeFormatError(f"id is {cid!r}")
+    return cid
+
+
+def encode_cluster_id(cluster_id: str) -> bytes:
+    return json.dumps({"version": "1", "id": cluster_id}, separators=(",", ":")).encode()
+
+
+def encode_topic(
+    partitions: Mapping[int, list[int]], topic_id: str | None = None, version: int = 3
+) -> bytes:
+    """Encode /brokers/topics/<t> as TopicZNode.encode does (3.9 writes version 3)."""
+    doc: dict[str, Any] = {"version": version, "partitions": {str(p): r for p, r in partitions.items()}}
+    if version >= 2:
+        doc["adding_replicas"] = {}
+        doc["removing_replicas"] = {}
+    if version >= 3 and topic_id is not None:
+        doc["topic_id"] = topic_id
+    return json.dumps(doc, separators=(",", ":")).encode()
+
+
+def encode_partition_state(
+    leader: int, leader_epoch: int, controller_epoch: int, isr: list[int], leader_recovery_state: int = 0
+) -> bytes:
+    doc: dict[str, Any] = {
+        "version": 1,
+        "leader": leader,
+        "leader_epoch": leader_epoch,
+        "controller_epoch": controller_epoch,
+        "isr": isr,
+    }
+    if leader_recovery_state != 0:
+        doc["leader_recovery_state"] = leader_recovery_state
+    return json.dumps(doc, separators=(",", ":")).encode()

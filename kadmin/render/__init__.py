@@ -1,0 +1,124 @@
+"""Result → text. Data to stdout; warnings, errors and summaries to stderr.
+
+`auto` is a rich table on a terminal and tabulate plain columns on a pipe; `json` is the versioned
+envelope; `ndjson` is one JSON object per line (each item of a list result).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from typing import IO, Any
+
+from kadmin.exit_codes import ExitCode
+from kadmin.render import views
+
+RESULT_VERSION = 1
+FORMATS = ("auto", "table", "plain", "json", "ndjson")
+
+
+def resolve(fmt: str, isatty: bool) -> str:
+    if fmt == "auto":
+        return "table" if isatty else "plain"
+    return fmt
+
+
+def envelope(command: str, status: str, exit_code: int, data: Any, errors: Sequence[Any]) -> dict[str, Any]:
+    return {
+        "kadmin_result_version": RESULT_VERSION,
+        "command": command,
+        "status": status,
+        "exit_code": int(exit_code),
+        "data": data,
+        "errors": [{"code": e.code, "message": e.message} for e in errors],
+    }
+
+
+def dumps(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False)
+
+
+class Renderer:
+    def __init__(self, fmt: str, out: IO[str] | None = None, err: IO[str] | None = None) -> None:
+        self.out = out or sys.stdout
+        self.err = err or sys.stderr
+        self.fmt = resolve(fmt, self.out.isatty())
+
+    # -- diagnostics -------------------------------------------------------------
+    def warn(self, message: str) -> None:
+        print(f"kadmin: warning: {message}", file=self.err, flush=True)
+
+    def note(self, message: str) -> None:
+        print(f"kadmin: {message}", file=self.err, flush=True)
+
+    def error(self, message: str) -> None:
+        print(f"kadmin: error: {message}", file=self.err, flush=True)
+
+    # -- results -----------------------------------------------------------------
+    def emit(self, result: Any) -> ExitCode:
+        for w in result.warnings:
+            self.warn(w)
+        for e in result.errors:
+            self.warn(e.message)
+        if self.fmt == "json":
+            doc = envelope(result.command, result.status, result.exit_code, result.data, result.errors)
+            print(json.dumps(doc, ensure_ascii=False, indent=2), file=self.out, flush=True)
+        elif self.fmt == "ndjson":
+            items = result.data if isinstance(result.data, list) else [result.data]
+            for item in items:
+                print(dumps(item), file=self.out)
+            self.out.flush()
+        else:
+            view = views.view_for(result.command, result.data)
+            self._print_view(view)
+        if result.message:
+            self.note(result.message)
+        return result.exit_code
+
+    def emit_error(self, command: str, code: str, message: str, exit_code: int) -> int:
+        self.error(message)
+        if self.fmt == "json":
+            doc = envelope(command, "error", exit_code, None, [_Err(code, message)])
+            print(json.dumps(doc, ensure_ascii=False, indent=2), file=self.out, flush=True)
+        return exit_code
+
+    def _print_view(self, view: views.View) -> None:
+        if view.text is not None and self.fmt == "plain":
+            print(view.text, file=self.out, flush=True)
+            return
+        if self.fmt == "table":
+            from rich.console import Console
+            from rich.table import Table
+
+            table = Table(*view.headers, title=view.title, header_style="bold")
+            for row in view.rows:
+                table.add_row(*[views.cell(c) for c in row])
+            Console(file=self.out).print(table)
+        else:
+            from tabulate import tabulate
+
+            if view.rows:
+                text = tabulate(
+                    [[views.cell(c) for c in r] for r in view.rows], headers=view.headers, tablefmt="plain",
+                    disable_numparse=True,
+                )
+                print(text, file=self.out, flush=True)
+            elif view.headers:
+                print("  ".join(view.headers), file=self.out, flush=True)
+
+    # -- streams -----------------------------------------------------------------
+    def stream_item(self, command: str, item: dict[str, Any], first: bool) -> None:
+        """One item of a streamed result (watch). `json` collects them for the envelope instead."""
+        if self.fmt == "ndjson":
+            print(dumps(item), file=self.out, flush=True)
+        elif self.fmt != "json":
+            view = views.view_for(command, [item])
+            if first:
+                print(views.fixed(view.headers), file=self.out)
+            print(views.fixed(view.rows[0]), file=self.out, flush=True)
+
+
+class _Err:
+    def __init__(self, code: str, message: str) -> None:
+        self.code, self.message = code, message

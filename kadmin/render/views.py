@@ -1,0 +1,111 @@
+"""How each command's data looks as a table (rich on a terminal, tabulate on a pipe)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class View:
+    headers: list[str]
+    rows: list[list[Any]] = field(default_factory=list)
+    title: str | None = None
+    text: str | None = None  # plain output overriding the table (for `$(kadmin ...)`)
+
+
+def cell(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, (list, tuple)):
+        return ",".join(cell(x) for x in v) if v else "-"
+    if isinstance(v, dict):
+        return ",".join(f"{k}={cell(x)}" for k, x in v.items()) if v else "-"
+    return str(v)
+
+
+def fixed(cells: list[Any], widths: tuple[int, ...] = (24, 12, 6, 14, 14)) -> str:
+    """A streamed row in fixed-width columns, so rows line up without buffering the stream."""
+    parts = [cell(c).ljust(w) for c, w in zip(cells, widths, strict=False)] + [cell(c) for c in cells[len(widths):]]
+    return " ".join(parts).rstrip()
+
+
+def _brokers_list(data: list[dict[str, Any]]) -> View:
+    rows = [
+        [b["id"], b["host"], b["port"], b["rack"], b["epoch"], b["session"], b["is_controller"], b["state"],
+         b["version"], b["endpoints"]]
+        for b in data
+    ]
+    return View(["ID", "HOST", "PORT", "RACK", "EPOCH", "SESSION", "CONTROLLER", "STATE", "VERSION", "ENDPOINTS"], rows)
+
+
+def _key_values(data: dict[str, Any]) -> View:
+    rows: list[list[Any]] = []
+    for k, v in data.items():
+        if isinstance(v, dict) and k == "stat":
+            rows += [[f"stat.{sk}", sv] for sk, sv in v.items()]
+        else:
+            rows.append([k, v])
+    return View(["KEY", "VALUE"], rows)
+
+
+def _max_epoch(data: dict[str, Any]) -> View:
+    v = _key_values(data)
+    v.text = "" if data["max_broker_epoch"] is None else str(data["max_broker_epoch"])
+    return v
+
+
+def _diff(data: dict[str, Any]) -> View:
+    rows: list[list[Any]] = [[i, "new", None, None] for i in data["new"]]
+    rows += [[i, "dead", None, None] for i in data["dead"]]
+    rows += [[b["id"], "bounced", b["old_epoch"], b["new_epoch"]] for b in data["bounced"]]
+    rows += [[i, "unchanged", None, None] for i in data["unchanged"]]
+    rows.sort(key=lambda r: r[0])
+    return View(["ID", "CHANGE", "OLD_EPOCH", "NEW_EPOCH"], rows)
+
+
+def _events(data: list[dict[str, Any]]) -> View:
+    return View(
+        ["AT", "EVENT", "ID", "EPOCH", "OLD_EPOCH"],
+        [[e["at"], e["event"], e["id"], e["epoch"], e["old_epoch"]] for e in data],
+    )
+
+
+def _wait(data: dict[str, Any]) -> View:
+    v = _key_values(data)
+    v.text = f"{data['broker_id']}\t{data['condition']}\t{'met' if data['met'] else 'not-met'}\t{cell(data['epoch'])}"
+    return v
+
+
+def _generic(data: Any) -> View:
+    if isinstance(data, dict):
+        return _key_values(data)
+    if isinstance(data, list) and data and isinstance(data[0], dict):
+        headers = list(data[0])
+        return View([h.upper() for h in headers], [[row.get(h) for h in headers] for row in data])
+    return View(["VALUE"], [[data]])
+
+
+def _sandbox(data: dict[str, Any]) -> View:
+    v = View(["ID", "EPOCH", "CONTROLLER"], [[b, e, b == data.get("controller")] for b, e in data["brokers"].items()])
+    v.text = data["zookeeper"]
+    return v
+
+
+VIEWS: dict[str, Callable[[Any], View]] = {
+    "brokers list": _brokers_list,
+    "brokers show": _key_values,
+    "brokers max-epoch": _max_epoch,
+    "brokers diff": _diff,
+    "brokers watch": _events,
+    "brokers wait": _wait,
+    "sandbox up": _sandbox,
+    "sandbox status": _sandbox,
+}
+
+
+def view_for(command: str, data: Any) -> View:
+    return VIEWS.get(command, _generic)(data)

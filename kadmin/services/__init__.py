@@ -1,0 +1,1 @@
+"""Use-cases: read the cluster through the client layer, compute with the domain, return Results."""

@@ -1,0 +1,256 @@
+"""`kadmin brokers ...`: registrations, epochs, bounces (KIP-380) and the max broker epoch (seed 003)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal
+
+from kadmin.cluster.base import Cluster
+from kadmin.domain import epochs
+from kadmin.domain.models import Broker, Generation
+from kadmin.errors import ConditionNotMet, NotFound, UsageError
+from kadmin.exit_codes import ExitCode
+from kadmin.services.result import Result
+
+Clock = Callable[[], float]
+
+
+def broker_json(b: Broker) -> dict[str, Any]:
+    """The `brokers list` row: a JSON contract (keys pinned by a test)."""
+    r = b.registration
+    return {
+        "id": b.id,
+        "host": r.host if r else None,
+        "port": r.port if r else None,
+        "rack": r.rack if r else None,
+        "endpoints": list(r.endpoints) if r else [],
+        "listener_security_protocol_map": dict(r.listener_security_protocol_map) if r else {},
+        "jmx_port": r.jmx_port if r else None,
+        "version": r.version if r else None,
+        "timestamp_ms": r.timestamp_ms if r else None,
+        "features": {k: dict(v) for k, v in r.features.items()} if r else {},
+        "epoch": b.epoch,
+        "session": f"0x{b.session:x}",
+        "is_controller": b.is_controller,
+        "state": b.state,
+    }
+
+
+def _warn_chroot_empty(brokers: list[Broker]) -> list[str]:
+    return [] if brokers else ["no brokers are registered (is the cluster down, or the chroot wrong?)"]
+
+
+def list_brokers(cluster: Cluster) -> Result:
+    listing = cluster.list_brokers()
+    return Result(
+        command="brokers list",
+        data=[broker_json(b) for b in listing.brokers],
+        errors=listing.problems,
+        warnings=_warn_chroot_empty(listing.brokers),
+    )
+
+
+def show_broker(cluster: Cluster, broker_id: int) -> Result:
+    broker, problems = cluster.get_broker(broker_id)
+    if broker is None:
+        raise NotFound(f"broker {broker_id} is not registered")
+    data = broker_json(broker)
+    data["path"] = f"/brokers/ids/{broker_id}"
+    data["raw"] = broker.raw.decode("utf-8", "replace")
+    data["stat"] = broker.stat.as_dict()
+    if broker.error:
+        data["error"] = broker.error
+    return Result(command="brokers show", data=data, errors=problems)
+
+
+def max_epoch(cluster: Cluster) -> Result:
+    listing = cluster.list_brokers()
+    found = epochs.max_broker_epoch({b.id: b.epoch for b in listing.brokers})
+    data = {
+        "max_broker_epoch": found[0] if found else None,
+        "broker_id": found[1] if found else None,
+        "brokers": len(listing.brokers),
+    }
+    if found is None:
+        return Result(
+            command="brokers max-epoch",
+            data=data,
+            errors=listing.problems,
+            exit_code=ExitCode.CONDITION_NOT_MET,
+            message="no broker is registered: there is no max broker epoch",
+        )
+    return Result(command="brokers max-epoch", data=data, errors=listing.problems)
+
+
+def load_saved_epochs(path: Path) -> dict[int, int]:
+    """Read a saved `kadmin brokers list -o json` (or its NDJSON): broker id → epoch."""
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise UsageError(f"--since {path}: cannot read: {e.strerror}") from e
+    return parse_saved_epochs(text, str(path))
+
+
+def parse_saved_epochs(text: str, name: str) -> dict[int, int]:
+    rows: Any
+    try:
+        doc = json.loads(text)
+        rows = doc.get("data") if isinstance(doc, dict) else doc
+        if isinstance(doc, dict) and "kadmin_result_version" in doc and doc["kadmin_result_version"] != 1:
+            raise UsageError(f"--since {name}: unknown kadmin_result_version {doc['kadmin_result_version']!r}")
+        if isinstance(doc, dict) and doc.get("command") not in (None, "brokers list"):
+            raise UsageError(f"--since {name}: saved from `kadmin {doc.get('command')}`, not `kadmin brokers list`")
+    except json.JSONDecodeError as e:
+        try:  # NDJSON: one broker object per line
+            rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+        except json.JSONDecodeError:
+            raise UsageError(
+                f"--since {name}: not a saved `kadmin brokers list -o json` ({e.msg} at line {e.lineno})"
+            ) from e
+    if not isinstance(rows, list):
+        raise UsageError(f"--since {name}: no broker list in it")
+    out: dict[int, int] = {}
+    for i, row in enumerate(rows):
+        if not isinstance(row, dict) or not isinstance(row.get("id"), int) or not isinstance(row.get("epoch"), int):
+            raise UsageError(f"--since {name}: entry {i} has no integer id and epoch")
+        out[row["id"]] = row["epoch"]
+    return out
+
+
+def diff(cluster: Cluster, before: Mapping[int, int], exit_code_on_change: bool = False) -> Result:
+    listing = cluster.list_brokers()
+    d = epochs.classify(before, {b.id: b.epoch for b in listing.brokers})
+    bounced = d.bounced + d.went_backwards
+    data = {
+        "new": list(d.new),
+        "dead": list(d.dead),
+        "bounced": [{"id": b.id, "old_epoch": b.old_epoch, "new_epoch": b.new_epoch} for b in bounced],
+        "unchanged": list(d.unchanged),
+    }
+    warnings = [
+        f"broker {b.id}: epoch went backwards ({b.old_epoch} → {b.new_epoch}): "
+        "a different or restored ZooKeeper ensemble?"
+        for b in d.went_backwards
+    ]
+    parts = [f"{len(d.new)} new", f"{len(d.dead)} dead", f"{len(bounced)} bounced", f"{len(d.unchanged)} unchanged"]
+    code = ExitCode.CONDITION_NOT_MET if (exit_code_on_change and d.changed) else ExitCode.OK
+    return Result(
+        command="brokers diff",
+        data=data,
+        errors=listing.problems,
+        warnings=warnings,
+        exit_code=code,
+        message=", ".join(parts),
+    )
+
+
+def iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def watch(
+    cluster: Cluster,
+    count: int | None = None,
+    timeout: float | None = None,
+    initial: bool = False,
+    clock: Clock = time.time,
+    on_resync: Callable[[str], None] | None = None,
+) -> Iterator[dict[str, Any]]:
+    """Registration events as they happen. Stops after `count` events or `timeout` seconds.
+
+    Raises ConditionNotMet when `count` was asked for and not reached in time.
+    """
+    emitted = 0
+    before: dict[int, Generation] | None = None
+    last_epochs: dict[int, int] = {}
+    for tick in cluster.watch_brokers(timeout):
+        if before is None:
+            before = {} if initial else tick.generations
+        if tick.resynced and on_resync is not None:
+            on_resync("reconnected: re-read every registration")
+        events = epochs.registration_events(before, tick.generations, last_epochs)
+        last_epochs.update({b: g.epoch for b, g in before.items()})
+        last_epochs.update({b: g.epoch for b, g in tick.generations.items()})
+        for ev in events:
+            yield {"event": ev.event, "id": ev.id, "epoch": ev.epoch, "old_epoch": ev.old_epoch, "at": iso(clock())}
+            emitted += 1
+            if count is not None and emitted >= count:
+                return
+        before = tick.generations
+    if count is not None:
+        raise ConditionNotMet(f"saw {emitted} of {count} events before the timeout ({timeout:g}s)")
+
+
+WaitKind = Literal["registered", "gone", "epoch_gt"]
+
+
+@dataclass(frozen=True)
+class WaitCondition:
+    kind: WaitKind
+    broker_id: int
+    epoch: int | None = None
+
+    def holds(self, gens: Mapping[int, Generation]) -> bool:
+        g = gens.get(self.broker_id)
+        if self.kind == "registered":
+            return g is not None
+        if self.kind == "gone":
+            return g is None
+        assert self.epoch is not None
+        return g is not None and g.epoch > self.epoch
+
+    def describe(self) -> str:
+        if self.kind == "registered":
+            return f"broker {self.broker_id} registered"
+        if self.kind == "gone":
+            return f"broker {self.broker_id} gone"
+        return f"broker {self.broker_id} registered with an epoch greater than {self.epoch}"
+
+    def missing(self, gens: Mapping[int, Generation]) -> str:
+        g = gens.get(self.broker_id)
+        if self.kind == "gone":
+            return f"broker {self.broker_id} is still registered (epoch {g.epoch if g else '?'})"
+        if g is None:
+            return f"broker {self.broker_id} is not registered"
+        return f"broker {self.broker_id} is registered with epoch {g.epoch}, not greater than {self.epoch}"
+
+
+def wait(cluster: Cluster, cond: WaitCondition, timeout: float, clock: Clock = time.monotonic) -> Result:
+    start = clock()
+    last: Mapping[int, Generation] = {}
+    for tick in cluster.watch_brokers(timeout):
+        last = tick.generations
+        if cond.holds(last):
+            g = last.get(cond.broker_id)
+            return Result(
+                command="brokers wait",
+                data={
+                    "broker_id": cond.broker_id,
+                    "condition": cond.kind,
+                    "met": True,
+                    "epoch": g.epoch if g else None,
+                    "waited_ms": int((clock() - start) * 1000),
+                },
+                message=cond.describe(),
+            )
+    g = last.get(cond.broker_id)
+    return Result(
+        command="brokers wait",
+        data={
+            "broker_id": cond.broker_id,
+            "condition": cond.kind,
+            "met": False,
+            "epoch": g.epoch if g else None,
+            "waited_ms": int((clock() - start) * 1000),
+        },
+        errors=[],
+        exit_code=ExitCode.CONDITION_NOT_MET,
+        message=f"timed out after {timeout:g}s: {cond.missing(last)}",
+    )
+
+
