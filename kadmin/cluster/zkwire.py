@@ -18,7 +18,7 @@ import struct
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from kazoo.exceptions import EXCEPTIONS, ConnectionLoss, SessionExpiredError
+from kazoo.exceptions import EXCEPTIONS, ConnectionLoss, NodeExistsError, SessionExpiredError
 from kazoo.protocol.serialization import (
     Auth,
     CheckVersion,
@@ -46,6 +46,7 @@ EPHEMERAL = 1
 
 __all__ = [
     "EPHEMERAL",
+    "NodeExistsError",
     "OPEN_ACL_UNSAFE",
     "CheckVersion",
     "Create",
@@ -148,7 +149,7 @@ class ZkSession:
     async def _reconnect(self) -> None:
         self._ready.clear()
         self._fail_pending(ConnectionLoss("connection lost"))
-        if self._closed or self._closing:
+        if self._closed:
             return
         self.host_index += 1
         try:
@@ -185,6 +186,8 @@ class ZkSession:
                 if entry is None:
                     continue
                 request, fut = entry
+                if isinstance(request, Close):
+                    self._closed = True  # the server ends the connection next; do not reconnect
                 if fut.done():
                     continue
                 if header.err and not isinstance(request, Transaction):
@@ -195,7 +198,7 @@ class ZkSession:
                 except Exception as e:  # noqa: BLE001 - delivered to the caller
                     fut.set_exception(e)
         except (asyncio.IncompleteReadError, OSError):
-            if not (self._closed or self._closing):
+            if not self._closed:
                 asyncio.get_running_loop().create_task(self._reconnect())
         except asyncio.CancelledError:
             pass
@@ -289,8 +292,17 @@ class ZkSession:
         if self._closed:
             return
         self._closing = True
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(self._call(Close()), 2.0)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout_ms / 1000.0
+        # Retry across reconnects (an ensemble member may be down or electing) until the session
+        # would have expired anyway: a close that is lost leaves the ephemerals behind until then.
+        while not self._closed and loop.time() < deadline:
+            try:
+                await asyncio.wait_for(self._call(Close()), max(0.1, deadline - loop.time()))
+            except (ConnectionLoss, asyncio.TimeoutError):
+                await asyncio.sleep(0.05)
+            except Exception:  # noqa: BLE001 - SessionExpired and the like: nothing left to close
+                break
         await self.abandon()
 
     async def abandon(self) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import queue
 import time
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -94,7 +95,10 @@ class ZkCluster:
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> ZkCluster:
         try:
-            self.zk.start(timeout=self.conn.timeout)
+            with warnings.catch_warnings():
+                # kazoo warns when the chroot does not exist; kadmin says so itself, as an error
+                warnings.filterwarnings("ignore", message="No chroot path exists")
+                self.zk.start(timeout=self.conn.timeout)
         except KazooTimeoutError as e:
             self.zk.stop()
             raise ClusterUnreachable(
@@ -108,6 +112,15 @@ class ZkCluster:
             raise ClusterUnreachable(f"cannot connect to {self.conn.where}: {e or type(e).__name__}") from e
         self._started = True
         return self
+
+    def connected_server(self) -> str | None:
+        """The ensemble member this client is connected to now (host:port), if connected."""
+        sock = getattr(getattr(self.zk, "_connection", None), "_socket", None)
+        try:
+            host, port = sock.getpeername()[:2]  # type: ignore[union-attr]
+        except (AttributeError, OSError):
+            return None
+        return f"{host}:{port}"
 
     def close(self) -> None:
         if self._started:

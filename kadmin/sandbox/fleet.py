@@ -19,7 +19,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from kadmin.cluster.zkwire import OPEN_ACL_UNSAFE, Create, SetData, ZkSession
+from kadmin.cluster.zkwire import OPEN_ACL_UNSAFE, Create, NodeExistsError, SetData, ZkSession
 from kadmin.domain import znodes
 
 T = TypeVar("T")
@@ -138,12 +138,21 @@ class Fleet:
 
         session = await self._session(on_expired=expired)
         path = f"/brokers/ids/{bid}"
-        results = await session.multi(
-            [
-                Create(path, None, self.acl, 1),
-                SetData(path, spec.encode(self._now_ms()), 0),
-            ]
-        )
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 2 * self.session_timeout_ms / 1000.0
+        while True:
+            try:
+                results = await session.multi(
+                    [Create(path, None, self.acl, 1), SetData(path, spec.encode(self._now_ms()), 0)]
+                )
+                break
+            except NodeExistsError:
+                # The previous generation's session has not ended yet (its close was lost, or it
+                # crashed): like a restarting broker, try again until ZooKeeper expires it.
+                if loop.time() > deadline:
+                    await session.close()
+                    raise
+                await asyncio.sleep(0.1)
         stat = results[1]
         self.sessions[bid] = session
         self.epochs[bid] = stat.czxid

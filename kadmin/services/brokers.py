@@ -98,6 +98,8 @@ def load_saved_epochs(path: Path) -> dict[int, int]:
 
 def parse_saved_epochs(text: str, name: str) -> dict[int, int]:
     rows: Any
+    if not text.strip():
+        raise UsageError(f"--since {name}: the file is empty")
     try:
         doc = json.loads(text)
         rows = doc.get("data") if isinstance(doc, dict) else doc
