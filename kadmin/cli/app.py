@@ -16,6 +16,7 @@ app = typer.Typer(
     "not met, 2 usage, 3 configuration, 4 unreachable/auth, 5 partial, 6 rejected by the cluster, 7 refused "
     "as unsafe, 130 interrupted.",
     no_args_is_help=True,
+    add_completion=False,  # `kadmin completion SHELL` prints static, generated scripts instead
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
@@ -35,6 +36,19 @@ def root(
                                           help="Print the version and exit.")] = False,
 ) -> None:
     """kadmin"""
+
+
+@app.command("completion")
+def completion(
+    shell: Annotated[str, typer.Argument(help="bash, zsh or fish.", metavar="SHELL")],
+) -> None:
+    """Print a shell completion script, e.g. `kadmin completion bash > /etc/bash_completion.d/kadmin`."""
+    from kadmin.cli.completion import SHELLS, script
+
+    if shell not in SHELLS:
+        typer.echo(f"kadmin: error: unknown shell {shell!r} (choose from {', '.join(SHELLS)})", err=True)
+        raise typer.Exit(2)
+    typer.echo(script(shell, app), nl=False)
 
 
 def main() -> None:

@@ -75,7 +75,7 @@ def watch(
         raise UsageError("--timeout must be positive")
     r = inv.renderer
     cluster = inv.cluster()
-    events = []
+    events: list[dict[str, object]] = []
     for ev in svc.watch(cluster, count=count, timeout=timeout, initial=initial, on_resync=r.note):
         r.stream_item("brokers watch", ev, first=not events)
         events.append(ev)

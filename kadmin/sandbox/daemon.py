@@ -35,7 +35,7 @@ def topic_layout(broker_ids: list[int]) -> list[tuple[str, dict[int, list[int]]]
 
 async def register_all(fleet: Fleet, ids: list[int], batch: int = 100) -> None:
     for i in range(0, len(ids), batch):
-        await asyncio.gather(*(fleet.register(BrokerSpec(b, port=9092 + b)) for b in ids[i : i + batch]))
+        await asyncio.gather(*(fleet.register(BrokerSpec(b, port=9091 + b)) for b in ids[i : i + batch]))
 
 
 async def serve(args: argparse.Namespace) -> None:
@@ -80,6 +80,9 @@ async def serve(args: argparse.Namespace) -> None:
 
 async def dispatch(fleet: Fleet, req: dict[str, Any], stop: asyncio.Event) -> dict[str, Any]:
     op = req.get("op")
+    if op == "shutdown":
+        stop.set()
+        return {"ok": True}
     if op == "status":
         return {
             "ok": True,
@@ -87,8 +90,10 @@ async def dispatch(fleet: Fleet, req: dict[str, Any], stop: asyncio.Event) -> di
             "stopped": sorted(set(fleet.specs) - set(fleet.sessions)),
             "controller": fleet.controller_id,
         }
+    if op not in ("bounce", "kill", "start"):
+        return {"ok": False, "error": f"unknown op {op!r}"}
     bid = req.get("id")
-    if op in ("bounce", "kill", "start") and not isinstance(bid, int):
+    if not isinstance(bid, int):
         return {"ok": False, "error": "an integer broker id is required"}
     if op in ("bounce", "kill") and bid not in fleet.specs:
         return {"ok": False, "error": f"broker {bid} is not a sandbox broker"}
@@ -104,15 +109,10 @@ async def dispatch(fleet: Fleet, req: dict[str, Any], stop: asyncio.Event) -> di
         else:
             await fleet.stop(bid)
         return {"ok": True, "id": bid, "old_epoch": was, "controller": fleet.controller_id}
-    if op == "start":
-        if bid in fleet.sessions:
-            return {"ok": False, "error": f"broker {bid} is already running"}
-        epoch = await fleet.register(fleet.specs.get(bid) or BrokerSpec(bid, port=9092 + bid))
-        return {"ok": True, "id": bid, "new_epoch": epoch, "controller": fleet.controller_id}
-    if op == "shutdown":
-        stop.set()
-        return {"ok": True}
-    return {"ok": False, "error": f"unknown op {op!r}"}
+    if bid in fleet.sessions:
+        return {"ok": False, "error": f"broker {bid} is already running"}
+    epoch = await fleet.register(fleet.specs.get(bid) or BrokerSpec(bid, port=9091 + bid))
+    return {"ok": True, "id": bid, "new_epoch": epoch, "controller": fleet.controller_id}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -126,7 +126,7 @@ class Fleet:
     async def register(self, spec: BrokerSpec | int, **kw: Any) -> int:
         """Start broker `spec` from a new session; returns its epoch (the znode's czxid)."""
         if isinstance(spec, int):
-            spec = BrokerSpec(spec, port=9092 + spec if "port" not in kw else kw.pop("port"), **kw)
+            spec = BrokerSpec(spec, port=9091 + spec if "port" not in kw else kw.pop("port"), **kw)
         self.specs[spec.id] = spec
         bid = spec.id
 
@@ -190,7 +190,7 @@ class Fleet:
         await self.stop(bid)
         if down_seconds:
             await asyncio.sleep(down_seconds)
-        new = await self.register(self.specs.get(bid) or BrokerSpec(bid, port=9092 + bid))
+        new = await self.register(self.specs.get(bid) or BrokerSpec(bid, port=9091 + bid))
         return old, new
 
     async def elect_controller(self) -> int | None:

@@ -58,7 +58,9 @@ class Sandbox:
 
     def running(self) -> bool:
         st = self.state()
-        return bool(st) and pid_alive(st["daemon"]["pid"]) and any(pid_alive(s["pid"]) for s in st["zookeeper"])
+        if not st:
+            return False
+        return pid_alive(st["daemon"]["pid"]) and any(pid_alive(s["pid"]) for s in st["zookeeper"])
 
     # ------------------------------------------------------------------ up / down
     def up(self, brokers: int = 3, ensemble: int = 1, timeout: float = 120.0) -> dict[str, Any]:
@@ -66,8 +68,7 @@ class Sandbox:
             raise SandboxError("--brokers must be at least 1")
         if self.state() is not None:
             if self.running():
-                st = self._require()
-                return {**self.status(), "already_running": True, "zookeeper": st["connect"]}
+                return {**self.status(), "already_running": True}
             self.down()
         self.dir.mkdir(parents=True, exist_ok=True)
         ens = Ensemble(self.dir, ensemble)

@@ -69,6 +69,7 @@ def test_watch_reports_register_bounce_update_deregister(fleet, zk):
     try:
         w = Watcher(c, count=5, timeout=30)
         e2 = fleet.register(BrokerSpec(2))
+        w.wait_for(lambda evs: len(evs) == 1)
         old1, new1 = fleet.bounce(1)
         w.wait_for(lambda evs: any(e["event"] == "bounced" for e in evs))
         fleet.update(2)

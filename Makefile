@@ -1,0 +1,45 @@
+# The two set-up commands of the README: `make demo` and `make test`. Each is self-sufficient on a
+# fresh Debian machine: it installs a JRE and ZooKeeper (apt-get) when missing, creates .venv and
+# installs kadmin into it.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test system venv lint completions docs bench clean
+
+system:
+	@scripts/ensure-system.sh
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: system venv
+	@PATH="$(CURDIR)/$(VENV)/bin:$$PATH" scripts/demo.sh
+
+test: system venv
+	$(PY) -m pytest -q
+	$(VENV)/bin/ruff check kadmin tests bench
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
+
+lint: venv
+	$(VENV)/bin/ruff check kadmin tests bench
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
+
+completions: venv
+	for s in bash zsh fish; do $(VENV)/bin/kadmin completion $$s > completions/kadmin.$$s; done
+
+docs: venv
+	$(PY) -m kadmin.cli.docs README.md
+
+bench: system venv
+	$(PY) bench/brokers.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache
