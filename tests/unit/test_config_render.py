@@ -20,7 +20,8 @@ def test_flag_beats_context_and_context_fills_the_rest(tmp_path):
     cfg = tmp_path / "kadmin"
     cfg.mkdir()
     (cfg / "config.toml").write_text(
-        'current-context = "a"\n[contexts.a]\nzookeeper = "za:1"\nzk-auth = "digest:u:p"\n[contexts.b]\nzookeeper = "zb:1"\n'
+        'current-context = "a"\n[contexts.a]\nzookeeper = "za:1"\nzk-auth = "digest:u:p"\n'
+        '[contexts.b]\nzookeeper = "zb:1"\n'
     )
     env = {"XDG_CONFIG_HOME": str(tmp_path)}
     s = resolve({"zookeeper": Sourced("flag:1", "flag")}, None, env)
