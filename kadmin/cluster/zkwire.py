@@ -18,7 +18,7 @@ import struct
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from kazoo.exceptions import EXCEPTIONS, ConnectionLoss, NodeExistsError, SessionExpiredError
+from kazoo.exceptions import EXCEPTIONS, ConnectionLoss, NodeExistsError, NoNodeError, SessionExpiredError
 from kazoo.protocol.serialization import (
     Auth,
     CheckVersion,
@@ -46,6 +46,7 @@ EPHEMERAL = 1
 
 __all__ = [
     "EPHEMERAL",
+    "NoNodeError",
     "NodeExistsError",
     "OPEN_ACL_UNSAFE",
     "CheckVersion",

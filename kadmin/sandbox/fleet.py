@@ -19,7 +19,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from kadmin.cluster.zkwire import OPEN_ACL_UNSAFE, Create, NodeExistsError, SetData, ZkSession
+from kadmin.cluster.zkwire import OPEN_ACL_UNSAFE, Create, NodeExistsError, NoNodeError, SetData, ZkSession
 from kadmin.domain import znodes
 
 T = TypeVar("T")
@@ -89,6 +89,7 @@ class Fleet:
         self.epochs: dict[int, int] = {}
         self.controller_id: int | None = None
         self._admin: ZkSession | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
         self.elect_controller_on_change = True
 
     def _now_ms(self) -> int:
@@ -183,6 +184,23 @@ class Fleet:
         if session is not None:
             await session.abandon()
         self.epochs.pop(bid, None)
+        if self.controller_id == bid:
+            self.controller_id = None
+            if self.elect_controller_on_change:
+                self._tasks.add(asyncio.get_running_loop().create_task(self._elect_when_expired()))
+
+    async def _elect_when_expired(self) -> None:
+        """The crashed controller's /controller goes when its session expires; then the others race."""
+        s = await self.admin()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 3 * self.session_timeout_ms / 1000.0
+        while loop.time() < deadline:
+            try:
+                await s.get("/controller")
+            except NoNodeError:
+                await self.elect_controller()
+                return
+            await asyncio.sleep(0.1)
 
     async def bounce(self, bid: int, down_seconds: float = 0.0) -> tuple[int | None, int]:
         """Stop and start broker `bid` again: returns (old epoch, new epoch)."""
@@ -246,6 +264,8 @@ class Fleet:
             await s.create(f"/config/topics/{name}", doc, acl=self.acl)
 
     async def close(self) -> None:
+        for t in self._tasks:
+            t.cancel()
         for bid in list(self.sessions):
             session = self.sessions.pop(bid)
             await session.close()

@@ -20,6 +20,7 @@ from pathlib import Path
 from kadmin.errors import SandboxError
 
 DEBIAN_JAR = "/usr/share/java/zookeeper.jar"
+DEBIAN_EXTRA_JARS = ("/usr/share/java/netty-codec.jar",)
 JVM_FLAGS = ["-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]
 MAIN = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 
@@ -30,8 +31,10 @@ def zookeeper_classpath() -> str:
     if override:
         return override
     if os.path.exists(DEBIAN_JAR):
-        # The jar's manifest Class-Path brings in its runtime dependencies.
-        return DEBIAN_JAR
+        # The jar's manifest Class-Path brings in its runtime dependencies, except Netty's codec,
+        # which the Netty connection factory (TLS client ports) needs.
+        extra = [j for j in DEBIAN_EXTRA_JARS if os.path.exists(j)]
+        return ":".join([DEBIAN_JAR, *extra])
     try:
         import importlib.util
 
@@ -193,6 +196,19 @@ def stop_pid(pid: int, sig: int = signal.SIGTERM, wait: float = 10.0) -> None:
         time.sleep(0.02)
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)
+
+
+def tls_config(secure_port: int, server_pem: Path, ca_pem: Path, client_auth: str = "none") -> dict[str, str]:
+    """zoo.cfg lines for a TLS client port (PEM key+certificate and CA, Netty connection factory)."""
+    return {
+        "secureClientPort": str(secure_port),
+        "serverCnxnFactory": "org.apache.zookeeper.server.NettyServerCnxnFactory",
+        "ssl.keyStore.location": str(server_pem),
+        "ssl.keyStore.type": "PEM",
+        "ssl.trustStore.location": str(ca_pem),
+        "ssl.trustStore.type": "PEM",
+        "ssl.clientAuth": client_auth,
+    }
 
 
 class Ensemble:

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -60,3 +61,21 @@ def test_sandbox_lifecycle(tmp_path):
     assert down.returncode == 0
     assert not any(pid_alive(p) for p in pids)
     assert kadmin("sandbox", "status", env=env).returncode == 3  # no sandbox any more
+
+
+def test_a_crashed_controller_is_replaced_after_its_session_expires(fleet, run):
+    from kadmin.sandbox.fleet import BrokerSpec
+
+    for i in (1, 2, 3):
+        fleet.register(BrokerSpec(i))
+    assert fleet.fleet.controller_id == 1
+    fleet.crash(1)  # no close: ZooKeeper expires the session (4 s here)
+    r = run("brokers", "wait", "1", "--gone", "--timeout", "20")
+    assert r.exit_code == 0
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        rows = json.loads(run("brokers", "list", "-o", "json").stdout)["data"]
+        if any(b["is_controller"] for b in rows):
+            break
+        time.sleep(0.1)
+    assert [b["id"] for b in rows if b["is_controller"]] == [2]

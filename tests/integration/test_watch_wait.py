@@ -202,3 +202,18 @@ def test_watch_survives_the_death_of_its_ensemble_member_during_a_bounce(ensembl
         c.close()
         victim.write_config()
         victim.start()
+
+
+@pytest.mark.parametrize("argv", [["brokers", "watch"], ["brokers", "wait", "1", "--gone", "--timeout", "60"]])
+def test_ctrl_c_exits_130_without_traceback(fleet, zk, argv):
+    import signal
+
+    fleet.register(BrokerSpec(1))
+    p = subprocess.Popen([sys.executable, "-m", "kadmin", *argv, "-z", zk], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5)
+    assert p.poll() is None
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=20)
+    assert p.returncode == 130
+    assert "Traceback" not in err and "interrupted" in err

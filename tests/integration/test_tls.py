@@ -1,0 +1,71 @@
+"""`--zk-tls`: kadmin reads a ZooKeeper over its TLS client port (Netty, PEM certificates)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from kadmin.sandbox.fleet import BrokerSpec, ThreadedFleet
+from kadmin.sandbox.zkserver import ZkServer, free_port, tls_config
+
+pytestmark = pytest.mark.integration
+
+
+def openssl(*args: str, cwd: Path) -> None:
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True, timeout=60)
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("tls")
+    for name in ("ca", "other-ca"):
+        openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.pem",
+                "-days", "2", "-subj", f"/CN=kadmin-test-{name}", cwd=d)
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr",
+            "-subj", "/CN=127.0.0.1", cwd=d)
+    (d / "ext.cnf").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+            "-out", "server.crt", "-days", "2", "-extfile", "ext.cnf", cwd=d)
+    (d / "server.pem").write_text((d / "server.key").read_text() + (d / "server.crt").read_text())
+    return d
+
+
+@pytest.fixture(scope="module")
+def tls_server(tmp_path_factory, certs):
+    secure = free_port()
+    s = ZkServer(tmp_path_factory.mktemp("zktls"), free_port(), tick_ms=250,
+                 extra_cfg=tls_config(secure, certs / "server.pem", certs / "ca.pem"))
+    s.write_config()
+    s.start()
+    deadline = time.monotonic() + 60
+    while s.mode() is None:
+        assert time.monotonic() < deadline and s.alive(), "TLS ZooKeeper did not start"
+        time.sleep(0.05)
+    fleet = ThreadedFleet([("127.0.0.1", s.client_port)], chroot="/tls")  # brokers use the plain port
+    fleet.setup_cluster()
+    fleet.register(BrokerSpec(1))
+    fleet.register(BrokerSpec(2))
+    yield s, secure
+    fleet.shutdown()
+    s.stop()
+
+
+def test_list_over_tls(tls_server, certs, run_nozk):
+    _, secure = tls_server
+    r = run_nozk("brokers", "list", "-z", f"127.0.0.1:{secure}/tls", "--zk-tls", "--zk-tls-ca",
+                 str(certs / "ca.pem"), "-o", "json")
+    assert r.exit_code == 0, r.stderr
+    assert [b["id"] for b in json.loads(r.stdout)["data"]] == [1, 2]
+
+
+def test_tls_port_without_tls_or_with_the_wrong_ca_is_unreachable(tls_server, certs, run_nozk):
+    _, secure = tls_server
+    plain = run_nozk("brokers", "list", "-z", f"127.0.0.1:{secure}/tls", "--timeout", "2")
+    assert plain.exit_code == 4 and "Traceback" not in plain.stderr
+    wrong = run_nozk("brokers", "list", "-z", f"127.0.0.1:{secure}/tls", "--zk-tls", "--zk-tls-ca",
+                     str(certs / "other-ca.pem"), "--timeout", "2")
+    assert wrong.exit_code == 4 and len(wrong.stderr.splitlines()) == 1
