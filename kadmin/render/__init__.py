@@ -11,6 +11,7 @@ import sys
 from collections.abc import Sequence
 from typing import IO, Any
 
+from kadmin.cluster.base import Problem
 from kadmin.exit_codes import ExitCode
 from kadmin.render import views
 
@@ -79,7 +80,7 @@ class Renderer:
     def emit_error(self, command: str, code: str, message: str, exit_code: int) -> int:
         self.error(message)
         if self.fmt == "json":
-            doc = envelope(command, "error", exit_code, None, [_Err(code, message)])
+            doc = envelope(command, "error", exit_code, None, [Problem(code, message)])
             print(json.dumps(doc, ensure_ascii=False, indent=2), file=self.out, flush=True)
         return exit_code
 
@@ -117,8 +118,3 @@ class Renderer:
             if first:
                 print(views.fixed(view.headers), file=self.out)
             print(views.fixed(view.rows[0]), file=self.out, flush=True)
-
-
-class _Err:
-    def __init__(self, code: str, message: str) -> None:
-        self.code, self.message = code, message

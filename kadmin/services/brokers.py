@@ -225,34 +225,25 @@ class WaitCondition:
 def wait(cluster: Cluster, cond: WaitCondition, timeout: float, clock: Clock = time.monotonic) -> Result:
     start = clock()
     last: Mapping[int, Generation] = {}
+    met = False
     for tick in cluster.watch_brokers(timeout):
         last = tick.generations
         if cond.holds(last):
-            g = last.get(cond.broker_id)
-            return Result(
-                command="brokers wait",
-                data={
-                    "broker_id": cond.broker_id,
-                    "condition": cond.kind,
-                    "met": True,
-                    "epoch": g.epoch if g else None,
-                    "waited_ms": int((clock() - start) * 1000),
-                },
-                message=cond.describe(),
-            )
+            met = True
+            break
     g = last.get(cond.broker_id)
+    data = {
+        "broker_id": cond.broker_id,
+        "condition": cond.kind,
+        "met": met,
+        "epoch": g.epoch if g else None,
+        "waited_ms": int((clock() - start) * 1000),
+    }
+    if met:
+        return Result(command="brokers wait", data=data, message=cond.describe())
     return Result(
         command="brokers wait",
-        data={
-            "broker_id": cond.broker_id,
-            "condition": cond.kind,
-            "met": False,
-            "epoch": g.epoch if g else None,
-            "waited_ms": int((clock() - start) * 1000),
-        },
-        errors=[],
+        data=data,
         exit_code=ExitCode.CONDITION_NOT_MET,
         message=f"timed out after {timeout:g}s: {cond.missing(last)}",
     )
-
-
