@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import time
-from pathlib import Path
 
 import pytest
 
@@ -13,25 +11,6 @@ from kadmin.sandbox.fleet import BrokerSpec, ThreadedFleet
 from kadmin.sandbox.zkserver import ZkServer, free_port, tls_config
 
 pytestmark = pytest.mark.integration
-
-
-def openssl(*args: str, cwd: Path) -> None:
-    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True, timeout=60)
-
-
-@pytest.fixture(scope="module")
-def certs(tmp_path_factory) -> Path:
-    d = tmp_path_factory.mktemp("tls")
-    for name in ("ca", "other-ca"):
-        openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.pem",
-                "-days", "2", "-subj", f"/CN=kadmin-test-{name}", cwd=d)
-    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr",
-            "-subj", "/CN=127.0.0.1", cwd=d)
-    (d / "ext.cnf").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
-    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
-            "-out", "server.crt", "-days", "2", "-extfile", "ext.cnf", cwd=d)
-    (d / "server.pem").write_text((d / "server.key").read_text() + (d / "server.crt").read_text())
-    return d
 
 
 @pytest.fixture(scope="module")
