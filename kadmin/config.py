@@ -17,6 +17,7 @@ The contexts file is `$XDG_CONFIG_HOME/kadmin/config.toml` (default `~/.config/k
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -133,3 +134,37 @@ def parse_auth(value: str) -> tuple[str, str]:
     if not sep or not scheme or not cred:
         raise UsageError("--zk-auth takes SCHEME:CREDENTIALS, for example digest:user:password (or @FILE)")
     return scheme, cred
+
+
+def read_properties(path: str) -> dict[str, str]:
+    """A Java properties file (Kafka's --command-config): `key=value` or `key: value`, # and ! comments,
+    backslash line continuations."""
+    p = Path(path).expanduser()
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise ConfigError(f"--command-config {p}: cannot read: {e.strerror}") from e
+    props: dict[str, str] = {}
+    logical = ""
+    for raw in text.splitlines():
+        line = raw.strip() if not logical else raw.lstrip()
+        if not logical and (not line or line[0] in "#!"):
+            continue
+        if line.endswith("\\") and not line.endswith("\\\\"):
+            logical += line[:-1]
+            continue
+        logical += line
+        key, value = _split_property(logical)
+        props[key] = value
+        logical = ""
+    if logical:
+        key, value = _split_property(logical)
+        props[key] = value
+    return props
+
+
+def _split_property(line: str) -> tuple[str, str]:
+    """The key ends at the first `=`, `:` or white space; one separator and the blanks around it go."""
+    m = re.match(r"([^=:\s]*)\s*[=:]?\s*(.*)$", line, re.S)
+    assert m is not None  # the pattern matches any string
+    return m.group(1), m.group(2)

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from kadmin import __version__
-from kadmin.cli import brokers, sandbox
+from kadmin.cli import brokers, partitions, sandbox
 
 app = typer.Typer(
     name="kadmin",
@@ -21,6 +21,7 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 app.add_typer(brokers.app)
+app.add_typer(partitions.app)
 app.add_typer(sandbox.app)
 
 

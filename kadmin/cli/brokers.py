@@ -95,20 +95,96 @@ def wait(
     epoch_gt: Annotated[int | None, typer.Option("--epoch-gt", metavar="EPOCH",
                                                  help="Wait until it re-registers with an epoch greater than EPOCH "
                                                  "(the restart receipt).", show_default=False)] = None,
+    in_sync: Annotated[bool, typer.Option("--in-sync", help="Wait until the broker is in the ISR of every "
+                                          "partition that lists it as a replica.")] = False,
     timeout: Annotated[float, typer.Option("--timeout", metavar="SECONDS", help="Give up after this long (exit 1).")]
     = 300.0,
 ) -> int:
     """Block until a broker's registration condition holds (exit 0) or the timeout passes (exit 1).
 
+    --in-sync waits for the broker to rejoin every ISR it belongs in, saying on stderr what still
+    blocks; after one scan it watches only those partitions' state znodes.
+
     Rolling bounce: save `kadmin brokers show ID -o json | jq .data.epoch`, restart the broker, then
     `kadmin brokers wait ID --epoch-gt SAVED`. Watch-driven: returns as soon as ZooKeeper says so.
     """
-    chosen = [n for n, on in (("--registered", registered), ("--gone", gone), ("--epoch-gt", epoch_gt is not None))
-              if on]
+    chosen = [n for n, on in (("--registered", registered), ("--gone", gone), ("--epoch-gt", epoch_gt is not None),
+                              ("--in-sync", in_sync)) if on]
     if len(chosen) != 1:
-        raise UsageError("give exactly one of --registered, --gone, --epoch-gt EPOCH")
+        raise UsageError("give exactly one of --registered, --gone, --epoch-gt EPOCH, --in-sync")
     if timeout <= 0:
         raise UsageError("--timeout must be positive")
+    if in_sync:
+        from kadmin.render.progress import ScanProgress
+        from kadmin.services.partitions import wait_in_sync
+
+        with ScanProgress() as progress:
+            result = wait_in_sync(inv.cluster(), broker_id, timeout, on_status=inv.renderer.note, progress=progress)
+        return inv.emit(result)
     kind = "registered" if registered else "gone" if gone else "epoch_gt"
     cond = svc.WaitCondition(kind, broker_id, epoch_gt)  # type: ignore[arg-type]
     return inv.emit(svc.wait(inv.cluster(), cond, timeout))
+
+
+@command(app, "can-stop")
+def can_stop(
+    inv: Invocation,
+    broker_id: BrokerId,
+    min_isr_default: Annotated[int, typer.Option("--min-isr-default", min=1, metavar="N",
+                                                 help="min.insync.replicas for topics without their own.")] = 1,
+) -> int:
+    """Exit 0 when stopping the broker leaves every partition it hosts with a leader and at least min ISR.
+
+    Otherwise exit 1 listing the blocking partitions; partitions whose replication factor is below
+    min.insync.replicas are reported apart (they can never pass).
+    """
+    from kadmin.render.progress import ScanProgress
+    from kadmin.services.partitions import can_stop as check
+
+    with ScanProgress() as progress:
+        result = check(inv.cluster(), broker_id, progress=progress, min_isr_default=min_isr_default)
+    return inv.emit(result)
+
+
+@command(app, "shutdown")
+def shutdown(
+    inv: Invocation,
+    broker_id: BrokerId,
+    epoch: Annotated[int | None, typer.Option("--epoch", metavar="EPOCH", help="Send this broker epoch instead of "
+                                              "the registration's czxid.", show_default=False)] = None,
+    wait_: Annotated[bool, typer.Option("--wait", help="Repeat until the broker leads no partition (or timeout).")]
+    = False,
+    timeout: Annotated[float, typer.Option("--timeout", metavar="SECONDS", help="Give up after this long.")] = 60.0,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would be sent and what can-stop says; "
+                                          "send nothing.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Send even when can-stop fails.")] = False,
+    command_config: Annotated[str | None, typer.Option("--command-config", metavar="FILE",
+                                                       help="Kafka client properties (SSL, SASL).",
+                                                       show_default=False)] = None,
+    listener: Annotated[str | None, typer.Option("--listener", metavar="NAME", help="The controller listener to "
+                                                 "use [default: the first one with our security protocol].",
+                                                 show_default=False)] = None,
+) -> int:
+    """One-shot controlled shutdown (ControlledShutdown, API key 7), fenced by the broker epoch.
+
+    Reads the broker's epoch (its czxid) and the active controller from ZooKeeper and asks the
+    controller to move the broker's leaderships away. Refuses with exit 7 when `can-stop` fails
+    unless --force. Exit 6 when the controller rejects it: STALE_BROKER_EPOCH means the broker has
+    re-registered since that epoch. Exit 1 when partitions remain led by the broker.
+    """
+    from kadmin.cluster.kafka import client_config
+    from kadmin.config import read_properties
+    from kadmin.render.progress import ScanProgress
+    from kadmin.services.shutdown import kafka_connect
+    from kadmin.services.shutdown import shutdown as run
+
+    if timeout <= 0:
+        raise UsageError("--timeout must be positive")
+    path = command_config or inv.settings.get("command-config")
+    props = read_properties(path) if path else {}
+    cfg = client_config(props)
+    with ScanProgress() as progress:
+        result = run(inv.cluster(), broker_id, epoch=epoch, wait=wait_, timeout=timeout, dry_run=dry_run, force=force,
+                     connect=kafka_connect(cfg, min(timeout, inv.settings.timeout)),
+                     security_protocol=cfg["security_protocol"], listener=listener, progress=progress)
+    return inv.emit(result)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from kadmin.domain.models import Broker, Controller, Generation, Stat
+from kadmin.domain.models import Broker, Controller, Generation, PartitionState, Stat
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,16 @@ class WatchTick:
     reason: str = "change"
 
 
+@dataclass(frozen=True)
+class PartitionScan:
+    partitions: list[PartitionState]
+    live: frozenset[int]
+    problems: list[Problem] = field(default_factory=list)
+
+
+Progress = Callable[[str, int | None, int], None]  # (phase, total or None, advance)
+
+
 class Cluster(Protocol):
     mode: str
     description: str
@@ -49,5 +59,8 @@ class Cluster(Protocol):
     def get_broker(self, broker_id: int) -> tuple[Broker | None, list[Problem]]: ...
 
     def watch_brokers(self, timeout: float | None) -> Iterator[WatchTick]: ...
+
+    def scan_partitions(self, topics: Sequence[str] | None = None, progress: Progress | None = None,
+                        min_isr_default: int = 1) -> PartitionScan: ...
 
     def close(self) -> None: ...

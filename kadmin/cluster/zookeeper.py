@@ -23,12 +23,15 @@ from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import KazooState
 from kazoo.retry import KazooRetry
 
-from kadmin.cluster.base import BrokerListing, Problem, WatchTick, Znode
+from kadmin.cluster.base import BrokerListing, PartitionScan, Problem, Progress, WatchTick, Znode
 from kadmin.domain import znodes
-from kadmin.domain.models import Broker, Controller, Generation, Stat
+from kadmin.domain.models import Broker, Controller, Generation, PartitionState, Stat
 from kadmin.errors import AuthFailed, ClusterUnreachable, KadminError, WrongChroot
 
 IDS = "/brokers/ids"
+TOPICS = "/brokers/topics"
+CONFIG_TOPICS = "/config/topics"
+RESYNC = "\0resync"
 WINDOW = 1000
 
 _log = logging.getLogger("kazoo")
@@ -246,6 +249,148 @@ class ZkCluster:
             problems.append(Problem("invalid_znode", f"{IDS}/{broker_id}: {b.error}"))
         return b, problems
 
+    # ------------------------------------------------------------------ partitions
+    def live_broker_ids(self) -> frozenset[int]:
+        ids, _ = self._ids(self._children(IDS))
+        return frozenset(ids)
+
+    def scan_partitions(
+        self, topics: Sequence[str] | None = None, progress: Progress | None = None, min_isr_default: int = 1
+    ) -> PartitionScan:
+        """Every partition's assignment, state and min.insync.replicas, read with pipelined reads."""
+        live = self.live_broker_ids()
+        problems: list[Problem] = []
+        names = sorted(self._children(TOPICS)) if topics is None else list(topics)
+        assignments: dict[str, znodes.TopicAssignment] = {}
+        min_isr: dict[str, int] = {}
+        if progress:
+            progress("topics", len(names), 0)
+        for path, node in self.get_many(f"{TOPICS}/{t}" for t in names):
+            name = path.rsplit("/", 1)[1]
+            if progress:
+                progress("topics", len(names), 1)
+            if node is None:
+                if topics is not None:
+                    problems.append(Problem("not_found", f"topic {name} does not exist"))
+                continue
+            try:
+                assignments[name] = znodes.decode_topic(node.data)
+            except znodes.ZnodeFormatError as e:
+                problems.append(Problem("invalid_znode", f"{path}: {e}"))
+        for path, node in self.get_many(f"{CONFIG_TOPICS}/{t}" for t in assignments):
+            name = path.rsplit("/", 1)[1]
+            min_isr[name] = min_isr_default
+            if node is None:
+                continue
+            try:
+                value = znodes.decode_config(node.data).get("min.insync.replicas")
+                if value is not None:
+                    min_isr[name] = int(value)
+            except (znodes.ZnodeFormatError, ValueError) as e:
+                problems.append(Problem("invalid_znode", f"{path}: {e}"))
+        wanted = [(t, p) for t, a in assignments.items() for p in sorted(a["partitions"])]
+        if progress:
+            progress("partitions", len(wanted), 0)
+        out: list[PartitionState] = []
+        paths = (f"{TOPICS}/{t}/partitions/{p}/state" for t, p in wanted)
+        for (t, p), (path, node) in zip(wanted, self.get_many(paths), strict=True):
+            a = assignments[t]
+            base = dict(
+                topic=t, partition=p, replicas=a["partitions"][p], adding_replicas=a["adding"].get(p, ()),
+                removing_replicas=a["removing"].get(p, ()), min_isr=min_isr[t], topic_id=a["topic_id"],
+            )
+            if progress:
+                progress("partitions", len(wanted), 1)
+            if node is None:
+                problems.append(Problem("missing_state", f"{path}: no state znode (the partition has no leader)"))
+                out.append(PartitionState(**base, problem="no state znode"))  # type: ignore[arg-type]
+                continue
+            try:
+                st = znodes.decode_partition_state(node.data)
+            except znodes.ZnodeFormatError as e:
+                problems.append(Problem("invalid_znode", f"{path}: {e}"))
+                out.append(PartitionState(**base, problem=f"invalid state: {e}"))  # type: ignore[arg-type]
+                continue
+            out.append(PartitionState(
+                **base,  # type: ignore[arg-type]
+                isr=st["isr"], leader=st["leader"], leader_epoch=st["leader_epoch"],
+                partition_epoch=node.stat.version, controller_epoch=st["controller_epoch"],
+                leader_recovery_state=st["leader_recovery_state"],
+            ))
+        return PartitionScan(out, live, problems)
+
+    def read_states(
+        self, keys: Sequence[tuple[str, int]], watch: Callable[[Any], None] | None = None
+    ) -> Iterator[tuple[tuple[str, int], Znode | None]]:
+        """Re-read some partition state znodes, optionally leaving a data watch on each."""
+        paths = (f"{TOPICS}/{t}/partitions/{p}/state" for t, p in keys)
+        yield from zip(keys, (node for _, node in self.get_many(paths, watch=watch)), strict=True)
+
+    def watch_states(
+        self, keys: Sequence[tuple[str, int]], timeout: float | None
+    ) -> Iterator[list[tuple[tuple[str, int], tuple[int, ...] | None]]]:
+        """Watch some partition state znodes: yield every key's ISR now, then each change as it comes.
+
+        Costs one read per change (a data watch per znode), never a rescan; after a reconnect or a
+        new session every key is read again. An unreadable or missing state yields ISR None.
+        """
+        events: queue.Queue[str | None] = queue.Queue()
+        by_path = {f"{TOPICS}/{t}/partitions/{p}/state": (t, p) for t, p in keys}
+
+        def on_data(event: Any) -> None:
+            events.put(getattr(event, "path", None))
+
+        resync = self._resync_listener(lambda: events.put(RESYNC))
+        deadline = None if timeout is None else time.monotonic() + timeout
+
+        def read(paths: Iterable[str]) -> list[tuple[tuple[str, int], tuple[int, ...] | None]]:
+            out = []
+            for path, node in self.get_many(paths, watch=on_data):
+                isr = None
+                if node is not None:
+                    try:
+                        isr = znodes.decode_partition_state(node.data)["isr"]
+                    except znodes.ZnodeFormatError:
+                        isr = None
+                out.append((by_path[path], isr))
+            return out
+
+        try:
+            yield read(sorted(by_path))
+            while True:
+                wait = None if deadline is None else deadline - time.monotonic()
+                if wait is not None and wait <= 0:
+                    return
+                try:
+                    first = events.get(timeout=1.0 if wait is None else min(wait, 1.0))
+                except queue.Empty:
+                    continue
+                batch = {first}
+                while not events.empty():
+                    batch.add(events.get_nowait())
+                try:
+                    if RESYNC in batch:
+                        yield read(sorted(by_path))
+                    else:
+                        yield read(sorted(p for p in batch if p in by_path))
+                except ClusterUnreachable:
+                    events.put(RESYNC)  # re-read everything once connected again
+                    time.sleep(0.1)
+        finally:
+            self.zk.remove_listener(resync)
+
+    def _resync_listener(self, on_reconnect: Callable[[], None]) -> Callable[[str], None]:
+        """Call `on_reconnect` whenever the client is connected again after a drop or a new session."""
+        last = [KazooState.CONNECTED]
+
+        def on_state(state: str) -> None:
+            if state == KazooState.CONNECTED and last[0] != KazooState.CONNECTED:
+                on_reconnect()
+            last[0] = state
+
+        self.zk.add_listener(on_state)
+        return on_state
+
     # ------------------------------------------------------------------ watch
     def watch_brokers(self, timeout: float | None) -> Iterator[WatchTick]:
         """Yield the broker generations now, then after every change, driven by ZooKeeper watches.
@@ -261,14 +406,7 @@ class ZkCluster:
         def on_data(event: Any) -> None:
             events.put(("data", event.path if event is not None else None))
 
-        last_state = [KazooState.CONNECTED]
-
-        def on_state(state: str) -> None:
-            if state == KazooState.CONNECTED and last_state[0] != KazooState.CONNECTED:
-                events.put(("resync", None))
-            last_state[0] = state
-
-        self.zk.add_listener(on_state)
+        on_state = self._resync_listener(lambda: events.put(("resync", None)))
         deadline = None if timeout is None else time.monotonic() + timeout
         gens: dict[int, Generation] = {}
 

@@ -98,3 +98,27 @@ class Generation:
 
     epoch: int
     mzxid: int
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    """One partition: its assignment (topic znode) and its state (the state znode).
+
+    `leader` is None when the state znode is missing or unreadable (then `problem` says why);
+    `partition_epoch` is the state znode's dataVersion, Kafka's partition epoch.
+    """
+
+    topic: str
+    partition: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...] = ()
+    leader: int | None = None
+    leader_epoch: int | None = None
+    partition_epoch: int | None = None
+    controller_epoch: int | None = None
+    leader_recovery_state: int = 0
+    adding_replicas: tuple[int, ...] = ()
+    removing_replicas: tuple[int, ...] = ()
+    min_isr: int = 1
+    topic_id: str | None = None
+    problem: str | None = None

@@ -227,3 +227,79 @@ def encode_partition_state(
     if leader_recovery_state != 0:
         doc["leader_recovery_state"] = leader_recovery_state
     return json.dumps(doc, separators=(",", ":")).encode()
+
+
+def _int_list(value: Any, what: str) -> tuple[int, ...]:
+    if not isinstance(value, list) or not all(isinstance(x, int) and not isinstance(x, bool) for x in value):
+        raise ZnodeFormatError(f"{what} is {value!r}, expected a list of broker ids")
+    return tuple(value)
+
+
+class TopicAssignment(TypedDict):
+    partitions: dict[int, tuple[int, ...]]
+    adding: dict[int, tuple[int, ...]]
+    removing: dict[int, tuple[int, ...]]
+    topic_id: str | None
+    version: int
+
+
+def decode_topic(data: bytes | None) -> TopicAssignment:
+    """Decode /brokers/topics/<t> (TopicZNode versions 1-3; a missing key means empty)."""
+    doc = _load_object(data)
+    version = _int(doc, "version", 1)
+    if version not in (1, 2, 3):
+        raise ZnodeFormatError(f"unknown topic znode version {version} (kadmin reads 1-3)")
+
+    def part_map(key: str) -> dict[int, tuple[int, ...]]:
+        raw = doc.get(key) or {}
+        if not isinstance(raw, dict):
+            raise ZnodeFormatError(f"{key} is {raw!r}, expected an object")
+        out = {}
+        for p, replicas in raw.items():
+            try:
+                out[int(p)] = _int_list(replicas, f"{key}[{p}]")
+            except ValueError as e:
+                raise ZnodeFormatError(f"{key} has a non-numeric partition {p!r}") from e
+        return out
+
+    if "partitions" not in doc:
+        raise ZnodeFormatError("missing key 'partitions'")
+    topic_id = doc.get("topic_id")
+    if topic_id is not None and not isinstance(topic_id, str):
+        raise ZnodeFormatError(f"topic_id is {topic_id!r}")
+    return {
+        "partitions": part_map("partitions"),
+        "adding": part_map("adding_replicas"),
+        "removing": part_map("removing_replicas"),
+        "topic_id": topic_id,
+        "version": version,
+    }
+
+
+class StateZnode(TypedDict):
+    leader: int
+    leader_epoch: int
+    controller_epoch: int
+    isr: tuple[int, ...]
+    leader_recovery_state: int
+
+
+def decode_partition_state(data: bytes | None) -> StateZnode:
+    """Decode /brokers/topics/<t>/partitions/<p>/state (TopicPartitionStateZNode)."""
+    doc = _load_object(data)
+    return {
+        "leader": _int(doc, "leader"),
+        "leader_epoch": _int(doc, "leader_epoch"),
+        "controller_epoch": _int(doc, "controller_epoch", -1),
+        "isr": _int_list(doc.get("isr"), "isr"),
+        "leader_recovery_state": _int(doc, "leader_recovery_state", 0),
+    }
+
+
+def decode_config(data: bytes | None) -> dict[str, str]:
+    """Decode /config/<type>/<entity>: {"version":1,"config":{"k":"v"}} (all values are strings)."""
+    doc = _load_object(data)
+    cfg = doc.get("config") or {}
+    if not isinstance(cfg, dict):
+        raise ZnodeFormatError(f"config is {cfg!r}")
+    return {str(k): str(v) for k, v in cfg.items()}

@@ -75,6 +75,10 @@ def _events(data: list[dict[str, Any]]) -> View:
 
 
 def _wait(data: dict[str, Any]) -> View:
+    if "in_sync" in data:  # --in-sync: the partitions still waiting for the broker
+        v = View(["TOPIC", "PARTITION"], [[w["topic"], w["partition"]] for w in data["waiting"]])
+        v.text = f"{data['broker_id']}\tin_sync\t{'met' if data['in_sync'] else 'not-met'}\t{len(data['waiting'])}"
+        return v
     v = _key_values(data)
     v.text = f"{data['broker_id']}\t{data['condition']}\t{'met' if data['met'] else 'not-met'}\t{cell(data['epoch'])}"
     return v
@@ -95,6 +99,34 @@ def _sandbox(data: dict[str, Any]) -> View:
     return v
 
 
+def _partitions(data: list[dict[str, Any]]) -> View:
+    return View(
+        ["TOPIC", "PARTITION", "LEADER", "LEADER_EPOCH", "PARTITION_EPOCH", "REPLICAS", "ISR", "MIN_ISR", "ADDING",
+         "REMOVING"],
+        [[r["topic"], r["partition"], r["leader"], r["leader_epoch"], r["partition_epoch"], r["replicas"], r["isr"],
+          r["min_isr"], r["adding_replicas"], r["removing_replicas"]] for r in data],
+    )
+
+
+def _check(data: dict[str, Any]) -> View:
+    return View(["TOPIC", "PARTITION", "REASONS"],
+                [[f["topic"], f["partition"], "; ".join(f["reasons"])] for f in data["findings"]])
+
+
+def _can_stop(data: dict[str, Any]) -> View:
+    rows = [[b["topic"], b["partition"], "blocking", b["reason"]] for b in data["blocking"]]
+    rows += [[b["topic"], b["partition"], "never", b["reason"]] for b in data["never_satisfiable"]]
+    return View(["TOPIC", "PARTITION", "VERDICT", "REASON"], rows)
+
+
+def _shutdown(data: dict[str, Any]) -> View:
+    v = _key_values({k: v for k, v in data.items() if k not in ("remaining_partitions", "can_stop", "request")})
+    v.rows.append(["remaining_partitions", [f"{r['topic']}-{r['partition']}" for r in data["remaining_partitions"]]])
+    if data.get("request"):
+        v.rows += [[f"request.{k}", x] for k, x in data["request"].items()]
+    return v
+
+
 VIEWS: dict[str, Callable[[Any], View]] = {
     "brokers list": _brokers_list,
     "brokers show": _key_values,
@@ -102,6 +134,10 @@ VIEWS: dict[str, Callable[[Any], View]] = {
     "brokers diff": _diff,
     "brokers watch": _events,
     "brokers wait": _wait,
+    "partitions list": _partitions,
+    "partitions check": _check,
+    "brokers can-stop": _can_stop,
+    "brokers shutdown": _shutdown,
     "sandbox up": _sandbox,
     "sandbox status": _sandbox,
 }
