@@ -51,7 +51,7 @@ def pick_endpoint(endpoints: tuple[str, ...], protocol_map: Mapping[str, str], s
             if host is None:
                 raise ConfigError(f"the controller's {name} listener has no host: {ep}")
             return f"{host}:{port}"
-    want = f"listener {listener}" if listener else f"a {security_protocol} listener"
+    want = f"listener {listener}" if listener else f"{security_protocol} listener"
     raise ConfigError(f"the controller registers no {want} (it has {', '.join(endpoints) or 'no endpoints'}); "
                       "use --listener NAME or security.protocol in --command-config")
 
