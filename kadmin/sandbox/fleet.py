@@ -211,11 +211,14 @@ class Fleet:
         new = await self.register(self.specs.get(bid) or BrokerSpec(bid, port=9091 + bid))
         return old, new
 
-    async def elect_controller(self) -> int | None:
-        """The lowest live broker wins the election, as one of the racing brokers would."""
+    async def elect_controller(self, winner: int | None = None) -> int | None:
+        """The lowest live broker (or `winner`) wins the election, as one of the racing brokers would.
+
+        Fails (returns None) while another broker holds /controller, as a real election does.
+        """
         if not self.sessions:
             return None
-        bid = min(self.sessions)
+        bid = min(self.sessions) if winner is None else winner
         session = self.sessions[bid]
         try:
             data, stat = await session.get("/controller_epoch")
