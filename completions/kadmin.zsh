@@ -3,15 +3,20 @@
 autoload -U +X bashcompinit && bashcompinit
 _kadmin_complete() {
     local -A tree=(
-    ["kadmin"]="brokers completion sandbox --help --version"
-    ["kadmin brokers"]="diff list max-epoch show wait watch --help"
+    ["kadmin"]="brokers completion partitions sandbox --help --version"
+    ["kadmin brokers"]="can-stop diff list max-epoch show shutdown wait watch --help"
+    ["kadmin brokers can-stop"]="--context --help --min-isr-default --output --timeout --verbose --zk-auth --zk-tls --zk-tls-ca --zk-tls-cert --zk-tls-key --zookeeper -o -v -z"
     ["kadmin brokers diff"]="--context --exit-code --help --output --since --timeout --verbose --zk-auth --zk-tls --zk-tls-ca --zk-tls-cert --zk-tls-key --zookeeper -o -v -z"
     ["kadmin brokers list"]="--context --help --output --timeout --verbose --zk-auth --zk-tls --zk-tls-ca --zk-tls-cert --zk-tls-key --zookeeper -o -v -z"
     ["kadmin brokers max-epoch"]="--context --help --output --timeout --verbose --zk-auth --zk-tls --zk-tls-ca --zk-tls-cert --zk-tls-key --zookeeper -o -v -z"
     ["kadmin brokers show"]="--context --help --output --timeout --verbose --zk-auth --zk-tls --zk-tls-ca --zk-tls-cert --zk-tls-key --zookeeper -o -v -z"
-    ["kadmin brokers wait"]="--context --epoch-gt --gone --help --output --registered --timeout --verbose --zk-auth --zk-tls --zk-tls-ca --zk-tls-cert --zk-tls-key --zookeeper -o -v -z"
+    ["kadmin brokers shutdown"]="--command-config --context --dry-run --epoch --force --help --listener --output --timeout --verbose --wait --zk-auth --zk-tls --zk-tls-ca --zk-tls-cert --zk-tls-key --zookeeper -o -v -z"
+    ["kadmin brokers wait"]="--context --epoch-gt --gone --help --in-sync --output --registered --timeout --verbose --zk-auth --zk-tls --zk-tls-ca --zk-tls-cert --zk-tls-key --zookeeper -o -v -z"
     ["kadmin brokers watch"]="--context --count --help --initial --output --timeout --verbose --zk-auth --zk-tls --zk-tls-ca --zk-tls-cert --zk-tls-key --zookeeper -o -v -z"
     ["kadmin completion"]="--help"
+    ["kadmin partitions"]="check list --help"
+    ["kadmin partitions check"]="--context --help --min-isr-default --output --timeout --verbose --zk-auth --zk-tls --zk-tls-ca --zk-tls-cert --zk-tls-key --zookeeper -o -v -z"
+    ["kadmin partitions list"]="--at-min-isr --broker --context --help --min-isr-default --offline --output --timeout --topic --under-min-isr --under-replicated --verbose --zk-auth --zk-tls --zk-tls-ca --zk-tls-cert --zk-tls-key --zookeeper -o -v -z"
     ["kadmin sandbox"]="bounce down kill start status up --help"
     ["kadmin sandbox bounce"]="--dir --down --help --output --verbose -o -v"
     ["kadmin sandbox down"]="--dir --help --output --verbose -o -v"

@@ -225,9 +225,11 @@ class ZkSession:
             return GetChildren.deserialize(buf, offset)
         if isinstance(request, Transaction):
             results = Transaction.deserialize(buf, offset)
-            for r in results:
-                if isinstance(r, Exception):
-                    raise r
+            errors = [r for r in results if isinstance(r, Exception)]
+            if errors:
+                # Ops before the failing one report "rolled back" (0) and ops after it "runtime
+                # inconsistency" (-2): raise the op's own error, which says what went wrong.
+                raise next((e for e in errors if getattr(e, "code", 0) not in (0, -2)), errors[0])
             return [
                 self._unchroot(r) if isinstance(r, str) else (Stat(*r) if isinstance(r, tuple) else r)
                 for r in results

@@ -26,16 +26,17 @@ def test_properties_file_syntax(tmp_path):
     assert props["sasl.mechanism"] == "SCRAM-SHA-512"
     assert props["ssl.truststore.location"] == "/etc/kafka/ca.pem"
     cfg = client_config(props)
-    assert cfg == {"security_protocol": "SASL_SSL", "ssl_cafile": "/etc/kafka/ca.pem", "sasl_mechanism": "SCRAM-SHA-512",
-                   "sasl_plain_username": "admin", "sasl_plain_password": "p@ss=word"}
+    assert cfg == {"security_protocol": "SASL_SSL", "ssl_cafile": "/etc/kafka/ca.pem",
+                   "sasl_mechanism": "SCRAM-SHA-512", "sasl_plain_username": "admin",
+                   "sasl_plain_password": "p@ss=word"}
 
 
 def test_ssl_client_certificate_and_no_hostname_check():
     cfg = client_config({"security.protocol": "SSL", "ssl.truststore.location": "ca.pem",
                          "ssl.keystore.location": "me.pem", "ssl.keystore.type": "PEM", "ssl.key.password": "k",
                          "ssl.endpoint.identification.algorithm": ""})
-    assert cfg == {"security_protocol": "SSL", "ssl_cafile": "ca.pem", "ssl_certfile": "me.pem", "ssl_keyfile": "me.pem",
-                   "ssl_password": "k", "ssl_check_hostname": False}
+    assert cfg == {"security_protocol": "SSL", "ssl_cafile": "ca.pem", "ssl_certfile": "me.pem",
+                   "ssl_keyfile": "me.pem", "ssl_password": "k", "ssl_check_hostname": False}
 
 
 @pytest.mark.parametrize("props, fragment", [
