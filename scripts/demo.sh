@@ -19,7 +19,19 @@ kadmin brokers list -o json > "$before"
 step "kadmin brokers max-epoch"
 kadmin brokers max-epoch
 
+step "kadmin partitions check"
+kadmin partitions check
+
+step "kadmin brokers can-stop 3"
+kadmin brokers can-stop 3
+
 epoch=$(kadmin brokers show 3 -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["data"]["epoch"])')
+step "kadmin brokers shutdown 3   # ControlledShutdown with broker epoch $epoch"
+kadmin brokers shutdown 3
+
+step "kadmin partitions list --broker 3"
+kadmin partitions list --broker 3
+
 step "kadmin brokers wait 3 --epoch-gt $epoch --timeout 30 &   # the restart receipt"
 kadmin brokers wait 3 --epoch-gt "$epoch" --timeout 30 &
 waiter=$!
@@ -28,6 +40,12 @@ sleep 1
 step "kadmin sandbox bounce 3"
 kadmin sandbox bounce 3 -o plain >/dev/null
 wait "$waiter"
+
+step "kadmin brokers shutdown 3 --epoch $epoch   # a stale retry is fenced (exit 6)"
+kadmin brokers shutdown 3 --epoch "$epoch" --force -o plain >/dev/null || echo "exit code $?" >&2
+
+step "kadmin brokers wait 3 --in-sync --timeout 30"
+kadmin brokers wait 3 --in-sync --timeout 30
 
 step "kadmin brokers diff --since before.json"
 kadmin brokers diff --since "$before"

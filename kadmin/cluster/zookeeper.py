@@ -24,6 +24,7 @@ from kazoo.protocol.states import KazooState
 from kazoo.retry import KazooRetry
 
 from kadmin.cluster.base import BrokerListing, PartitionScan, Problem, Progress, WatchTick, Znode
+from kadmin.cluster.bulk import BulkReader, client_ssl_context, parse_hosts
 from kadmin.domain import znodes
 from kadmin.domain.models import Broker, Controller, Generation, PartitionState, Stat
 from kadmin.errors import AuthFailed, ClusterUnreachable, KadminError, WrongChroot
@@ -94,6 +95,16 @@ class ZkCluster:
             **kw,
         )
         self._started = False
+        self._bulk_reader: BulkReader | None = None
+
+    def _bulk(self) -> BulkReader:
+        """The pipelined reader every scan without a watch goes through (kadmin/cluster/bulk.py)."""
+        if self._bulk_reader is None:
+            c = self.conn
+            ctx = client_ssl_context(c.tls_ca, c.tls_cert, c.tls_key) if c.use_tls else None
+            self._bulk_reader = BulkReader(parse_hosts(c.hosts), chroot=c.chroot, auth=c.auth,
+                                           ssl_context=ctx, timeout=c.timeout, window=WINDOW)
+        return self._bulk_reader
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> ZkCluster:
@@ -126,6 +137,9 @@ class ZkCluster:
         return f"{host}:{port}"
 
     def close(self) -> None:
+        if self._bulk_reader is not None:
+            self._bulk_reader.close()
+            self._bulk_reader = None
         if self._started:
             try:
                 self.zk.stop()
@@ -177,7 +191,15 @@ class ZkCluster:
     def get_many(
         self, paths: Iterable[str], watch: Callable[[Any], None] | None = None
     ) -> Iterator[tuple[str, Znode | None]]:
-        """Pipelined getData with a bounded in-flight window; reads lost to a reconnect are re-issued."""
+        """Pipelined getData with a bounded in-flight window; reads lost to a reconnect are re-issued.
+
+        Without a watch this is the bulk reader (tens of thousands of reads/s); a watch belongs to
+        the kazoo session, so watched reads go through kazoo.
+        """
+        if watch is None:
+            for p, data, stat in self._bulk().get_many(paths):
+                yield p, (Znode(p, data, stat) if stat is not None else None)
+            return
         batch: list[str] = []
         for p in paths:
             batch.append(p)

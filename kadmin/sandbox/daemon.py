@@ -35,13 +35,14 @@ def topic_layout(broker_ids: list[int]) -> list[tuple[str, dict[int, list[int]]]
 
 async def register_all(fleet: Fleet, ids: list[int], batch: int = 100) -> None:
     for i in range(0, len(ids), batch):
-        await asyncio.gather(*(fleet.register(BrokerSpec(b, port=9091 + b)) for b in ids[i : i + batch]))
+        specs = [BrokerSpec(b, port=9091 + b) for b in ids[i : i + batch]]
+        await asyncio.gather(*(fleet.register(spec, catch_up=False) for spec in specs))
 
 
 async def serve(args: argparse.Namespace) -> None:
     directory = Path(args.dir)
     hosts = [(h.rsplit(":", 1)[0], int(h.rsplit(":", 1)[1])) for h in args.hosts.split(",")]
-    fleet = Fleet(hosts, chroot=args.chroot, session_timeout_ms=args.session_timeout_ms)
+    fleet = Fleet(hosts, chroot=args.chroot, session_timeout_ms=args.session_timeout_ms, serve_kafka=not args.no_kafka)
     fleet.elect_controller_on_change = False
     await fleet.setup_cluster(args.cluster_id)
     ids = list(range(1, args.brokers + 1))
@@ -50,7 +51,8 @@ async def serve(args: argparse.Namespace) -> None:
     await fleet.elect_controller()
     for name, assignment in topic_layout(ids):
         with contextlib.suppress(Exception):  # NodeExists on a restart over old data
-            await fleet.create_topic(name, assignment, configs={"min.insync.replicas": "2"})
+            rf = len(assignment[0])
+            await fleet.create_topic(name, assignment, configs={"min.insync.replicas": "2"} if rf >= 3 else {})
 
     stop = asyncio.Event()
 
@@ -123,6 +125,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--brokers", type=int, default=3)
     p.add_argument("--cluster-id", default="kadmin-sandbox-cluster")
     p.add_argument("--session-timeout-ms", type=int, default=6000)
+    p.add_argument("--no-kafka", action="store_true", help="do not serve the Kafka protocol per broker")
     args = p.parse_args(argv)
     try:
         asyncio.run(serve(args))

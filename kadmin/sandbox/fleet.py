@@ -77,6 +77,7 @@ class Fleet:
         auth: Sequence[tuple[str, str]] = (),
         acl: Any = None,
         clock: Callable[[], float] = time.time,
+        serve_kafka: bool = False,
     ) -> None:
         self.hosts = list(hosts)
         self.chroot = chroot
@@ -91,6 +92,12 @@ class Fleet:
         self._admin: ZkSession | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self.elect_controller_on_change = True
+        # With serve_kafka each broker also listens for the Kafka protocol (kafka_server.EmulatedBroker),
+        # so the controller can be asked for a ControlledShutdown; the port is in its registration.
+        self.serve_kafka = serve_kafka
+        self.kafka_servers: dict[int, Any] = {}
+        self._served_once: set[int] = set()
+        self.catch_up_seconds: float | None = 1.0
 
     def _now_ms(self) -> int:
         return int(self.clock() * 1000)
@@ -124,12 +131,17 @@ class Fleet:
         with contextlib.suppress(Exception):
             await s.create("/cluster/id", znodes.encode_cluster_id(cluster_id), acl=self.acl)
 
-    async def register(self, spec: BrokerSpec | int, **kw: Any) -> int:
-        """Start broker `spec` from a new session; returns its epoch (the znode's czxid)."""
+    async def register(self, spec: BrokerSpec | int, catch_up: bool = True, **kw: Any) -> int:
+        """Start broker `spec` from a new session; returns its epoch (the znode's czxid).
+
+        With serve_kafka and `catch_up`, the broker rejoins its ISRs a moment later (a restart).
+        """
         if isinstance(spec, int):
             spec = BrokerSpec(spec, port=9091 + spec if "port" not in kw else kw.pop("port"), **kw)
         self.specs[spec.id] = spec
         bid = spec.id
+        if self.serve_kafka and bid not in self.kafka_servers:
+            spec.port = await self._start_kafka_server(spec)
 
         async def expired() -> None:
             # A real broker whose session expired re-registers from a new one: a new epoch.
@@ -157,9 +169,59 @@ class Fleet:
         stat = results[1]
         self.sessions[bid] = session
         self.epochs[bid] = stat.czxid
+        if self.serve_kafka and catch_up and self.catch_up_seconds is not None:
+            task = asyncio.get_running_loop().create_task(self._catch_up(bid, stat.czxid))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
         if self.elect_controller_on_change and self.controller_id is None:
             await self.elect_controller()
         return stat.czxid
+
+    async def _start_kafka_server(self, spec: BrokerSpec) -> int:
+        from kadmin.sandbox.kafka_server import EmulatedBroker
+
+        first = spec.id not in self._served_once
+        srv = EmulatedBroker(spec.id, self.hosts, chroot=self.chroot, port=0 if first else spec.port,
+                             zk_session=await self.admin())
+        port = await srv.start()
+        self.kafka_servers[spec.id] = srv
+        self._served_once.add(spec.id)
+        return port
+
+    async def _stop_kafka_server(self, bid: int) -> None:
+        srv = self.kafka_servers.pop(bid, None)
+        if srv is not None:
+            await srv.stop()
+
+    async def _catch_up(self, bid: int, epoch: int) -> None:
+        """A restarted broker's replicas catch up: after a while it rejoins the ISR of every partition
+        it replicates (its leader's AlterPartition in real Kafka), and leads partitions that had none."""
+        await asyncio.sleep(self.catch_up_seconds or 0)
+        if self.epochs.get(bid) != epoch:
+            return  # bounced or stopped meanwhile
+        s = await self.admin()
+        for topic in await s.children("/brokers/topics"):
+            data, _ = await s.get(f"/brokers/topics/{topic}")
+            assignment = znodes.decode_topic(data)["partitions"]
+            for p, replicas in assignment.items():
+                if bid not in replicas:
+                    continue
+                path = f"/brokers/topics/{topic}/partitions/{p}/state"
+                try:
+                    raw, stat = await s.get(path)
+                    st = znodes.decode_partition_state(raw)
+                except Exception:  # noqa: BLE001 - missing or unreadable: the controller's problem
+                    continue
+                leader, isr, leader_epoch = st["leader"], list(st["isr"]), st["leader_epoch"]
+                if leader < 0:
+                    leader, isr, leader_epoch = bid, [bid], leader_epoch + 1
+                elif bid not in isr and leader in self.sessions:
+                    isr.append(bid)
+                else:
+                    continue
+                with contextlib.suppress(Exception):  # BadVersion: someone else wrote it; leave it
+                    await s.set(path, znodes.encode_partition_state(leader, leader_epoch, st["controller_epoch"],
+                                                                    isr, st["leader_recovery_state"]), stat.version)
 
     async def update(self, bid: int) -> int:
         """Kafka's updateBrokerInfo: setData(version=-1) on the live znode; the epoch stays."""
@@ -173,6 +235,7 @@ class Fleet:
         if session is not None:
             await session.close()
         self.epochs.pop(bid, None)
+        await self._stop_kafka_server(bid)
         if self.controller_id == bid:
             self.controller_id = None
             if self.elect_controller_on_change:
@@ -184,6 +247,7 @@ class Fleet:
         if session is not None:
             await session.abandon()
         self.epochs.pop(bid, None)
+        await self._stop_kafka_server(bid)
         if self.controller_id == bid:
             self.controller_id = None
             if self.elect_controller_on_change:
@@ -269,6 +333,8 @@ class Fleet:
     async def close(self) -> None:
         for t in self._tasks:
             t.cancel()
+        for bid in list(self.kafka_servers):
+            await self._stop_kafka_server(bid)
         for bid in list(self.sessions):
             session = self.sessions.pop(bid)
             await session.close()

@@ -379,6 +379,7 @@ class EmulatedBroker:
         controlled_shutdown_versions: tuple[int, int] | None = (0, 3),
         before_request: BeforeRequest | None = None,
         zk_timeout_ms: int = 6000,
+        zk_session: ZkSession | None = None,
     ) -> None:
         self.node_id = node_id
         self.zk_hosts = list(zk_hosts)
@@ -398,7 +399,9 @@ class EmulatedBroker:
                 raise ValueError(f"ControlledShutdown versions {lo}-{hi}: Kafka defines 0-3")
             self.api_versions[CONTROLLED_SHUTDOWN] = (lo, hi)
         self.requests: list[RecordedRequest] = []
-        self._zk: ZkSession | None = None
+        # A shared session (the sandbox serves many brokers from one process) is not ours to close.
+        self._zk: ZkSession | None = zk_session
+        self._owns_zk = zk_session is None
         self._server: asyncio.Server | None = None
         self._connections: set[asyncio.StreamWriter] = set()
         # The controller's event queue runs one event at a time: ControlledShutdowns are serialized.
@@ -411,7 +414,8 @@ class EmulatedBroker:
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> int:
         """Open the ZooKeeper session and listen; returns the bound port."""
-        self._zk = await ZkSession.open(self.zk_hosts, chroot=self.chroot, timeout_ms=self.zk_timeout_ms)
+        if self._zk is None:
+            self._zk = await ZkSession.open(self.zk_hosts, chroot=self.chroot, timeout_ms=self.zk_timeout_ms)
         self._server = await asyncio.start_server(self._serve, self.host, self.port, ssl=self.ssl_context)
         self.port = int(self._server.sockets[0].getsockname()[1])
         log.info("emulated broker %d listening on %s:%d (%s)", self.node_id, self.host, self.port, self.listener)
@@ -425,7 +429,7 @@ class EmulatedBroker:
             with contextlib.suppress(Exception):
                 await self._server.wait_closed()
             self._server = None
-        if self._zk is not None:
+        if self._zk is not None and self._owns_zk:
             await self._zk.close()
             self._zk = None
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -71,6 +72,8 @@ class Sandbox:
                 return {**self.status(), "already_running": True}
             self.down()
         self.dir.mkdir(parents=True, exist_ok=True)
+        for old in self.dir.glob("zk[0-9]*"):  # every `up` is a fresh playground
+            shutil.rmtree(old, ignore_errors=True)
         ens = Ensemble(self.dir, ensemble)
         ens.start(timeout=min(timeout, 90.0))
         connect = ens.connect_string + CHROOT
