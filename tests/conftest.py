@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +19,7 @@ from typer.testing import CliRunner
 
 from kadmin.cli.app import app
 from kadmin.sandbox.fleet import ThreadedFleet
-from kadmin.sandbox.zkserver import Ensemble
+from kadmin.sandbox.zkserver import Ensemble, ZkServer, free_port, tls_config
 
 
 @pytest.fixture(autouse=True)
@@ -104,3 +105,28 @@ def certs(tmp_path_factory: pytest.TempPathFactory) -> Path:
             "-out", "server.crt", "-days", "2", "-extfile", "ext.cnf", cwd=d)
     (d / "server.pem").write_text((d / "server.key").read_text() + (d / "server.crt").read_text())
     return d
+
+
+@pytest.fixture(scope="session")
+def tls_zk(tmp_path_factory: pytest.TempPathFactory, certs: Path) -> Iterator[tuple[ZkServer, int]]:
+    """A standalone ZooKeeper with a plain client port and a TLS one (Netty, PEM): (server, TLS port)."""
+    secure = free_port()
+    s = ZkServer(tmp_path_factory.mktemp("zktls"), free_port(), tick_ms=250,
+                 extra_cfg=tls_config(secure, certs / "server.pem", certs / "ca.pem"))
+    s.write_config()
+    s.start()
+    deadline = time.monotonic() + 60
+    while s.mode() is None:
+        assert time.monotonic() < deadline and s.alive(), "TLS ZooKeeper did not start"
+        time.sleep(0.05)
+    yield s, secure
+    s.stop()
+
+
+@pytest.fixture(scope="session")
+def ensemble(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ensemble]:
+    """A 3-server ensemble on loopback. A test that kills a member must start it again."""
+    ens = Ensemble(tmp_path_factory.mktemp("ens"), size=3, tick_ms=250)
+    ens.start(timeout=90)
+    yield ens
+    ens.stop()

@@ -15,7 +15,7 @@ from kazoo.security import make_digest_acl
 from kadmin.cluster.bulk import BulkReader, BulkWriter, client_ssl_context, parse_hosts
 from kadmin.domain.models import Stat
 from kadmin.errors import AuthFailed, ClusterUnreachable, KadminError, NotFound
-from kadmin.sandbox.zkserver import Ensemble, ZkServer, free_port, tls_config
+from kadmin.sandbox.zkserver import Ensemble, ZkServer, free_port
 
 pytestmark = pytest.mark.integration
 
@@ -191,18 +191,8 @@ def test_digest_acl_needs_auth(zk_server, chroot, hosts):
 
 # ---------------------------------------------------------------------------- 4. TLS
 @pytest.fixture(scope="module")
-def tls_server(tmp_path_factory, certs):
-    secure = free_port()
-    s = ZkServer(tmp_path_factory.mktemp("zktls"), free_port(), tick_ms=250,
-                 extra_cfg=tls_config(secure, certs / "server.pem", certs / "ca.pem"))
-    s.write_config()
-    s.start()
-    deadline = time.monotonic() + 60
-    while s.mode() is None:
-        assert time.monotonic() < deadline and s.alive(), "TLS ZooKeeper did not start"
-        time.sleep(0.05)
-    yield s, secure
-    s.stop()
+def tls_server(tls_zk):
+    return tls_zk
 
 
 def test_tls(tls_server, certs, chroot):
@@ -236,14 +226,6 @@ def test_tls(tls_server, certs, chroot):
 
 
 # ---------------------------------------------------------------------------- 5. failover
-@pytest.fixture(scope="module")
-def ensemble(tmp_path_factory):
-    ens = Ensemble(tmp_path_factory.mktemp("bulk-ens"), size=3, tick_ms=250)
-    ens.start(timeout=90)
-    yield ens
-    ens.stop()
-
-
 @pytest.mark.parametrize("role", ["follower", "leader"])
 def test_failover_when_the_connected_member_dies(ensemble, chroot, role):
     n = 20_000

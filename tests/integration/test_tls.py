@@ -3,34 +3,23 @@
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
 from kadmin.sandbox.fleet import BrokerSpec, ThreadedFleet
-from kadmin.sandbox.zkserver import ZkServer, free_port, tls_config
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def tls_server(tmp_path_factory, certs):
-    secure = free_port()
-    s = ZkServer(tmp_path_factory.mktemp("zktls"), free_port(), tick_ms=250,
-                 extra_cfg=tls_config(secure, certs / "server.pem", certs / "ca.pem"))
-    s.write_config()
-    s.start()
-    deadline = time.monotonic() + 60
-    while s.mode() is None:
-        assert time.monotonic() < deadline and s.alive(), "TLS ZooKeeper did not start"
-        time.sleep(0.05)
+def tls_server(tls_zk):
+    s, secure = tls_zk
     fleet = ThreadedFleet([("127.0.0.1", s.client_port)], chroot="/tls")  # brokers use the plain port
     fleet.setup_cluster()
     fleet.register(BrokerSpec(1))
     fleet.register(BrokerSpec(2))
     yield s, secure
     fleet.shutdown()
-    s.stop()
 
 
 def test_list_over_tls(tls_server, certs, run_nozk):

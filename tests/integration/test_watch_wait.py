@@ -13,7 +13,6 @@ from kazoo.client import KazooClient
 
 from kadmin.cluster.zookeeper import ZkCluster, ZkConnection
 from kadmin.sandbox.fleet import BrokerSpec, ThreadedFleet
-from kadmin.sandbox.zkserver import Ensemble
 from kadmin.services import brokers as svc
 
 pytestmark = pytest.mark.integration
@@ -165,14 +164,6 @@ def test_wait_returns_promptly_after_reregistration(fleet, zk):
     assert time.monotonic() - t0 < 2.0
 
 
-@pytest.fixture(scope="module")
-def ensemble(tmp_path_factory):
-    ens = Ensemble(tmp_path_factory.mktemp("ens"), size=3, tick_ms=250)
-    ens.start(timeout=90)
-    yield ens
-    ens.stop()
-
-
 @pytest.mark.slow
 def test_watch_survives_the_death_of_its_ensemble_member_during_a_bounce(ensemble, chroot):
     conn_hosts = ensemble.connect_string
@@ -202,6 +193,7 @@ def test_watch_survives_the_death_of_its_ensemble_member_during_a_bounce(ensembl
         c.close()
         victim.write_config()
         victim.start()
+        ensemble.wait_ready(60)
 
 
 @pytest.mark.parametrize("argv", [["brokers", "watch"], ["brokers", "wait", "1", "--gone", "--timeout", "60"]])
