@@ -40,6 +40,8 @@ docs: venv
 
 bench: system venv
 	$(PY) bench/brokers.py
+	$(PY) bench/scan.py
+	$(PY) bench/partitions.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache
