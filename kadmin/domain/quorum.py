@@ -1,0 +1,190 @@
+"""The metadata quorum (seed 004, KIP-595): replica lag, max follower lag, health checks.
+
+The same model serves a KRaft quorum (DescribeQuorum) and a ZooKeeper ensemble (four-letter
+words), where the ensemble is the metadata quorum: the zxid plays the log end offset.
+Pure functions; "now" is always passed in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Status = Literal["Leader", "Follower", "Observer", "Down"]
+Level = Literal["WARNING", "CRITICAL"]
+
+
+@dataclass(frozen=True)
+class ReplicaState:
+    id: int
+    log_end_offset: int
+    directory_id: str | None = None  # Kafka's base64 Uuid text; None when unknown (the zero Uuid)
+    last_fetch_timestamp: int | None = None  # epoch ms; None when the response said -1
+    last_caught_up_timestamp: int | None = None
+    endpoints: tuple[str, ...] = ()
+    down: bool = False
+    extra: Mapping[str, Any] = field(default_factory=dict)  # ZooKeeper: zxid, latency, outstanding...
+
+
+@dataclass(frozen=True)
+class QuorumState:
+    leader_id: int  # -1 when there is no leader
+    leader_epoch: int
+    high_watermark: int
+    voters: tuple[ReplicaState, ...]
+    observers: tuple[ReplicaState, ...] = ()
+    cluster_id: str | None = None
+    mode: Literal["kraft", "zookeeper"] = "kraft"
+
+    @property
+    def leader(self) -> ReplicaState | None:
+        return next((v for v in self.voters if v.id == self.leader_id and not v.down), None)
+
+    @property
+    def majority(self) -> int:
+        return len(self.voters) // 2 + 1
+
+
+def lag(q: QuorumState, r: ReplicaState) -> int | None:
+    """The leader's log end offset minus the replica's (observers too); None without a leader."""
+    leader = q.leader
+    if leader is None or r.down:
+        return None
+    return leader.log_end_offset - r.log_end_offset
+
+
+def status(q: QuorumState, r: ReplicaState, observer: bool) -> Status:
+    if r.down:
+        return "Down"
+    if observer:
+        return "Observer"
+    return "Leader" if r.id == q.leader_id else "Follower"
+
+
+@dataclass(frozen=True)
+class MaxLag:
+    replica_id: int
+    lag: int
+    lag_time_ms: int
+
+
+def max_follower_lag(q: QuorumState) -> MaxLag | None:
+    """Kafka's MetadataQuorumCommand rule: the voter with the smallest log end offset (first on ties).
+
+    Its lag time is the leader's lastCaughtUpTimestamp minus its own, 0 when it is the leader,
+    -1 when either timestamp is missing. Observers are not counted (Kafka's tool leaves them out).
+    """
+    leader = q.leader
+    if leader is None:
+        return None
+    live = [v for v in q.voters if not v.down]
+    slowest = min(live, key=lambda v: v.log_end_offset)  # min() keeps the first of equals
+    if slowest.id == leader.id:
+        time_ms = 0
+    elif leader.last_caught_up_timestamp is not None and slowest.last_caught_up_timestamp is not None:
+        time_ms = leader.last_caught_up_timestamp - slowest.last_caught_up_timestamp
+    else:
+        time_ms = -1
+    return MaxLag(slowest.id, leader.log_end_offset - slowest.log_end_offset, time_ms)
+
+
+def rows(q: QuorumState) -> list[tuple[ReplicaState, Status]]:
+    """The replication table's order: the leader, the other voters, then the observers."""
+    out: list[tuple[ReplicaState, Status]] = []
+    leader = q.leader
+    if leader is not None:
+        out.append((leader, "Leader"))
+    out += [(v, status(q, v, False)) for v in q.voters if leader is None or v is not leader]
+    out += [(o, status(q, o, True)) for o in q.observers]
+    return out
+
+
+@dataclass(frozen=True)
+class Finding:
+    level: Level
+    code: str
+    message: str
+
+
+@dataclass(frozen=True)
+class CheckLimits:
+    max_lag: int = 1000
+    max_lag_ms: int = 5000
+    fetch_timeout_ms: int = 2000  # controller.quorum.fetch.timeout.ms's default
+    restart: int | None = None
+
+
+def caught_up(q: QuorumState, r: ReplicaState, limits: CheckLimits, now_ms: int) -> bool:
+    """Within max_lag of the leader, and (when KRaft says when) caught up within max_lag_ms."""
+    lg = lag(q, r)
+    if lg is None or lg > limits.max_lag:
+        return False
+    if r.id == q.leader_id or r.last_caught_up_timestamp is None:
+        return True
+    return now_ms - r.last_caught_up_timestamp <= limits.max_lag_ms
+
+
+def check(q: QuorumState, limits: CheckLimits, now_ms: int) -> list[Finding]:
+    """Findings, worst first. No findings: OK. Any CRITICAL: the quorum cannot make progress safely."""
+    found: list[Finding] = []
+    leader = q.leader
+    up = [v for v in q.voters if not v.down]
+    if leader is None:
+        found.append(Finding("CRITICAL", "no_leader", "the quorum has no leader"))
+    if len(up) < q.majority:
+        found.append(Finding("CRITICAL", "no_majority",
+                             f"only {len(up)} of {len(q.voters)} voters are up (a majority needs {q.majority})"))
+    for v in q.voters:
+        if v.down:
+            found.append(Finding("WARNING", "voter_down", f"voter {v.id} is down"))
+    for o in q.observers:
+        if o.down:
+            found.append(Finding("WARNING", "observer_down", f"observer {o.id} is down"))
+    if leader is not None:
+        for r, st in rows(q):
+            if st in ("Leader", "Down"):
+                continue
+            lg = lag(q, r)
+            what = "voter" if st == "Follower" else "observer"
+            if lg is not None and lg > limits.max_lag:
+                unit = "transactions" if q.mode == "zookeeper" else "offsets"
+                found.append(Finding("WARNING", f"{what}_lagging",
+                                     f"{what} {r.id} is {lg} {unit} behind the leader (limit {limits.max_lag})"))
+            elif r.last_caught_up_timestamp is not None and now_ms - r.last_caught_up_timestamp > limits.max_lag_ms:
+                found.append(Finding("WARNING", f"{what}_lagging",
+                                     f"{what} {r.id} last caught up {now_ms - r.last_caught_up_timestamp} ms ago "
+                                     f"(limit {limits.max_lag_ms} ms)"))
+            if r.extra.get("older_epoch"):
+                found.append(Finding("WARNING", "older_epoch",
+                                     f"{what} {r.id} is on zxid epoch {r.extra.get('zxid_epoch')}, older than the "
+                                     f"leader's {q.leader_epoch}"))
+        fetched = [v for v in up if v.id == leader.id or (
+            v.last_fetch_timestamp is not None and now_ms - v.last_fetch_timestamp <= limits.fetch_timeout_ms)]
+        knows_fetches = any(v.last_fetch_timestamp is not None for v in up if v.id != leader.id)
+        if q.mode == "kraft" and knows_fetches and len(fetched) < q.majority:
+            found.append(Finding("CRITICAL", "zombie_leader",
+                                 f"leader {leader.id} has been fetched from by only {len(fetched)} of "
+                                 f"{len(q.voters)} voters (itself included) within {limits.fetch_timeout_ms} ms: "
+                                 "it may no longer be the real leader"))
+    if limits.restart is not None:
+        ids = {v.id for v in q.voters}
+        if limits.restart not in ids:
+            found.append(Finding("WARNING", "restart_not_a_voter",
+                                 f"node {limits.restart} is not a voter; restarting it does not affect the quorum"))
+        else:
+            others = [v for v in up if v.id != limits.restart and caught_up(q, v, limits, now_ms)]
+            if len(others) < q.majority:
+                found.append(Finding("CRITICAL", "restart_unsafe",
+                                     f"restarting node {limits.restart} would leave {len(others)} caught-up voters "
+                                     f"({', '.join(str(v.id) for v in others) or 'none'}), fewer than the "
+                                     f"majority of {q.majority}"))
+    found.sort(key=lambda f: f.level != "CRITICAL")
+    return found
+
+
+def exit_level(findings: Sequence[Finding]) -> int:
+    """0 OK, 1 WARNING, 2 CRITICAL (the monitoring convention)."""
+    if any(f.level == "CRITICAL" for f in findings):
+        return 2
+    return 1 if findings else 0
