@@ -226,6 +226,17 @@ class ZkCluster:
                 raise self._translate(p, e) from e
             yield p, Znode(p, data, _stat(stat))
 
+    def cluster_id(self) -> str | None:
+        """/cluster/id's id, or None when the znode is absent (a cluster that never had a 0.10.1+ broker)."""
+        node = self.get("/cluster/id")
+        if node is None:
+            self._children(IDS)  # absent because the chroot is wrong? say so
+            return None
+        try:
+            return znodes.decode_cluster_id(node.data)
+        except znodes.ZnodeFormatError as e:
+            raise KadminError(f"/cluster/id: {e}", code="invalid_znode") from e
+
     def controller(self) -> tuple[Controller | None, list[Problem]]:
         node = self.get("/controller")
         if node is None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 Status = Literal["Leader", "Follower", "Observer", "Down"]
 Level = Literal["WARNING", "CRITICAL"]
@@ -51,6 +51,8 @@ def lag(q: QuorumState, r: ReplicaState) -> int | None:
     leader = q.leader
     if leader is None or r.down:
         return None
+    if q.mode == "zookeeper":
+        return r.extra.get("lag")  # zxids: unknown across epochs (see from_zookeeper)
     return leader.log_end_offset - r.log_end_offset
 
 
@@ -188,3 +190,74 @@ def exit_level(findings: Sequence[Finding]) -> int:
     if any(f.level == "CRITICAL" for f in findings):
         return 2
     return 1 if findings else 0
+
+
+class ZkMember(Protocol):
+    """What a four-letter-word probe of one ensemble member tells (kadmin.cluster.ensemble.MemberProbe)."""
+
+    address: str
+    reachable: bool
+    error: str | None
+    mode: str | None
+    server_id: int | None
+    zxid: int | None
+    latency_min_ms: float | None
+    latency_avg_ms: float | None
+    latency_max_ms: float | None
+    outstanding: int | None
+    members: Mapping[int, str]
+
+
+def zxid_epoch(zxid: int) -> int:
+    return zxid >> 32
+
+
+def zxid_counter(zxid: int) -> int:
+    return zxid & 0xFFFFFFFF
+
+
+def from_zookeeper(probes: Sequence[ZkMember]) -> QuorumState:
+    """A ZooKeeper ensemble as a metadata quorum: NodeId = server id, LogEndOffset = the zxid counter,
+    LeaderEpoch = the leader's zxid epoch, HighWatermark = the leader's zxid, Lag = the leader's zxid
+    minus the member's (unknown, and flagged, for a member still on an older epoch)."""
+    serving = [p for p in probes if p.reachable and p.mode and p.zxid is not None]
+    leader = next((p for p in serving if p.mode in ("leader", "standalone")), None)
+    roles: dict[int, str] = {}
+    for p in serving:
+        roles.update(p.members)
+    seen = {p.server_id for p in serving if p.server_id is not None}
+    unaccounted = sorted(set(roles) - seen)
+    down = [p for p in probes if p not in serving]
+    voters: list[ReplicaState] = []
+    observers: list[ReplicaState] = []
+    lead_zxid = leader.zxid if leader is not None and leader.zxid is not None else None
+    for p in probes:
+        extra: dict[str, Any] = {"address": p.address, "mode": p.mode, "error": p.error}
+        if p in down:
+            sid = p.server_id
+            if sid is None and len(down) == len(unaccounted) == 1:
+                sid = unaccounted[0]  # the one member no live server accounts for
+            r = ReplicaState(sid if sid is not None else -1, -1, down=True, extra=extra)
+            (observers if roles.get(r.id) == "observer" else voters).append(r)
+            continue
+        assert p.zxid is not None
+        older = lead_zxid is not None and zxid_epoch(p.zxid) < zxid_epoch(lead_zxid)
+        extra.update({
+            "zxid": f"0x{p.zxid:x}",
+            "zxid_epoch": zxid_epoch(p.zxid),
+            "older_epoch": older,
+            "latency_ms": {"min": p.latency_min_ms, "avg": p.latency_avg_ms, "max": p.latency_max_ms},
+            "outstanding": p.outstanding,
+        })
+        if lead_zxid is not None and not older:
+            extra["lag"] = lead_zxid - p.zxid
+        r = ReplicaState(p.server_id if p.server_id is not None else -1, zxid_counter(p.zxid), extra=extra)
+        (observers if p.mode == "observer" else voters).append(r)
+    return QuorumState(
+        leader_id=leader.server_id if leader is not None and leader.server_id is not None else -1,
+        leader_epoch=zxid_epoch(lead_zxid) if lead_zxid is not None else -1,
+        high_watermark=lead_zxid if lead_zxid is not None else -1,
+        voters=tuple(voters),
+        observers=tuple(observers),
+        mode="zookeeper",
+    )

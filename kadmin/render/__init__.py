@@ -70,6 +70,9 @@ class Renderer:
             for item in items:
                 print(dumps(item), file=self.out)
             self.out.flush()
+        elif self.fmt == "plain" and result.plain is not None:
+            self.out.write(result.plain)
+            self.out.flush()
         else:
             view = views.view_for(result.command, result.data)
             self._print_view(view)

@@ -19,6 +19,7 @@ class Result:
     warnings: list[str] = field(default_factory=list)
     exit_code: ExitCode = ExitCode.OK
     message: str | None = None  # a one-line human summary for stderr (waits, diffs)
+    plain: str | None = None  # exact text for -o plain (formats other tools parse, e.g. kafka-metadata-quorum)
 
     def __post_init__(self) -> None:
         if self.errors and self.exit_code == ExitCode.OK:

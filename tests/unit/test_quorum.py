@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from kadmin.domain.quorum import CheckLimits, QuorumState, ReplicaState, check, exit_level, lag, max_follower_lag
-from kadmin.render.quorum_text import replication_text, status_text
+from kadmin.domain.quorum_text import replication_text, status_text
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 NOW = 1_700_000_010_000

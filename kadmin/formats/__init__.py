@@ -1,0 +1,1 @@
+"""Parsers of on-disk formats (pure: text or bytes in, models out)."""

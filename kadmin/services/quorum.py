@@ -1,0 +1,83 @@
+"""`kadmin quorum describe/check`: the metadata quorum of a KRaft cluster or a ZooKeeper ensemble."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from kadmin.domain import quorum as q_rules
+from kadmin.domain.quorum import CheckLimits, QuorumState
+from kadmin.errors import ClusterUnreachable, Rejected
+from kadmin.exit_codes import ExitCode
+from kadmin.domain.quorum_text import replication_text, status_text
+from kadmin.services.result import Result
+
+
+def replica_json(q: QuorumState, r: q_rules.ReplicaState, st: str) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "id": r.id,
+        "directory_id": r.directory_id,
+        "log_end_offset": r.log_end_offset,
+        "lag": q_rules.lag(q, r),
+        "last_fetch_timestamp": r.last_fetch_timestamp,
+        "last_caught_up_timestamp": r.last_caught_up_timestamp,
+        "status": st,
+        "endpoints": list(r.endpoints),
+    }
+    if q.mode == "zookeeper":
+        out["zookeeper"] = {k: v for k, v in r.extra.items() if k != "lag"}
+    return out
+
+
+def quorum_json(q: QuorumState) -> dict[str, Any]:
+    """The `quorum describe` data: a JSON contract (keys pinned by a test)."""
+    ml = q_rules.max_follower_lag(q)
+    by_id = {id(r): st for r, st in q_rules.rows(q)}
+    data: dict[str, Any] = {
+        "cluster_id": q.cluster_id,
+        "leader_id": q.leader_id,
+        "leader_epoch": q.leader_epoch,
+        "high_watermark": q.high_watermark,
+        "max_follower_lag": ml.lag if ml else None,
+        "max_follower_lag_time_ms": ml.lag_time_ms if ml else None,
+        "voters": [replica_json(q, v, by_id[id(v)]) for v in q.voters],
+        "observers": [replica_json(q, o, by_id[id(o)]) for o in q.observers],
+    }
+    if q.mode == "zookeeper":
+        data["mode"] = "zookeeper"
+    return data
+
+
+def describe(q: QuorumState, view: Literal["status", "replication"], human_readable: bool, now_ms: int) -> Result:
+    if q.leader is None:
+        down = [r for r in q.voters if r.down]
+        detail = f" ({len(down)} of {len(q.voters)} voters unreachable)" if down else ""
+        raise ClusterUnreachable(f"the metadata quorum has no leader right now{detail}; try again shortly")
+    text = status_text(q) if view == "status" else replication_text(q, human_readable, now_ms)
+    warnings = []
+    if human_readable and any(
+        ts is not None and ts > now_ms for r in q.voters + q.observers
+        for ts in (r.last_fetch_timestamp, r.last_caught_up_timestamp)
+    ):
+        warnings.append("some timestamps are ahead of this machine's clock (clock drift): shown as 0 ms ago")
+    if q.mode == "zookeeper" and any(r.down for r in q.voters + q.observers):
+        warnings.append("some ensemble members did not answer: shown as Down")
+    return Result(command="quorum describe", data=quorum_json(q), plain=text, warnings=warnings)
+
+
+def check(q: QuorumState, limits: CheckLimits, now_ms: int) -> Result:
+    findings = q_rules.check(q, limits, now_ms)
+    level = q_rules.exit_level(findings)
+    name = {0: "OK", 1: "WARNING", 2: "CRITICAL"}[level]
+    data = {
+        "status": name.lower(),
+        "findings": [{"level": f.level, "code": f.code, "message": f.message} for f in findings],
+        "quorum": quorum_json(q),
+    }
+    summary = f"{name}: " + ("; ".join(f.message for f in findings) if findings else
+                            f"leader {q.leader_id}, {len(q.voters)} voters caught up within the limits")
+    plain = "".join(f"{f.level}\t{f.code}\t{f.message}\n" for f in findings)
+    return Result(command="quorum check", data=data, exit_code=ExitCode(level), message=summary, plain=plain)
+
+
+def not_leader(detail: str) -> Rejected:
+    return Rejected(f"the node answered NOT_LEADER_OR_FOLLOWER: {detail}", code="not_leader_or_follower")
