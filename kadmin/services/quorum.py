@@ -6,9 +6,9 @@ from typing import Any, Literal
 
 from kadmin.domain import quorum as q_rules
 from kadmin.domain.quorum import CheckLimits, QuorumState
+from kadmin.domain.quorum_text import replication_text, status_text
 from kadmin.errors import ClusterUnreachable, Rejected
 from kadmin.exit_codes import ExitCode
-from kadmin.domain.quorum_text import replication_text, status_text
 from kadmin.services.result import Result
 
 
