@@ -158,9 +158,6 @@ def shutdown(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would be sent and what can-stop says; "
                                           "send nothing.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Send even when can-stop fails.")] = False,
-    command_config: Annotated[str | None, typer.Option("--command-config", metavar="FILE",
-                                                       help="Kafka client properties (SSL, SASL).",
-                                                       show_default=False)] = None,
     listener: Annotated[str | None, typer.Option("--listener", metavar="NAME", help="The controller listener to "
                                                  "use [default: the first one with our security protocol].",
                                                  show_default=False)] = None,
@@ -180,9 +177,8 @@ def shutdown(
 
     if timeout <= 0:
         raise UsageError("--timeout must be positive")
-    path = command_config or inv.settings.get("command-config")
-    props = read_properties(path) if path else {}
-    cfg = client_config(props)
+    path = inv.settings.get("command-config")
+    cfg = client_config(read_properties(path) if path else {})
     with ScanProgress() as progress:
         result = run(inv.cluster(), broker_id, epoch=epoch, wait=wait_, timeout=timeout, dry_run=dry_run, force=force,
                      connect=kafka_connect(cfg, min(timeout, inv.settings.timeout)),

@@ -55,6 +55,16 @@ ZkTlsKeyOpt = Annotated[str | None, typer.Option("--zk-tls-key", metavar="FILE",
 TimeoutOpt = Annotated[float | None, typer.Option("--timeout", metavar="SECONDS",
                                                   help="Give up reaching the cluster after this long [default: 10].",
                                                   rich_help_panel=CONN, show_default=False)]
+BootstrapOpt = Annotated[str | None, typer.Option("--bootstrap-server", envvar="KADMIN_BOOTSTRAP_SERVER",
+                                                  metavar="HOST:PORT[,...]", help="Brokers of a KRaft cluster.",
+                                                  rich_help_panel=CONN, show_default=False)]
+BootstrapCtlOpt = Annotated[str | None, typer.Option("--bootstrap-controller", envvar="KADMIN_BOOTSTRAP_CONTROLLER",
+                                                     metavar="HOST:PORT[,...]",
+                                                     help="Controllers of a KRaft cluster.", rich_help_panel=CONN,
+                                                     show_default=False)]
+CommandConfigOpt = Annotated[str | None, typer.Option("--command-config", envvar="KADMIN_COMMAND_CONFIG",
+                                                      metavar="FILE", help="Kafka client properties (SSL, SASL).",
+                                                      rich_help_panel=CONN, show_default=False)]
 ContextOpt = Annotated[str | None, typer.Option("--context", envvar="KADMIN_CONTEXT", metavar="NAME",
                                                 help="Use a context from $XDG_CONFIG_HOME/kadmin/config.toml.",
                                                 rich_help_panel=CONN, show_default=False)]
@@ -71,6 +81,9 @@ CONNECTION_PARAMS: dict[str, tuple[str, Any, Any]] = {
     "zk_tls_ca": ("zk-tls-ca", ZkTlsCaOpt, None),
     "zk_tls_cert": ("zk-tls-cert", ZkTlsCertOpt, None),
     "zk_tls_key": ("zk-tls-key", ZkTlsKeyOpt, None),
+    "bootstrap_server": ("bootstrap-server", BootstrapOpt, None),
+    "bootstrap_controller": ("bootstrap-controller", BootstrapCtlOpt, None),
+    "command_config": ("command-config", CommandConfigOpt, None),
     "timeout": ("timeout", TimeoutOpt, None),
     "context": ("context", ContextOpt, None),
 }

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kadmin.config import ConnectionSettings, parse_auth
-from kadmin.errors import ConfigError, UsageError
+from kadmin.errors import ConfigError, KadminError, UsageError
 
 if TYPE_CHECKING:
     from kadmin.cluster.base import Cluster
@@ -57,3 +57,57 @@ def open_cluster(settings: ConnectionSettings, log: Callable[[str], None] | None
     raise ConfigError(
         "no cluster given: use --zookeeper/-z HOST:PORT[/chroot], KADMIN_ZOOKEEPER, or --context NAME"
     )
+
+
+def zookeeper_quorum(settings: ConnectionSettings, log: Callable[[str], None] | None = None) -> tuple[Any, int]:
+    """The ZooKeeper ensemble named by --zookeeper as a metadata quorum, and the time it was read (ms).
+
+    Every member of the connection string is asked `srvr` and `conf` (and `mntr`) on its own
+    connection; the cluster id comes from /cluster/id when the ensemble serves.
+    """
+    import time
+
+    from kadmin.cluster.bulk import client_ssl_context, parse_hosts
+    from kadmin.cluster.ensemble import probe_ensemble, whitelist_message
+    from kadmin.domain.quorum import from_zookeeper
+
+    hosts, chroot = split_connect_string(str(settings.get("zookeeper")))
+    tls = None
+    if settings.get("zk-tls"):
+        tls = client_ssl_context(settings.get("zk-tls-ca"), settings.get("zk-tls-cert"), settings.get("zk-tls-key"))
+    probes = probe_ensemble(parse_hosts(hosts), timeout=min(settings.timeout, 5.0), tls=tls)
+    now_ms = int(time.time() * 1000)
+    blocked = [p for p in probes if p.reachable and {"srvr", "conf"} & set(p.not_whitelisted)]
+    if blocked:
+        msg = whitelist_message(blocked[0].address, blocked[0].not_whitelisted, ("srvr", "conf"))
+        raise ConfigError(msg or f"{blocked[0].address} does not allow the four-letter words kadmin needs")
+    if not any(p.reachable for p in probes):
+        from kadmin.errors import ClusterUnreachable
+
+        reasons = "; ".join(f"{p.address}: {p.error}" for p in probes)
+        raise ClusterUnreachable(f"no ZooKeeper member answered ({reasons})")
+    q = from_zookeeper(probes)
+    cluster_id = None
+    if q.leader_id >= 0:
+        try:
+            from kadmin.cluster.zookeeper import ZkCluster, ZkConnection
+
+            zc = ZkCluster(ZkConnection(hosts=hosts, chroot=chroot, timeout=min(settings.timeout, 5.0),
+                                        auth=[parse_auth(str(settings.get("zk-auth")))] if settings.get("zk-auth")
+                                        else [])).start()
+            try:
+                cluster_id = zc.cluster_id()
+            finally:
+                zc.close()
+        except KadminError as e:
+            if log:
+                log(f"no cluster id: {e.message}")
+    if log:
+        log(f"quorum: ZooKeeper ensemble {hosts} ({len(probes)} members)")
+    import dataclasses
+
+    return dataclasses.replace(q, cluster_id=cluster_id), now_ms
+
+
+def kraft_quorum(settings: ConnectionSettings, log: Callable[[str], None] | None = None) -> tuple[Any, int]:
+    raise ConfigError("KRaft quorum support is not wired yet")

@@ -195,17 +195,38 @@ def exit_level(findings: Sequence[Finding]) -> int:
 class ZkMember(Protocol):
     """What a four-letter-word probe of one ensemble member tells (kadmin.cluster.ensemble.MemberProbe)."""
 
-    address: str
-    reachable: bool
-    error: str | None
-    mode: str | None
-    server_id: int | None
-    zxid: int | None
-    latency_min_ms: float | None
-    latency_avg_ms: float | None
-    latency_max_ms: float | None
-    outstanding: int | None
-    members: Mapping[int, str]
+    @property
+    def address(self) -> str: ...
+
+    @property
+    def reachable(self) -> bool: ...
+
+    @property
+    def error(self) -> str | None: ...
+
+    @property
+    def mode(self) -> str | None: ...
+
+    @property
+    def server_id(self) -> int | None: ...
+
+    @property
+    def zxid(self) -> int | None: ...
+
+    @property
+    def latency_min_ms(self) -> float | None: ...
+
+    @property
+    def latency_avg_ms(self) -> float | None: ...
+
+    @property
+    def latency_max_ms(self) -> float | None: ...
+
+    @property
+    def outstanding(self) -> int | None: ...
+
+    @property
+    def members(self) -> Mapping[int, str]: ...
 
 
 def zxid_epoch(zxid: int) -> int:
@@ -241,7 +262,10 @@ def from_zookeeper(probes: Sequence[ZkMember]) -> QuorumState:
             (observers if roles.get(r.id) == "observer" else voters).append(r)
             continue
         assert p.zxid is not None
-        older = lead_zxid is not None and zxid_epoch(p.zxid) < zxid_epoch(lead_zxid)
+        # Right after an election the leader reports <epoch>00000000 and the followers their last
+        # zxid of the old epoch until the first write: not behind, nothing was committed since.
+        fresh_epoch = lead_zxid is not None and zxid_counter(lead_zxid) == 0
+        older = lead_zxid is not None and zxid_epoch(p.zxid) < zxid_epoch(lead_zxid) and not fresh_epoch
         extra.update({
             "zxid": f"0x{p.zxid:x}",
             "zxid_epoch": zxid_epoch(p.zxid),
@@ -250,7 +274,7 @@ def from_zookeeper(probes: Sequence[ZkMember]) -> QuorumState:
             "outstanding": p.outstanding,
         })
         if lead_zxid is not None and not older:
-            extra["lag"] = lead_zxid - p.zxid
+            extra["lag"] = 0 if fresh_epoch else lead_zxid - p.zxid
         r = ReplicaState(p.server_id if p.server_id is not None else -1, zxid_counter(p.zxid), extra=extra)
         (observers if p.mode == "observer" else voters).append(r)
     return QuorumState(

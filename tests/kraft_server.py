@@ -1,0 +1,676 @@
+"""A protocol-level KRaft test server: brokers and controllers answering the Kafka protocol.
+
+Requests are decoded and responses encoded with kio (`kio.index` + `kio.serial`), a codec written
+from Kafka's JSON message schemas and independent of kafka-python, which kadmin uses as its client:
+an encoding slip in kadmin or kafka-python is not cancelled out by the same library on the other end.
+
+Served, per listening node and its role (broker / controller):
+- ApiVersions (18) v0-v4 on both, with the KIP-511 fallback;
+- Metadata (3) v0-v13 on brokers: unfenced brokers, cluster id, controller id, no topics.
+  Controllers do not advertise it (KRaft controllers do not answer Metadata);
+- DescribeCluster (60) v0-v2. Brokers list the brokers (fenced ones only with v2 and
+  IncludeFencedBrokers); controllers want EndpointType=2 and list the controllers with
+  ControllerId = the raft leader; a mismatch is answered as Kafka's AuthHelper does;
+- DescribeQuorum (55) v0-v2 on both (a broker answers as if it forwarded to the leader; a
+  controller that is not the leader answers NOT_LEADER_OR_FOLLOWER, as Kafka's raft client does);
+- UnregisterBroker (64) v0 on both.
+
+A request whose key or version the endpoint does not advertise closes the connection, as does
+a request that does not decode exactly (trailing bytes included), except ApiVersions above the
+advertised range, which gets Kafka's KIP-511 answer: UNSUPPORTED_VERSION in a v0 body listing
+ApiVersions' own range.
+
+Everything a test needs lives in a mutable `Scenario`, read at request time. Use `KraftServer`
+(blocking, its own event-loop thread) from tests:
+
+    scenario = Scenario.cluster(brokers=3, controllers=3)
+    with KraftServer(scenario) as server:
+        server.bootstrap("broker")        # "127.0.0.1:p1,127.0.0.1:p2,127.0.0.1:p3"
+        server.address(3000, "controller")
+        server.update(lambda s: setattr(s.quorum, "leader_id", 3001))   # between requests
+        server.requests_for(DESCRIBE_QUORUM)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import datetime
+import functools
+import io
+import logging
+import random
+import struct
+import sys
+import threading
+import uuid
+from collections.abc import Callable, Coroutine
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeVar
+
+from kio.index import load_request_schema, load_response_schema
+from kio.schema.api_versions.v0.response import ApiVersion as ApiVersionV0
+from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
+from kio.schema.errors import ErrorCode
+from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
+from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
+from kio.serial import entity_reader, entity_writer
+from kio.static.primitive import i16
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+Role = Literal["broker", "controller"]
+
+# API keys served.
+METADATA = 3
+API_VERSIONS = 18
+DESCRIBE_QUORUM = 55
+DESCRIBE_CLUSTER = 60
+UNREGISTER_BROKER = 64
+
+# Error codes (org.apache.kafka.common.protocol.Errors).
+NONE = 0
+UNKNOWN_TOPIC_OR_PARTITION = 3
+NOT_LEADER_OR_FOLLOWER = 6
+CLUSTER_AUTHORIZATION_FAILED = 31
+UNSUPPORTED_VERSION = 35
+INVALID_REQUEST = 42
+BROKER_ID_NOT_REGISTERED = 102
+MISMATCHED_ENDPOINT_TYPE = 114
+UNSUPPORTED_ENDPOINT_TYPE = 115
+
+# DescribeCluster EndpointType (KIP-919).
+ENDPOINT_BROKERS = 1
+ENDPOINT_CONTROLLERS = 2
+_ENDPOINT_NAMES = {ENDPOINT_BROKERS: "BROKER", ENDPOINT_CONTROLLERS: "CONTROLLER"}
+
+METADATA_TOPIC = "__cluster_metadata"
+INT32_MIN = -(2**31)  # "authorized operations not requested"
+# CLUSTER operations without an authorizer: CREATE 5, ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9,
+# DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12 (Utils.to32BitField).
+CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
+MAX_FRAME = 100 * 1024 * 1024
+
+# What a 3.9/4.0 node advertises for the APIs served here (versions kio 0.6.5 can encode).
+BROKER_APIS: dict[int, tuple[int, int]] = {
+    API_VERSIONS: (0, 4),
+    METADATA: (0, 12),
+    DESCRIBE_QUORUM: (0, 2),
+    DESCRIBE_CLUSTER: (0, 2),
+    UNREGISTER_BROKER: (0, 0),
+}
+CONTROLLER_APIS: dict[int, tuple[int, int]] = {
+    API_VERSIONS: (0, 4),
+    DESCRIBE_QUORUM: (0, 2),
+    DESCRIBE_CLUSTER: (0, 2),
+    UNREGISTER_BROKER: (0, 0),
+}
+
+_I32 = struct.Struct(">i")
+_PEEK = struct.Struct(">hhi")  # api key, api version, correlation id: the same in every header
+
+
+# ------------------------------------------------------------------------------- scenario
+@dataclass
+class Node:
+    """A broker or controller. `port` 0 means: the server listens on a free port at start()
+    and writes it here; with `listen=False` nothing listens and host/port are advertised as given
+    (an unreachable node)."""
+
+    node_id: int
+    rack: str | None = None
+    fenced: bool = False  # brokers only: left out of Metadata/DescribeCluster unless v2 asks for them
+    host: str = "127.0.0.1"
+    port: int = 0
+    listen: bool = True
+    listener_name: str = "PLAINTEXT"  # DescribeQuorum v2 Nodes name a controller's listener
+
+
+@dataclass
+class Replica:
+    """One voter or observer of the metadata log (DescribeQuorum ReplicaState)."""
+
+    replica_id: int
+    directory_id: uuid.UUID | None = None  # v2 only; None is sent as the zero Uuid
+    log_end_offset: int = -1
+    last_fetch_timestamp: int = -1  # v1+
+    last_caught_up_timestamp: int = -1  # v1+
+
+
+@dataclass
+class Listener:
+    name: str
+    host: str
+    port: int
+
+
+@dataclass
+class VoterNode:
+    """DescribeQuorum v2 `Nodes` entry: a voter's endpoints."""
+
+    node_id: int
+    listeners: list[Listener]
+
+
+@dataclass
+class Quorum:
+    leader_id: int = -1  # -1: no leader
+    leader_epoch: int = 0
+    high_watermark: int = -1
+    voters: list[Replica] = field(default_factory=list)
+    observers: list[Replica] = field(default_factory=list)
+    # None: each voter that is one of the scenario's controllers, with its listener.
+    nodes: list[VoterNode] | None = None
+    # Top-level ErrorCode (e.g. 31): Kafka then sends no topics and no nodes.
+    error_code: int = NONE
+    error_message: str | None = None
+    # None: automatic, as Kafka does: a controller that is not the leader answers
+    # NOT_LEADER_OR_FOLLOWER (6); brokers (which forward) and the leader answer 0.
+    # An int forces that partition error on every endpoint (0 included).
+    partition_error: int | None = None
+    partition_error_message: str | None = None
+
+
+@dataclass
+class Scenario:
+    cluster_id: str = "MkU3OEVBNTcwNTJENDM2Qg"
+    brokers: list[Node] = field(default_factory=list)
+    controllers: list[Node] = field(default_factory=list)
+    quorum: Quorum = field(default_factory=Quorum)
+    broker_apis: dict[int, tuple[int, int]] = field(default_factory=lambda: dict(BROKER_APIS))
+    controller_apis: dict[int, tuple[int, int]] = field(default_factory=lambda: dict(CONTROLLER_APIS))
+    # ControllerId in Metadata and DescribeCluster from a broker. Kafka's KRaft brokers report a
+    # random alive broker there (the controllers are not reachable by clients); None does that.
+    broker_reported_controller_id: int | None = None
+    # ClusterAuthorizedOperations when a request asks for it (Metadata v8-v10, DescribeCluster).
+    cluster_authorized_operations: int = CLUSTER_OPERATIONS
+    # UnregisterBroker: an error code per broker id. Otherwise an unknown id gets 102 and a known
+    # one succeeds and is removed from `brokers` (its listener keeps running).
+    unregister_errors: dict[int, int] = field(default_factory=dict)
+
+    @classmethod
+    def cluster(
+        cls,
+        brokers: int = 3,
+        controllers: int = 3,
+        *,
+        first_broker_id: int = 1,
+        first_controller_id: int = 3000,
+        high_watermark: int = 1000,
+        now_ms: int = 1_764_000_000_000,
+    ) -> Scenario:
+        """A healthy cluster: the first controller leads (epoch 5), every voter caught up
+        (LEO = HW), brokers observe at HW; directory ids are derived from the node ids."""
+        bs = [Node(first_broker_id + i) for i in range(brokers)]
+        cs = [Node(first_controller_id + i, listener_name="CONTROLLER") for i in range(controllers)]
+
+        def replica(node_id: int) -> Replica:
+            return Replica(node_id, uuid.UUID(int=node_id + 1), high_watermark, now_ms, now_ms)
+
+        quorum = Quorum(
+            leader_id=cs[0].node_id if cs else -1,
+            leader_epoch=5,
+            high_watermark=high_watermark,
+            voters=[replica(c.node_id) for c in cs],
+            observers=[replica(b.node_id) for b in bs],
+        )
+        return cls(brokers=bs, controllers=cs, quorum=quorum)
+
+    def nodes(self, role: Role) -> list[Node]:
+        return self.brokers if role == "broker" else self.controllers
+
+    def apis(self, role: Role) -> dict[int, tuple[int, int]]:
+        return self.broker_apis if role == "broker" else self.controller_apis
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    role: Role
+    node_id: int
+    port: int
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One decoded request: `header` is kio's RequestHeader, `body` kio's request dataclass
+    (None for an ApiVersions answered with the KIP-511 fallback, whose body is not read)."""
+
+    endpoint: Endpoint
+    api_key: int
+    api_version: int
+    header: Any
+    body: Any
+
+
+# ------------------------------------------------------------------------------- kio helpers
+def build(cls: type[T], **kw: Any) -> T:
+    """Instantiate a kio dataclass with the kwargs that exist in this version of the schema."""
+    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    return cls(**{k: v for k, v in kw.items() if k in names})
+
+
+def nested(schema: type, name: str) -> Any:
+    """A nested entity class of a kio message (they live in the message's module)."""
+    return getattr(sys.modules[schema.__module__], name)
+
+
+def encode(schema: type, correlation_id: int, body: Any) -> bytes:
+    """Response header (kio picks v0/v1 per API and version, ApiVersions' v0 quirk included) + body."""
+    header_schema = schema.__header_schema__  # type: ignore[attr-defined]
+    buf = io.BytesIO()
+    entity_writer(header_schema)(buf, header_schema(correlation_id=correlation_id))
+    entity_writer(schema)(buf, body)
+    return buf.getvalue()
+
+
+class _Close(Exception):
+    """Close the connection without answering (what Kafka does with a request it cannot serve)."""
+
+
+NO_THROTTLE = datetime.timedelta(0)
+
+
+# ------------------------------------------------------------------------------- the server
+class AsyncKraftServer:
+    """The asyncio server: one listener per node with `listen=True`, in both roles."""
+
+    def __init__(self, scenario: Scenario, host: str = "127.0.0.1") -> None:
+        self.scenario = scenario
+        self.host = host
+        self.requests: list[RecordedRequest] = []
+        self.endpoints: dict[tuple[Role, int], Endpoint] = {}
+        self._servers: list[asyncio.Server] = []
+        self._connections: set[asyncio.StreamWriter] = set()
+        self._random = random.Random(0)
+
+    async def start(self) -> None:
+        roles: tuple[Role, ...] = ("broker", "controller")
+        for role in roles:
+            for node in self.scenario.nodes(role):
+                if not node.listen:
+                    continue
+                server = await asyncio.start_server(
+                    functools.partial(self._serve, role=role, node_id=node.node_id),
+                    self.host,
+                    node.port,
+                )
+                self._servers.append(server)
+                node.host = self.host
+                node.port = server.sockets[0].getsockname()[1]
+                self.endpoints[(role, node.node_id)] = Endpoint(role, node.node_id, node.port)
+
+    async def stop(self) -> None:
+        for server in self._servers:
+            server.close()
+        for writer in list(self._connections):
+            writer.close()
+        for server in self._servers:
+            with contextlib.suppress(Exception):
+                await server.wait_closed()
+        self._servers.clear()
+
+    # ---------------------------------------------------------------- connections
+    async def _serve(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, role: Role, node_id: int
+    ) -> None:
+        """One connection; requests are handled one at a time, in order."""
+        endpoint = self.endpoints[(role, node_id)]
+        self._connections.add(writer)
+        try:
+            while True:
+                try:
+                    (size,) = _I32.unpack(await reader.readexactly(4))
+                except asyncio.IncompleteReadError:
+                    return  # the client closed the connection
+                if not 8 <= size <= MAX_FRAME:
+                    log.warning("%s %d: frame of %d bytes: closing", role, node_id, size)
+                    return
+                frame = await reader.readexactly(size)
+                try:
+                    response = self._handle(endpoint, frame)
+                except _Close as e:
+                    log.info("%s %d: %s: closing the connection", role, node_id, e)
+                    return
+                writer.write(_I32.pack(len(response)) + response)
+                await writer.drain()
+        except (ConnectionError, asyncio.IncompleteReadError) as e:
+            log.debug("%s %d: connection ended: %s", role, node_id, e)
+        except Exception:
+            log.exception("%s %d: request failed; closing the connection", role, node_id)
+        finally:
+            self._connections.discard(writer)
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    def _handle(self, endpoint: Endpoint, frame: bytes) -> bytes:
+        api_key, api_version, correlation_id = _PEEK.unpack_from(frame, 0)
+        supported = self.scenario.apis(endpoint.role).get(api_key)
+        if supported is None:
+            raise _Close(f"api key {api_key} is not advertised")
+        if api_key == API_VERSIONS and api_version > supported[1]:
+            return self._unsupported_api_versions(endpoint, frame, api_version, correlation_id, supported)
+        if not supported[0] <= api_version <= supported[1]:
+            raise _Close(f"api key {api_key} v{api_version} is outside the advertised {supported}")
+        handler = self._handlers.get(api_key)
+        if handler is None:
+            raise _Close(f"api key {api_key} is advertised but not served")
+        try:
+            request_schema = load_request_schema(api_key, api_version)
+            response_schema = load_response_schema(api_key, api_version)
+        except Exception as e:  # kio.index.UnknownEntity: advertised beyond what kio can encode
+            raise _Close(f"kio has no schema for api key {api_key} v{api_version}: {e}") from e
+        try:
+            header, offset = entity_reader(request_schema.__header_schema__)(frame, 0)
+            body, size = entity_reader(request_schema)(frame, offset)  # readers return bytes consumed
+        except Exception as e:
+            raise _Close(f"malformed api key {api_key} v{api_version} request: {e}") from e
+        if offset + size != len(frame):
+            raise _Close(f"{len(frame) - offset - size} trailing bytes after api key {api_key} v{api_version}")
+        self.requests.append(RecordedRequest(endpoint, api_key, api_version, header, body))
+        return encode(response_schema, correlation_id, handler(self, endpoint, api_version, body, response_schema))
+
+    # ---------------------------------------------------------------- ApiVersions
+    def _unsupported_api_versions(
+        self, endpoint: Endpoint, frame: bytes, api_version: int, correlation_id: int, supported: tuple[int, int]
+    ) -> bytes:
+        """KIP-511: a newer ApiVersions than advertised gets UNSUPPORTED_VERSION in a v0 body
+        whose api_keys holds only ApiVersions' own range (ApiVersionsRequest.getErrorResponse);
+        the body of the request is not read (its schema may be unknown to the server)."""
+        header_schema = RequestHeaderV2 if api_version >= 3 else RequestHeaderV1
+        try:
+            header, _ = entity_reader(header_schema)(frame, 0)
+        except Exception as e:
+            raise _Close(f"malformed ApiVersions v{api_version} header: {e}") from e
+        self.requests.append(RecordedRequest(endpoint, API_VERSIONS, api_version, header, None))
+        entry = ApiVersionV0(api_key=i16(API_VERSIONS), min_version=i16(supported[0]), max_version=i16(supported[1]))
+        body = ApiVersionsResponseV0(error_code=ErrorCode.unsupported_version, api_keys=(entry,))
+        return encode(ApiVersionsResponseV0, correlation_id, body)
+
+    def _api_versions(self, endpoint: Endpoint, version: int, request: Any, schema: type) -> Any:
+        entry = nested(schema, "ApiVersion")
+        keys = tuple(
+            build(entry, api_key=key, min_version=lo, max_version=hi)
+            for key, (lo, hi) in sorted(self.scenario.apis(endpoint.role).items())
+        )
+        return build(schema, error_code=ErrorCode.none, api_keys=keys, throttle_time=NO_THROTTLE)
+
+    # ---------------------------------------------------------------- Metadata
+    def _broker_controller_id(self, alive: list[Node]) -> int:
+        if self.scenario.broker_reported_controller_id is not None:
+            return self.scenario.broker_reported_controller_id
+        return self._random.choice(alive).node_id if alive else -1
+
+    def _metadata(self, endpoint: Endpoint, version: int, request: Any, schema: type) -> Any:
+        alive = [b for b in self.scenario.brokers if not b.fenced]
+        broker = nested(schema, "MetadataResponseBroker")
+        topic = nested(schema, "MetadataResponseTopic")
+        names = [name for t in request.topics or () if (name := getattr(t, "name", None))]
+        ask_ops = getattr(request, "include_cluster_authorized_operations", False)
+        return build(
+            schema,
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.none,  # v13+
+            brokers=tuple(build(broker, node_id=b.node_id, host=b.host, port=b.port, rack=b.rack) for b in alive),
+            cluster_id=self.scenario.cluster_id,
+            controller_id=self._broker_controller_id(alive),
+            topics=tuple(  # no topics exist here: every named one is unknown
+                build(
+                    topic,
+                    error_code=ErrorCode.unknown_topic_or_partition,
+                    name=n,
+                    topic_id=None,
+                    is_internal=False,
+                    partitions=(),
+                    topic_authorized_operations=INT32_MIN,
+                )
+                for n in names
+            ),
+            cluster_authorized_operations=self.scenario.cluster_authorized_operations if ask_ops else INT32_MIN,
+        )
+
+    # ---------------------------------------------------------------- DescribeCluster
+    def _describe_cluster(self, endpoint: Endpoint, version: int, request: Any, schema: type) -> Any:
+        """AuthHelper.computeDescribeClusterResponse (no authorizer)."""
+        requested = getattr(request, "endpoint_type", ENDPOINT_BROKERS)  # v1+; v0 means brokers
+        expected = ENDPOINT_BROKERS if endpoint.role == "broker" else ENDPOINT_CONTROLLERS
+        if requested not in _ENDPOINT_NAMES:
+            code, message = UNSUPPORTED_ENDPOINT_TYPE, f"Unsupported endpoint type {requested}"
+        elif requested != expected:
+            code = MISMATCHED_ENDPOINT_TYPE
+            message = (
+                f"The request was sent to an endpoint of type {_ENDPOINT_NAMES[expected]}, "
+                f"but we wanted an endpoint of type {_ENDPOINT_NAMES[requested]}"
+            )
+        else:
+            code, message = NONE, None
+        if code != NONE:
+            return build(
+                schema,
+                throttle_time=NO_THROTTLE,
+                error_code=ErrorCode(INVALID_REQUEST if version == 0 else code),
+                error_message=message,
+                cluster_id="",
+                brokers=(),
+            )
+        broker = nested(schema, "DescribeClusterBroker")
+        if endpoint.role == "broker":
+            include_fenced = getattr(request, "include_fenced_brokers", False)  # v2+
+            nodes = [b for b in self.scenario.brokers if include_fenced or not b.fenced]
+            controller_id = self._broker_controller_id([b for b in self.scenario.brokers if not b.fenced])
+        else:
+            nodes = list(self.scenario.controllers)
+            controller_id = self.scenario.quorum.leader_id
+        if controller_id not in {n.node_id for n in nodes}:
+            controller_id = -1  # "to avoid confusing the client"
+        ask_ops = request.include_cluster_authorized_operations
+        return build(
+            schema,
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.none,
+            error_message=None,
+            endpoint_type=expected,
+            cluster_id=self.scenario.cluster_id,
+            controller_id=controller_id,
+            brokers=tuple(
+                build(broker, broker_id=n.node_id, host=n.host, port=n.port, rack=n.rack, is_fenced=n.fenced)
+                for n in nodes
+            ),
+            cluster_authorized_operations=self.scenario.cluster_authorized_operations if ask_ops else INT32_MIN,
+        )
+
+    # ---------------------------------------------------------------- DescribeQuorum
+    def _describe_quorum(self, endpoint: Endpoint, version: int, request: Any, schema: type) -> Any:
+        """KafkaRaftClient.handleDescribeQuorumRequest."""
+        q = self.scenario.quorum
+        topic_cls, partition_cls = nested(schema, "TopicData"), nested(schema, "PartitionData")
+        if q.error_code != NONE:
+            return build(schema, error_code=ErrorCode(q.error_code), error_message=q.error_message, topics=(), nodes=())
+
+        def error_partition(index: int, code: int, message: str | None) -> Any:
+            return build(
+                partition_cls,
+                partition_index=index,
+                error_code=ErrorCode(code),
+                error_message=message,
+                leader_id=0,  # the schema defaults Kafka leaves in an error answer
+                leader_epoch=0,
+                high_watermark=0,
+                current_voters=(),
+                observers=(),
+            )
+
+        topics = request.topics
+        valid = (
+            len(topics) == 1
+            and topics[0].topic_name == METADATA_TOPIC
+            and [p.partition_index for p in topics[0].partitions] == [0]
+        )
+        if not valid:  # DescribeQuorumRequest.getPartitionLevelErrorResponse
+            out = tuple(
+                build(
+                    topic_cls,
+                    topic_name=t.topic_name,
+                    partitions=tuple(
+                        error_partition(p.partition_index, UNKNOWN_TOPIC_OR_PARTITION, None) for p in t.partitions
+                    ),
+                )
+                for t in topics
+            )
+            return build(schema, error_code=ErrorCode.none, error_message=None, topics=out, nodes=())
+
+        code = q.partition_error
+        if code is None:
+            code = NOT_LEADER_OR_FOLLOWER if endpoint.role == "controller" and endpoint.node_id != q.leader_id else NONE
+        if code != NONE:  # DescribeQuorumResponse.singletonErrorResponse
+            partition = error_partition(0, code, q.partition_error_message)
+            only = build(topic_cls, topic_name=METADATA_TOPIC, partitions=(partition,))
+            return build(schema, error_code=ErrorCode.none, error_message=None, topics=(only,), nodes=())
+
+        replica_cls = nested(schema, "ReplicaState")
+
+        def state(r: Replica) -> Any:
+            return build(
+                replica_cls,
+                replica_id=r.replica_id,
+                replica_directory_id=r.directory_id,
+                log_end_offset=r.log_end_offset,
+                last_fetch_timestamp=r.last_fetch_timestamp,
+                last_caught_up_timestamp=r.last_caught_up_timestamp,
+            )
+
+        partition = build(
+            partition_cls,
+            partition_index=0,
+            error_code=ErrorCode.none,
+            error_message=None,
+            leader_id=q.leader_id,
+            leader_epoch=q.leader_epoch,
+            high_watermark=q.high_watermark,
+            current_voters=tuple(state(r) for r in q.voters),
+            observers=tuple(state(r) for r in q.observers),
+        )
+        nodes: tuple[Any, ...] = ()
+        if version >= 2:
+            node_cls, listener_cls = nested(schema, "Node"), nested(schema, "Listener")
+            nodes = tuple(
+                node_cls(
+                    node_id=n.node_id,
+                    listeners=tuple(listener_cls(name=ln.name, host=ln.host, port=ln.port) for ln in n.listeners),
+                )
+                for n in self.voter_nodes()
+            )
+        only = build(topic_cls, topic_name=METADATA_TOPIC, partitions=(partition,))
+        return build(schema, error_code=ErrorCode.none, error_message=None, topics=(only,), nodes=nodes)
+
+    def voter_nodes(self) -> list[VoterNode]:
+        """DescribeQuorum v2 `Nodes`: the scenario's, else each voter that is a known controller."""
+        q = self.scenario.quorum
+        if q.nodes is not None:
+            return q.nodes
+        controllers = {c.node_id: c for c in self.scenario.controllers}
+        return [
+            VoterNode(c.node_id, [Listener(c.listener_name, c.host, c.port)])
+            for r in q.voters
+            if (c := controllers.get(r.replica_id)) is not None
+        ]
+
+    # ---------------------------------------------------------------- UnregisterBroker
+    def _unregister_broker(self, endpoint: Endpoint, version: int, request: Any, schema: type) -> Any:
+        broker_id = request.broker_id
+        code = self.scenario.unregister_errors.get(broker_id)
+        registered = [b for b in self.scenario.brokers if b.node_id == broker_id]
+        if code is None:
+            code = NONE if registered else BROKER_ID_NOT_REGISTERED
+        message = None
+        if code == BROKER_ID_NOT_REGISTERED:
+            message = f"Broker ID {broker_id} is not currently registered"
+        elif code == NONE:
+            self.scenario.brokers = [b for b in self.scenario.brokers if b.node_id != broker_id]
+        return build(schema, throttle_time=NO_THROTTLE, error_code=ErrorCode(code), error_message=message)
+
+    _handlers: dict[int, Callable[[AsyncKraftServer, Endpoint, int, Any, type], Any]] = {
+        API_VERSIONS: _api_versions,
+        METADATA: _metadata,
+        DESCRIBE_CLUSTER: _describe_cluster,
+        DESCRIBE_QUORUM: _describe_quorum,
+        UNREGISTER_BROKER: _unregister_broker,
+    }
+
+
+class KraftServer:
+    """Blocking wrapper: the asyncio server on its own event-loop thread.
+
+    `start()` binds every listener (ports are then in the scenario's nodes and in `port()`);
+    `stop()` closes them and ends the thread; also a context manager. Starting again after
+    stop() listens on the same ports (a restarted node), and `requests` are kept."""
+
+    def __init__(self, scenario: Scenario | None = None, host: str = "127.0.0.1") -> None:
+        self.scenario = scenario if scenario is not None else Scenario.cluster()
+        self._server = AsyncKraftServer(self.scenario, host)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    def _run(self, coro: Coroutine[Any, Any, T], timeout: float = 10.0) -> T:
+        assert self._loop is not None, "not started"
+        fut: Future[T] = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        return fut.result(timeout)
+
+    def start(self) -> KraftServer:
+        if self._loop is None:
+            self._loop = asyncio.new_event_loop()
+            self._thread = threading.Thread(target=self._loop.run_forever, name="kraft-test-server", daemon=True)
+            self._thread.start()
+            self._run(self._server.start())
+        return self
+
+    def stop(self) -> None:
+        loop, thread = self._loop, self._thread
+        if loop is None or thread is None:
+            return
+        with contextlib.suppress(Exception):
+            self._run(self._server.stop())
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5)
+        loop.close()
+        self._loop = self._thread = None
+
+    def __enter__(self) -> KraftServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ---------------------------------------------------------------- addresses
+    def port(self, node_id: int, role: Role = "broker") -> int:
+        return self._server.endpoints[(role, node_id)].port
+
+    def address(self, node_id: int, role: Role = "broker") -> str:
+        return f"{self._server.host}:{self.port(node_id, role)}"
+
+    def bootstrap(self, role: Role = "broker") -> str:
+        """Comma-separated addresses of every listening node of a role, e.g. for bootstrap_servers."""
+        return ",".join(f"{self._server.host}:{e.port}" for (r, _), e in self._server.endpoints.items() if r == role)
+
+    # ---------------------------------------------------------------- scenario and records
+    def update(self, change: Callable[[Scenario], object]) -> None:
+        """Apply `change(scenario)` on the server's loop, i.e. atomically between two requests."""
+        assert self._loop is not None, "not started"
+
+        async def apply() -> None:
+            change(self.scenario)
+
+        self._run(apply())
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        return list(self._server.requests)
+
+    def requests_for(self, api_key: int, role: Role | None = None) -> list[RecordedRequest]:
+        return [r for r in self._server.requests if r.api_key == api_key and role in (None, r.endpoint.role)]
+
+    def clear_requests(self) -> None:
+        self._server.requests.clear()
