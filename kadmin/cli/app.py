@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from kadmin import __version__
-from kadmin.cli import brokers, partitions, quorum, sandbox
+from kadmin.cli import brokers, cluster, partitions, quorum, sandbox
 
 app = typer.Typer(
     name="kadmin",
@@ -23,6 +23,7 @@ app = typer.Typer(
 app.add_typer(brokers.app)
 app.add_typer(partitions.app)
 app.add_typer(quorum.app)
+app.add_typer(cluster.app)
 app.add_typer(sandbox.app)
 
 

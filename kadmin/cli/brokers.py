@@ -22,7 +22,14 @@ def list_(inv: Invocation) -> int:
     """List live broker registrations with their epoch (the czxid of /brokers/ids/<id>).
 
     Exit 5 (partial) when a registration cannot be parsed; the row is shown with state `invalid`.
+
+    With --bootstrap-server/--bootstrap-controller (KRaft) the registrations come from
+    DescribeCluster v2 with IncludeFencedBrokers (`state` active or fenced; `epoch` null).
     """
+    if not inv.settings.get("zookeeper") and (inv.settings.get("bootstrap-server")
+                                              or inv.settings.get("bootstrap-controller")):
+        client = inv.kraft()
+        return inv.emit(svc.list_kraft_brokers(client))
     return inv.emit(svc.list_brokers(inv.cluster()))
 
 
@@ -184,3 +191,31 @@ def shutdown(
                      connect=kafka_connect(cfg, min(timeout, inv.settings.timeout)),
                      security_protocol=cfg["security_protocol"], listener=listener, progress=progress)
     return inv.emit(result)
+
+
+@command(app, "unregister")
+def unregister(
+    inv: Invocation,
+    broker_id: BrokerId,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Unregister even a broker that is active now.")] = False,
+) -> int:
+    """KRaft: remove a broker's registration (UnregisterBroker, KIP-631), e.g. one that is gone for good.
+
+    Refuses a broker that is currently active (unfenced) without --force (exit 7). Asks for
+    confirmation on a terminal; elsewhere --yes is required.
+    """
+    import sys
+
+    if inv.settings.get("zookeeper") and not (inv.settings.get("bootstrap-server")
+                                              or inv.settings.get("bootstrap-controller")):
+        from kadmin.errors import ConfigError
+
+        raise ConfigError("unregister is a KRaft operation (UnregisterBroker): give --bootstrap-server; in "
+                          "ZooKeeper mode a registration goes when the broker's session ends")
+    if not yes:
+        if not sys.stdin.isatty():
+            raise UsageError("refusing to unregister without confirmation: add --yes")
+        if not typer.confirm(f"Unregister broker {broker_id}?", err=True):
+            raise UsageError("not confirmed")
+    return inv.emit(svc.unregister(inv.kraft(), broker_id, force))

@@ -102,6 +102,7 @@ class Invocation:
         self._context = context
         self._settings: ConnectionSettings | None = None
         self._cluster: Any = None
+        self._kraft: Any = None
 
     @property
     def settings(self) -> ConnectionSettings:
@@ -119,10 +120,22 @@ class Invocation:
             self._cluster = open_cluster(self.settings, log=self.renderer.note if self.verbose else None)
         return self._cluster
 
+    def kraft(self) -> Any:
+        """A KRaft client for --bootstrap-server / --bootstrap-controller, closed with the invocation."""
+        if self._kraft is None:
+            from kadmin.cluster.connect import kraft_client
+
+            self._kraft = kraft_client(self.settings, log=self.renderer.note if self.verbose else None)
+        return self._kraft
+
     def emit(self, result: Any) -> int:
         return int(self.renderer.emit(result))
 
     def close(self) -> None:
+        if self._kraft is not None:
+            with contextlib.suppress(Exception):
+                self._kraft.close()
+            self._kraft = None
         if self._cluster is not None:
             with contextlib.suppress(Exception):  # closing must never mask the result
                 self._cluster.close()

@@ -21,7 +21,7 @@ def load(inv: Invocation) -> tuple[Any, int]:
     if inv.settings.get("zookeeper"):
         return connect.zookeeper_quorum(inv.settings, log)
     if inv.settings.get("bootstrap-server") or inv.settings.get("bootstrap-controller"):
-        return connect.kraft_quorum(inv.settings, log)
+        return inv.kraft().describe_quorum()  # type: ignore[no-any-return]
     raise ConfigError("You must specify either --bootstrap-controller or --bootstrap-server "
                       "(or --zookeeper for a ZooKeeper ensemble)")
 

@@ -109,5 +109,21 @@ def zookeeper_quorum(settings: ConnectionSettings, log: Callable[[str], None] | 
     return dataclasses.replace(q, cluster_id=cluster_id), now_ms
 
 
-def kraft_quorum(settings: ConnectionSettings, log: Callable[[str], None] | None = None) -> tuple[Any, int]:
-    raise ConfigError("KRaft quorum support is not wired yet")
+def kraft_client(settings: ConnectionSettings, log: Callable[[str], None] | None = None) -> Any:
+    """A KRaftClient for --bootstrap-server or --bootstrap-controller (exactly one)."""
+    from kadmin.cluster.kafka import client_config
+    from kadmin.cluster.kraft import KraftClient
+    from kadmin.config import read_properties
+
+    server, controller = settings.get("bootstrap-server"), settings.get("bootstrap-controller")
+    if server and controller:
+        raise UsageError("give only one of --bootstrap-server and --bootstrap-controller")
+    if not server and not controller:
+        raise ConfigError("You must specify either --bootstrap-controller or --bootstrap-server.")
+    path = settings.get("command-config")
+    cfg = client_config(read_properties(path) if path else {})
+    if log:
+        which = "bootstrap-controller" if controller else "bootstrap-server"
+        log(f"backend: KRaft via {which} {server or controller} (from {settings.source(which)})")
+    return KraftClient(str(server or controller), cfg, settings.timeout, controllers=bool(controller))
+

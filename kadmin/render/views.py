@@ -127,6 +127,27 @@ def _shutdown(data: dict[str, Any]) -> View:
     return v
 
 
+def _check_id(data: dict[str, Any]) -> View:
+    return View(["PATH", "VERSION", "NODE_ID", "CLUSTER_ID", "MATCH", "ERROR"],
+                [[f["path"], f["version"], f["node_id"], f["cluster_id"], f["match"], f["error"]]
+                 for f in data["files"]])
+
+
+def _quorum(data: dict[str, Any]) -> View:
+    order = {"Leader": 0, "Follower": 1, "Down": 2, "Observer": 3}
+    reps = sorted(data["voters"] + data["observers"], key=lambda r: order.get(r["status"], 4))
+    title = (f"cluster {data['cluster_id']}: leader {data['leader_id']}, epoch {data['leader_epoch']}, "
+             f"high watermark {data['high_watermark']}, max follower lag {data['max_follower_lag']}")
+    return View(["NODE_ID", "STATUS", "LOG_END_OFFSET", "LAG", "LAST_FETCH", "LAST_CAUGHT_UP", "DIRECTORY_ID",
+                 "ENDPOINTS"],
+                [[r["id"], r["status"], r["log_end_offset"], r["lag"], r["last_fetch_timestamp"],
+                  r["last_caught_up_timestamp"], r["directory_id"], r["endpoints"]] for r in reps], title=title)
+
+
+def _quorum_check(data: dict[str, Any]) -> View:
+    return View(["LEVEL", "CODE", "MESSAGE"], [[f["level"], f["code"], f["message"]] for f in data["findings"]])
+
+
 VIEWS: dict[str, Callable[[Any], View]] = {
     "brokers list": _brokers_list,
     "brokers show": _key_values,
@@ -138,6 +159,9 @@ VIEWS: dict[str, Callable[[Any], View]] = {
     "partitions check": _check,
     "brokers can-stop": _can_stop,
     "brokers shutdown": _shutdown,
+    "cluster check-id": _check_id,
+    "quorum check": _quorum_check,
+    "quorum describe": _quorum,
     "sandbox up": _sandbox,
     "sandbox status": _sandbox,
 }

@@ -247,3 +247,57 @@ def wait(cluster: Cluster, cond: WaitCondition, timeout: float, clock: Clock = t
         exit_code=ExitCode.CONDITION_NOT_MET,
         message=f"timed out after {timeout:g}s: {cond.missing(last)}",
     )
+
+
+# ---------------------------------------------------------------------------- KRaft mode
+def kraft_broker_json(b: Any) -> dict[str, Any]:
+    """A KRaft registration as a `brokers list` row: the same keys as ZooKeeper mode.
+
+    DescribeCluster does not expose the broker epoch, the registration's version, JMX port,
+    listener names or features: those are null. `is_controller` is null because KRaft brokers
+    report a random alive broker as the controller (the active controller is `kadmin quorum
+    describe`'s leader). `state` is `fenced` or `active`.
+    """
+    return {
+        "id": b.id,
+        "host": b.host,
+        "port": b.port,
+        "rack": b.rack,
+        "endpoints": [f"{b.host}:{b.port}"],
+        "listener_security_protocol_map": {},
+        "jmx_port": None,
+        "version": None,
+        "timestamp_ms": None,
+        "features": {},
+        "epoch": None,
+        "session": None,
+        "is_controller": None,
+        "state": "fenced" if b.fenced else "active",
+    }
+
+
+def list_kraft_brokers(client: Any) -> Result:
+    d = client.describe_cluster()
+    warnings = []
+    if d.version < 2 and not client.controllers:
+        warnings.append(f"the cluster answers DescribeCluster v{d.version}: fenced brokers are not listed "
+                        "(KIP-1073, Kafka 4.0+)")
+    rows = [kraft_broker_json(b) for b in sorted(d.brokers, key=lambda b: b.id)]
+    return Result(command="brokers list", data=rows, warnings=warnings)
+
+
+def unregister(client: Any, broker_id: int, force: bool) -> Result:
+    from kadmin.errors import Unsafe
+
+    d = client.describe_cluster()
+    live = {b.id: b for b in d.brokers}
+    b = live.get(broker_id)
+    if b is not None and b.fenced is not True and not force:
+        state = "active" if b.fenced is False else "registered (its fencing state is unknown below DescribeCluster v2)"
+        raise Unsafe(f"broker {broker_id} is {state}: unregistering a running broker removes it from every ISR; "
+                     "stop it first, or use --force")
+    client.unregister_broker(broker_id)
+    return Result(command="brokers unregister", data={"broker_id": broker_id, "unregistered": True,
+                                                       "was": None if b is None else ("fenced" if b.fenced else
+                                                                                      "active")},
+                  message=f"Broker {broker_id} is no longer registered.")

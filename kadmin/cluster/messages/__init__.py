@@ -12,3 +12,11 @@ class ControlledShutdownRequest(ApiMessage, load_json=__name__):  # type: ignore
 
 class ControlledShutdownResponse(ApiMessage, load_json=__name__):  # type: ignore[call-arg,misc]
     pass
+
+
+class UnregisterBrokerRequest(ApiMessage, load_json=__name__):  # type: ignore[call-arg,misc]
+    pass
+
+
+class UnregisterBrokerResponse(ApiMessage, load_json=__name__):  # type: ignore[call-arg,misc]
+    pass

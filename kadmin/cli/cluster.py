@@ -1,0 +1,44 @@
+"""`kadmin cluster`: the cluster id, and whether log directories belong to this cluster."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from kadmin.cli.options import Invocation, command
+from kadmin.services import cluster as svc
+
+app = typer.Typer(name="cluster", help="Cluster identity: the cluster id and meta.properties checks.",
+                  no_args_is_help=True)
+
+
+def live_id(inv: Invocation) -> tuple[str | None, str]:
+    if inv.settings.get("zookeeper"):
+        return inv.cluster().cluster_id(), "zookeeper /cluster/id"
+    if inv.settings.get("bootstrap-server") or inv.settings.get("bootstrap-controller"):
+        return inv.kraft().describe_cluster().cluster_id, "DescribeCluster"
+    return inv.cluster().cluster_id(), "zookeeper /cluster/id"  # raises the "no cluster given" error
+
+
+@command(app, "id")
+def id_(inv: Invocation) -> int:
+    """Print the cluster id (ZooKeeper /cluster/id, or DescribeCluster in KRaft mode)."""
+    cid, source = live_id(inv)
+    return inv.emit(svc.cluster_id_result(cid, source))
+
+
+@command(app, "check-id")
+def check_id(
+    inv: Invocation,
+    files: Annotated[list[Path], typer.Argument(help="meta.properties files (v0 or v1).",
+                                                metavar="META_PROPERTIES...")],
+) -> int:
+    """Compare each meta.properties' cluster.id with the live cluster's: exit 1 naming a mismatch.
+
+    A broker whose log directories carry another cluster's id was pointed at the wrong cluster.
+    An unreadable or invalid file exits 2, named.
+    """
+    cid, _ = live_id(inv)
+    return inv.emit(svc.check_ids(cid, files))
