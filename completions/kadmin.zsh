@@ -3,7 +3,7 @@
 autoload -U +X bashcompinit && bashcompinit
 _kadmin_complete() {
     local -A tree=(
-    ["kadmin"]="brokers cluster completion partitions quorum sandbox --help --version"
+    ["kadmin"]="brokers cluster completion ids partitions quorum sandbox --help --version"
     ["kadmin brokers"]="can-stop diff list max-epoch show shutdown unregister wait watch --help"
     ["kadmin brokers can-stop"]="--bootstrap-controller --bootstrap-server --command-config --context --help --min-isr-default --output --timeout --verbose --zk-auth --zk-tls --zk-tls-ca --zk-tls-cert --zk-tls-key --zookeeper -o -v -z"
     ["kadmin brokers diff"]="--bootstrap-controller --bootstrap-server --command-config --context --exit-code --help --output --since --timeout --verbose --zk-auth --zk-tls --zk-tls-ca --zk-tls-cert --zk-tls-key --zookeeper -o -v -z"
@@ -18,6 +18,14 @@ _kadmin_complete() {
     ["kadmin cluster check-id"]="--bootstrap-controller --bootstrap-server --command-config --context --help --output --timeout --verbose --zk-auth --zk-tls --zk-tls-ca --zk-tls-cert --zk-tls-key --zookeeper -o -v -z"
     ["kadmin cluster id"]="--bootstrap-controller --bootstrap-server --command-config --context --help --output --timeout --verbose --zk-auth --zk-tls --zk-tls-ca --zk-tls-cert --zk-tls-key --zookeeper -o -v -z"
     ["kadmin completion"]="--help"
+    ["kadmin ids"]="claim gc hosts map missing resolve unmap --help"
+    ["kadmin ids claim"]="--bootstrap-controller --bootstrap-server --command-config --config-id --context --dry-run --help --host --meta-properties --output --reserved-max --timeout --verbose --zk-auth --zk-tls --zk-tls-ca --zk-tls-cert --zk-tls-key --zookeeper -o -v -z"
+    ["kadmin ids gc"]="--apply --bootstrap-controller --bootstrap-server --command-config --context --help --output --timeout --verbose --zk-auth --zk-tls --zk-tls-ca --zk-tls-cert --zk-tls-key --zookeeper -o -v -z"
+    ["kadmin ids hosts"]="--bootstrap-controller --bootstrap-server --command-config --context --help --output --timeout --verbose --zk-auth --zk-tls --zk-tls-ca --zk-tls-cert --zk-tls-key --zookeeper -o -v -z"
+    ["kadmin ids map"]="--bootstrap-controller --bootstrap-server --command-config --context --dry-run --force --help --output --timeout --verbose --zk-auth --zk-tls --zk-tls-ca --zk-tls-cert --zk-tls-key --zookeeper -o -v -z"
+    ["kadmin ids missing"]="--bootstrap-controller --bootstrap-server --command-config --context --help --output --timeout --verbose --zk-auth --zk-tls --zk-tls-ca --zk-tls-cert --zk-tls-key --zookeeper -o -v -z"
+    ["kadmin ids resolve"]="--bootstrap-controller --bootstrap-server --command-config --config-id --context --help --host --meta-properties --output --reserved-max --timeout --verbose --zk-auth --zk-tls --zk-tls-ca --zk-tls-cert --zk-tls-key --zookeeper -o -v -z"
+    ["kadmin ids unmap"]="--bootstrap-controller --bootstrap-server --command-config --context --dry-run --help --output --timeout --verbose --zk-auth --zk-tls --zk-tls-ca --zk-tls-cert --zk-tls-key --zookeeper -o -v -z"
     ["kadmin partitions"]="check list --help"
     ["kadmin partitions check"]="--bootstrap-controller --bootstrap-server --command-config --context --help --min-isr-default --output --timeout --verbose --zk-auth --zk-tls --zk-tls-ca --zk-tls-cert --zk-tls-key --zookeeper -o -v -z"
     ["kadmin partitions list"]="--at-min-isr --bootstrap-controller --bootstrap-server --broker --command-config --context --help --min-isr-default --offline --output --timeout --topic --under-min-isr --under-replicated --verbose --zk-auth --zk-tls --zk-tls-ca --zk-tls-cert --zk-tls-key --zookeeper -o -v -z"

@@ -47,6 +47,22 @@ class PartitionScan:
     problems: list[Problem] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class IdState:
+    """What seed 002's procedure reads: registrations, host mappings, /brokers/seqid, assignments."""
+
+    registered: dict[int, str | None]
+    mappings: dict[str, tuple[int, int]]  # host -> (broker id, znode data version)
+    seqid_version: int  # -1 when /brokers/seqid does not exist
+    hosts_version: int  # /brokers/hosts' data version: every write bumps it (claims serialize on it)
+    assigned: dict[int, list[tuple[str, int]]]  # broker id -> (topic, partition) naming it as a replica
+    problems: list[Problem] = field(default_factory=list)
+
+
+class Contention(Exception):
+    """A conditional write lost a race (a version or existence check failed): read again and retry."""
+
+
 Progress = Callable[[str, int | None, int], None]  # (phase, total or None, advance)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import time
@@ -23,7 +24,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import KazooState
 from kazoo.retry import KazooRetry
 
-from kadmin.cluster.base import BrokerListing, PartitionScan, Problem, Progress, WatchTick, Znode
+from kadmin.cluster.base import BrokerListing, Contention, IdState, PartitionScan, Problem, Progress, WatchTick, Znode
 from kadmin.cluster.bulk import BulkReader, client_ssl_context, parse_hosts
 from kadmin.domain import znodes
 from kadmin.domain.models import Broker, Controller, Generation, PartitionState, Stat
@@ -33,6 +34,8 @@ IDS = "/brokers/ids"
 TOPICS = "/brokers/topics"
 CONFIG_TOPICS = "/config/topics"
 RESYNC = "\0resync"
+HOSTS = "/brokers/hosts"
+SEQID = "/brokers/seqid"
 WINDOW = 1000
 
 _log = logging.getLogger("kazoo")
@@ -423,6 +426,91 @@ class ZkCluster:
 
         self.zk.add_listener(on_state)
         return on_state
+
+    # ------------------------------------------------------------------ broker ids (seed 002)
+    def id_state(self, with_assignments: bool = True, progress: Progress | None = None) -> IdState:
+        from kadmin.domain.ids import decode_mapping
+
+        listing = self.list_brokers()
+        registered: dict[int, str | None] = {}
+        for b in listing.brokers:
+            r = b.registration
+            host = r.host if r is not None else None
+            if host is None and r is not None and r.endpoints:
+                host = znodes.parse_endpoint(r.endpoints[0])[1]
+            registered[b.id] = host
+        problems = list(listing.problems)
+        mappings: dict[str, tuple[int, int]] = {}
+        hosts_node = self.get(HOSTS)
+        if hosts_node is not None:
+            children = self._children(HOSTS)
+            for path, node in self.get_many(f"{HOSTS}/{h}" for h in sorted(children)):
+                if node is None:
+                    continue
+                try:
+                    mappings[path.rsplit("/", 1)[1]] = (decode_mapping(node.data), node.stat.version)
+                except ValueError as e:
+                    problems.append(Problem("invalid_znode", f"{path}: {e}"))
+        seqid = self.get(SEQID)
+        assigned: dict[int, list[tuple[str, int]]] = {}
+        if with_assignments:
+            names = sorted(self._children(TOPICS))
+            if progress:
+                progress("topics", len(names), 0)
+            for path, node in self.get_many(f"{TOPICS}/{t}" for t in names):
+                if progress:
+                    progress("topics", len(names), 1)
+                if node is None:
+                    continue
+                topic = path.rsplit("/", 1)[1]
+                try:
+                    a = znodes.decode_topic(node.data)
+                except znodes.ZnodeFormatError as e:
+                    problems.append(Problem("invalid_znode", f"{path}: {e}"))
+                    continue
+                for p, replicas in a["partitions"].items():
+                    for rid in set(replicas) | set(a["adding"].get(p, ())):
+                        assigned.setdefault(rid, []).append((topic, p))
+        return IdState(registered, mappings, seqid.stat.version if seqid else -1,
+                       hosts_node.stat.version if hosts_node else -1, assigned, problems)
+
+    def write_mapping(
+        self, host: str, broker_id: int | None, *, hosts_version: int, mapping_version: int | None,
+        seqid_version: int | None = None, seqid_steps: int = 1,
+    ) -> None:
+        """One ZooKeeper multi: bump /brokers/hosts (version-checked, so concurrent writers serialize),
+        optionally consume a /brokers/seqid version (version-checked), then create, update or (with
+        broker_id None) delete /brokers/hosts/<host>. Raises Contention when any check fails."""
+        from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+
+        from kadmin.domain.ids import encode_mapping
+
+        for path in (HOSTS, SEQID):
+            if self.get(path) is None:
+                with contextlib.suppress(NodeExistsError):
+                    self.zk.create(path, b"", makepath=True)
+                raise Contention(f"created {path}")  # versions changed: read again
+        t = self.zk.transaction()
+        t.set_data(HOSTS, b"", version=hosts_version)
+        if seqid_version is not None:
+            for step in range(seqid_steps):  # each setData bumps the version the next one checks
+                t.set_data(SEQID, b"", version=seqid_version + step)
+        path = f"{HOSTS}/{host}"
+        if broker_id is None:
+            t.delete(path, version=mapping_version if mapping_version is not None else -1)
+        elif mapping_version is None:
+            t.create(path, encode_mapping(broker_id))
+        else:
+            t.set_data(path, encode_mapping(broker_id), version=mapping_version)
+        try:
+            results = t.commit()
+        except Exception as e:  # noqa: BLE001
+            raise self._translate(HOSTS, e) from e
+        errors = [r for r in results if isinstance(r, Exception)]
+        if any(isinstance(r, (BadVersionError, NodeExistsError, NoNodeError)) for r in errors):
+            raise Contention(", ".join(type(r).__name__ for r in errors))
+        if errors:
+            raise self._translate(HOSTS, next(e for e in errors if type(e).__name__ != "RolledBackError"))
 
     # ------------------------------------------------------------------ watch
     def watch_brokers(self, timeout: float | None) -> Iterator[WatchTick]:

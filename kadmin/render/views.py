@@ -162,6 +162,8 @@ VIEWS: dict[str, Callable[[Any], View]] = {
     "cluster check-id": _check_id,
     "quorum check": _quorum_check,
     "quorum describe": _quorum,
+    "ids missing": lambda data: View(["BROKER_ID", "PARTITIONS", "MAPPED_HOST"],
+                                     [[m["broker_id"], m["partitions"], m["mapped_host"]] for m in data]),
     "sandbox up": _sandbox,
     "sandbox status": _sandbox,
 }

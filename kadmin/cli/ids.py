@@ -1,0 +1,119 @@
+"""`kadmin ids`: broker-id assignment that survives lost disks (seed 002)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from kadmin.cli.options import Invocation, command
+from kadmin.errors import ConfigError
+
+app = typer.Typer(name="ids", help="Broker-id assignment (seed 002): host mappings, missing ids, repair.",
+                  no_args_is_help=True)
+
+HostOpt = Annotated[str, typer.Option("--host", metavar="HOST", help="The host asking for an id.")]
+ConfigId = Annotated[int | None, typer.Option("--config-id", metavar="N", help="broker.id from server.properties.",
+                                              show_default=False)]
+MetaOpt = Annotated[Path | None, typer.Option("--meta-properties", metavar="FILE",
+                                              help="The broker's meta.properties (v0 broker.id, v1 node.id).",
+                                              show_default=False)]
+ReservedOpt = Annotated[int, typer.Option("--reserved-max", metavar="N", min=0,
+                                          help="reserved.broker.max.id (new ids are seqid version + N).")]
+
+
+def zk_cluster(inv: Invocation):  # type: ignore[no-untyped-def]
+    if not inv.settings.get("zookeeper") and (inv.settings.get("bootstrap-server")
+                                              or inv.settings.get("bootstrap-controller")):
+        raise ConfigError("node ids are static in KRaft mode (KIP-631 drops automatic broker-id assignment): "
+                          "set node.id in each node's configuration")
+    return inv.cluster()
+
+
+def _progress():  # type: ignore[no-untyped-def]
+    from kadmin.render.progress import ScanProgress
+
+    return ScanProgress()
+
+
+@command(app, "resolve")
+def resolve(inv: Invocation, host: HostOpt, config_id: ConfigId = None, meta_properties: MetaOpt = None,
+            reserved_max: ReservedOpt = 1000) -> int:
+    """Run the seed's procedure read-only: print the id and the rule that decided it.
+
+    Rules in order: --config-id (must agree with meta.properties), meta.properties, the host
+    mapping /brokers/hosts/HOST (unless its id is registered from another host), exactly one
+    missing id (more than one: exit 1, human intervention needed), else a new id from
+    /brokers/seqid + reserved.broker.max.id.
+    """
+    from kadmin.services import ids as svc
+
+    with _progress() as progress:
+        return inv.emit(svc.resolve(zk_cluster(inv), host, config_id, meta_properties, reserved_max, progress))
+
+
+@command(app, "claim")
+def claim(inv: Invocation, host: HostOpt, config_id: ConfigId = None, meta_properties: MetaOpt = None,
+          reserved_max: ReservedOpt = 1000,
+          dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the writes; make none.")] = False) -> int:
+    """Resolve and make it durable atomically (one ZooKeeper multi with version checks).
+
+    A new id consumes a /brokers/seqid version; the host mapping is written. Concurrent claims
+    never give one id to two hosts; two claims for the same host give the same id.
+    """
+    from kadmin.services import ids as svc
+
+    with _progress() as progress:
+        return inv.emit(svc.claim(zk_cluster(inv), host, config_id, meta_properties, reserved_max, dry_run,
+                                  progress))
+
+
+@command(app, "missing")
+def missing(inv: Invocation) -> int:
+    """Ids assigned in some topic's replicas but not registered now, with how many partitions name each."""
+    from kadmin.services import ids as svc
+
+    with _progress() as progress:
+        return inv.emit(svc.missing(zk_cluster(inv), progress))
+
+
+@command(app, "hosts")
+def hosts(inv: Invocation) -> int:
+    """Every host mapping: its id, whether that id is registered now, and from which host."""
+    from kadmin.services import ids as svc
+
+    return inv.emit(svc.hosts(zk_cluster(inv)))
+
+
+@command(app, "map")
+def map_(inv: Invocation, host: Annotated[str, typer.Argument(metavar="HOST")],
+         broker_id: Annotated[int, typer.Argument(metavar="ID")],
+         force: Annotated[bool, typer.Option("--force", help="Map even to an id registered from another host.")]
+         = False,
+         dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would change.")] = False) -> int:
+    """Point HOST at broker ID. Refuses (exit 7) an id registered from another host unless --force."""
+    from kadmin.services import ids as svc
+
+    return inv.emit(svc.map_host(zk_cluster(inv), host, broker_id, force, dry_run))
+
+
+@command(app, "unmap")
+def unmap(inv: Invocation, host: Annotated[str, typer.Argument(metavar="HOST")],
+          dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would change.")] = False) -> int:
+    """Delete HOST's mapping (version-checked)."""
+    from kadmin.services import ids as svc
+
+    return inv.emit(svc.unmap_host(zk_cluster(inv), host, dry_run))
+
+
+@command(app, "gc")
+def gc(inv: Invocation, apply: Annotated[bool, typer.Option("--apply", help="Delete the stale mappings.")]
+       = False) -> int:
+    """Stale mappings by the seed's rule (broker N registered from h makes g -> N, g != h, garbage).
+
+    A dry run by default; --apply deletes them with version checks.
+    """
+    from kadmin.services import ids as svc
+
+    return inv.emit(svc.gc(zk_cluster(inv), apply))

@@ -1,0 +1,197 @@
+"""`kadmin ids ...`: seed 002's broker-id assignment, run, explained, made durable and repaired."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from kadmin.cluster.base import Contention, IdState, Progress
+from kadmin.domain import ids as rules
+from kadmin.errors import ConditionNotMet, ConfigError, KadminError, NotFound, Unsafe, UsageError
+from kadmin.exit_codes import ExitCode
+from kadmin.formats.meta_properties import MetaPropertiesError, parse
+from kadmin.services.result import Result
+
+MAX_ATTEMPTS = 50
+
+
+def meta_id(path: Path | None) -> int | None:
+    if path is None:
+        return None
+    try:
+        return parse(path.read_text()).node_id
+    except OSError as e:
+        raise ConfigError(f"--meta-properties {path}: cannot read: {e.strerror}") from e
+    except (MetaPropertiesError, UnicodeDecodeError) as e:
+        raise ConfigError(f"--meta-properties {path}: {e}") from e
+
+
+def _check_host(host: str) -> None:
+    if not rules.valid_host(host):
+        raise UsageError(f"{host!r} cannot be a znode name under /brokers/hosts")
+
+
+def _inputs(st: IdState, host: str, config_id: int | None, meta: int | None, reserved_max: int) -> rules.IdInputs:
+    return rules.IdInputs(
+        host=host, registered=st.registered, mappings={h: m[0] for h, m in st.mappings.items()},
+        assigned={b: len(ps) for b, ps in st.assigned.items()}, seqid_version=st.seqid_version,
+        config_id=config_id, meta_id=meta, reserved_max=reserved_max,
+    )
+
+
+def _decision_json(d: rules.Decision, host: str) -> dict[str, Any]:
+    return {"broker_id": d.broker_id, "rule": d.rule, "host": host, "missing_ids": list(d.missing_ids),
+            "detail": d.detail}
+
+
+def _decide(inputs: rules.IdInputs) -> rules.Decision:
+    try:
+        return rules.resolve(inputs)
+    except rules.IdConflict as e:
+        raise ConditionNotMet(str(e), code="id_conflict") from e
+
+
+def resolve(cluster: Any, host: str, config_id: int | None, meta: Path | None, reserved_max: int,
+            progress: Progress | None = None) -> Result:
+    _check_host(host)
+    mid = meta_id(meta)
+    need_scan = config_id is None and mid is None
+    st = cluster.id_state(with_assignments=need_scan, progress=progress)
+    d = _decide(_inputs(st, host, config_id, mid, reserved_max))
+    return Result(command="ids resolve", data=_decision_json(d, host), errors=st.problems,
+                  plain=f"{d.broker_id}\n", message=f"broker id {d.broker_id} for {host} ({d.rule}): {d.detail}")
+
+
+def claim(cluster: Any, host: str, config_id: int | None, meta: Path | None, reserved_max: int, dry_run: bool,
+          progress: Progress | None = None, sleep: Callable[[float], None] = time.sleep) -> Result:
+    """Resolve and make it durable: one multi that version-checks /brokers/hosts (so claims serialize),
+    consumes a /brokers/seqid version for a new id, and writes the host mapping. A lost race reads
+    everything again; two claims for one host therefore agree, and no id goes to two hosts."""
+    _check_host(host)
+    mid = meta_id(meta)
+    for attempt in range(1, MAX_ATTEMPTS + 1):
+        st = cluster.id_state(with_assignments=config_id is None and mid is None, progress=progress)
+        d = _decide(_inputs(st, host, config_id, mid, reserved_max))
+        current = st.mappings.get(host)
+        data = _decision_json(d, host)
+        writes: list[str] = []
+        if d.consumes_seqid:
+            writes.append(f"setData /brokers/seqid (version {st.seqid_version} -> "
+                          f"{st.seqid_version + d.seqid_steps})")
+        if current is None or current[0] != d.broker_id:
+            verb = "create" if current is None else f"setData (version {current[1]})"
+            writes.append(f"{verb} /brokers/hosts/{host} = {rules.encode_mapping(d.broker_id).decode()}")
+        if writes:
+            writes.insert(0, f"setData /brokers/hosts (version {st.hosts_version}), the claims' guard")
+        data["writes"] = writes
+        if dry_run or not writes:
+            data["dry_run"] = dry_run
+            msg = (f"would claim {d.broker_id} for {host} ({d.rule}) with one multi: " + "; ".join(writes)
+                   if writes else f"{host} already holds {d.broker_id} ({d.rule}): nothing to write")
+            return Result(command="ids claim", data=data, errors=st.problems, message=msg,
+                          plain=f"{d.broker_id}\n")
+        try:
+            cluster.write_mapping(host, d.broker_id, hosts_version=st.hosts_version,
+                                  mapping_version=current[1] if current else None,
+                                  seqid_version=st.seqid_version if d.consumes_seqid else None,
+                                  seqid_steps=d.seqid_steps)
+        except Contention:
+            sleep(min(0.01 * attempt, 0.2))
+            continue
+        data["attempts"] = attempt
+        return Result(command="ids claim", data=data, errors=st.problems, plain=f"{d.broker_id}\n",
+                      message=f"claimed broker id {d.broker_id} for {host} ({d.rule})")
+    raise KadminError(f"gave up after {MAX_ATTEMPTS} attempts: other claims kept winning the race", code="contention")
+
+
+def missing(cluster: Any, progress: Progress | None = None) -> Result:
+    st = cluster.id_state(with_assignments=True, progress=progress)
+    ids = rules.missing_ids({b: len(p) for b, p in st.assigned.items()}, st.registered)
+    owners = {b: h for h, (b, _) in st.mappings.items()}
+    data = [{"broker_id": b, "partitions": len(st.assigned[b]), "mapped_host": owners.get(b),
+             "assignments": [{"topic": t, "partition": p} for t, p in sorted(st.assigned[b])]} for b in ids]
+    return Result(command="ids missing", data=data, errors=st.problems,
+                  message=f"{len(ids)} missing ids" + (f": {', '.join(map(str, ids))}" if ids else ""))
+
+
+def hosts(cluster: Any) -> Result:
+    st = cluster.id_state(with_assignments=False)
+    rows = [{"host": h, "broker_id": b, "registered": b in st.registered, "registered_from": st.registered.get(b)}
+            for h, (b, _) in sorted(st.mappings.items())]
+    return Result(command="ids hosts", data=rows, errors=st.problems)
+
+
+def map_host(cluster: Any, host: str, broker_id: int, force: bool, dry_run: bool = False) -> Result:
+    _check_host(host)
+    if broker_id < 0:
+        raise UsageError("a broker id is not negative")
+    for _ in range(MAX_ATTEMPTS):
+        st = cluster.id_state(with_assignments=False)
+        owner = st.registered.get(broker_id)
+        if broker_id in st.registered and owner != host and not force:
+            raise Unsafe(f"broker {broker_id} is registered from {owner or 'an unknown host'}, not {host}: "
+                         "mapping would hand its id to a second host (--force to do it anyway)")
+        others = [h for h, (b, _) in st.mappings.items() if b == broker_id and h != host]
+        if others and not force:
+            raise Unsafe(f"{', '.join(others)} already mapped to {broker_id}; unmap first or use --force")
+        current = st.mappings.get(host)
+        if current is not None and current[0] == broker_id:
+            return Result(command="ids map", data={"host": host, "broker_id": broker_id, "changed": False},
+                          message=f"{host} already maps to {broker_id}")
+        if dry_run:
+            return Result(command="ids map", data={"host": host, "broker_id": broker_id, "changed": False,
+                                                   "dry_run": True}, message=f"would map {host} -> {broker_id}")
+        try:
+            cluster.write_mapping(host, broker_id, hosts_version=st.hosts_version,
+                                  mapping_version=current[1] if current else None)
+        except Contention:
+            continue
+        return Result(command="ids map", data={"host": host, "broker_id": broker_id, "changed": True,
+                                               "previous": current[0] if current else None},
+                      message=f"mapped {host} -> {broker_id}")
+    raise KadminError("gave up: the mappings kept changing", code="contention")
+
+
+def unmap_host(cluster: Any, host: str, dry_run: bool = False) -> Result:
+    _check_host(host)
+    for _ in range(MAX_ATTEMPTS):
+        st = cluster.id_state(with_assignments=False)
+        current = st.mappings.get(host)
+        if current is None:
+            raise NotFound(f"{host} has no mapping")
+        if dry_run:
+            return Result(command="ids unmap", data={"host": host, "broker_id": current[0], "dry_run": True},
+                          message=f"would delete /brokers/hosts/{host} (-> {current[0]})")
+        try:
+            cluster.write_mapping(host, None, hosts_version=st.hosts_version, mapping_version=current[1])
+        except Contention:
+            continue
+        return Result(command="ids unmap", data={"host": host, "broker_id": current[0]},
+                      message=f"deleted /brokers/hosts/{host} (-> {current[0]})")
+    raise KadminError("gave up: the mappings kept changing", code="contention")
+
+
+def gc(cluster: Any, apply: bool) -> Result:
+    st = cluster.id_state(with_assignments=False)
+    found = rules.garbage({h: b for h, (b, _) in st.mappings.items()}, st.registered)
+    deleted: list[str] = []
+    for g in found if apply else []:
+        for _ in range(MAX_ATTEMPTS):
+            cur = cluster.id_state(with_assignments=False)
+            m = cur.mappings.get(g.host)
+            if m is None or m[0] != g.broker_id or cur.registered.get(g.broker_id) in (None, g.host):
+                break  # changed meanwhile: no longer garbage by the rule
+            try:
+                cluster.write_mapping(g.host, None, hosts_version=cur.hosts_version, mapping_version=m[1])
+            except Contention:
+                continue
+            deleted.append(g.host)
+            break
+    rows = [{"host": g.host, "broker_id": g.broker_id, "registered_from": g.registered_from,
+             "deleted": g.host in deleted} for g in found]
+    msg = (f"deleted {len(deleted)} of {len(found)} stale mappings" if apply
+           else f"{len(found)} stale mappings (a dry run: --apply deletes them)")
+    return Result(command="ids gc", data=rows, errors=st.problems, message=msg,
+                  exit_code=ExitCode.OK)
