@@ -42,6 +42,7 @@ bench: system venv
 	$(PY) bench/brokers.py
 	$(PY) bench/scan.py
 	$(PY) bench/partitions.py
+	$(PY) bench/ids.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache

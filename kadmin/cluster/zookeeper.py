@@ -441,10 +441,14 @@ class ZkCluster:
             registered[b.id] = host
         problems = list(listing.problems)
         mappings: dict[str, tuple[int, int]] = {}
+        # The version of /brokers/hosts and the mappings are read through ONE session (kazoo's), so
+        # ZooKeeper's per-session ordering makes the mappings at least as new as the version: a claim
+        # that wrote meanwhile makes our version-checked multi fail, and we read again. (The bulk
+        # reader's session may sit on another, lagging ensemble member.)
         hosts_node = self.get(HOSTS)
         if hosts_node is not None:
             children = self._children(HOSTS)
-            for path, node in self.get_many(f"{HOSTS}/{h}" for h in sorted(children)):
+            for path, node in self._get_batch([f"{HOSTS}/{h}" for h in sorted(children)], None):
                 if node is None:
                     continue
                 try:

@@ -86,6 +86,7 @@ def claim(cluster: Any, host: str, config_id: int | None, meta: Path | None, res
         if writes:
             writes.insert(0, f"setData /brokers/hosts (version {st.hosts_version}), the claims' guard")
         data["writes"] = writes
+        data["attempts"] = attempt if writes and not dry_run else 0
         if dry_run or not writes:
             data["dry_run"] = dry_run
             msg = (f"would claim {d.broker_id} for {host} ({d.rule}) with one multi: " + "; ".join(writes)
