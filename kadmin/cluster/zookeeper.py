@@ -489,11 +489,13 @@ class ZkCluster:
 
         from kadmin.domain.ids import encode_mapping
 
-        for path in (HOSTS, SEQID):
-            if self.get(path) is None:
+        # A version of -1 would make ZooKeeper skip the check: when the caller saw either znode
+        # missing, create it and make the caller read again (with real versions this time).
+        if hosts_version < 0 or (seqid_version is not None and seqid_version < 0):
+            for path in (HOSTS, SEQID):
                 with contextlib.suppress(NodeExistsError):
                     self.zk.create(path, b"", makepath=True)
-                raise Contention(f"created {path}")  # versions changed: read again
+            raise Contention("created /brokers/hosts or /brokers/seqid")
         t = self.zk.transaction()
         t.set_data(HOSTS, b"", version=hosts_version)
         if seqid_version is not None:
