@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from kadmin import __version__
-from kadmin.cli import brokers, cluster, ids, partitions, quorum, sandbox
+from kadmin.cli import brokers, cluster, history, ids, partitions, quorum, sandbox
 
 app = typer.Typer(
     name="kadmin",
@@ -25,6 +25,7 @@ app.add_typer(partitions.app)
 app.add_typer(quorum.app)
 app.add_typer(cluster.app)
 app.add_typer(ids.app)
+app.add_typer(history.app)
 app.add_typer(sandbox.app)
 
 

@@ -1,0 +1,1 @@
+"""Fleet-scale history on Spark (PySpark imported lazily, only by the history commands)."""

@@ -1,0 +1,61 @@
+"""A Spark session for kadmin's jobs: local[2] by default, any master URL otherwise."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any
+
+
+def session(master: str = "local[2]", app: str = "kadmin-history") -> Any:
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    b = (SparkSession.builder.master(master).appName(app)
+         .config("spark.ui.enabled", "false")
+         .config("spark.ui.showConsoleProgress", "false")
+         .config("spark.sql.session.timeZone", "UTC")
+         .config("spark.sql.shuffle.partitions", "8")
+         .config("spark.sql.parquet.compression.codec", "snappy")
+         .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable))
+    if master.startswith("local") or master.startswith("spark://127.") or master.startswith("spark://localhost"):
+        b = b.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+    spark = b.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+class StageProgress:
+    """Reports Spark's active stages (completed/total tasks) to a callback while a job runs."""
+
+    def __init__(self, spark: Any, report: Callable[[str, int | None, int], None] | None) -> None:
+        self.spark, self.report = spark, report
+        self._stop = threading.Event()
+        self._seen: dict[int, int] = {}
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> StageProgress:
+        if self.report is not None:
+            self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        tracker = self.spark.sparkContext.statusTracker()
+        while not self._stop.wait(0.25):
+            for sid in tracker.getActiveStageIds():
+                info = tracker.getStageInfo(sid)
+                if info is None:
+                    continue
+                done = info.numCompletedTasks
+                delta = done - self._seen.get(sid, 0)
+                self._seen[sid] = done
+                assert self.report is not None
+                self.report(f"stage {sid} ({info.name.split(' at ')[0]})", info.numTasks, max(0, delta))
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(1)
