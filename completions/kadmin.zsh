@@ -3,7 +3,7 @@
 autoload -U +X bashcompinit && bashcompinit
 _kadmin_complete() {
     local -A tree=(
-    ["kadmin"]="brokers cluster completion ids partitions quorum sandbox --help --version"
+    ["kadmin"]="brokers cluster completion history ids partitions quorum sandbox --help --version"
     ["kadmin brokers"]="can-stop diff list max-epoch show shutdown unregister wait watch --help"
     ["kadmin brokers can-stop"]="--bootstrap-controller --bootstrap-server --command-config --context --help --min-isr-default --output --timeout --verbose --zk-auth --zk-tls --zk-tls-ca --zk-tls-cert --zk-tls-key --zookeeper -o -v -z"
     ["kadmin brokers diff"]="--bootstrap-controller --bootstrap-server --command-config --context --exit-code --help --output --since --timeout --verbose --zk-auth --zk-tls --zk-tls-ca --zk-tls-cert --zk-tls-key --zookeeper -o -v -z"
@@ -18,6 +18,9 @@ _kadmin_complete() {
     ["kadmin cluster check-id"]="--bootstrap-controller --bootstrap-server --command-config --context --help --output --timeout --verbose --zk-auth --zk-tls --zk-tls-ca --zk-tls-cert --zk-tls-key --zookeeper -o -v -z"
     ["kadmin cluster id"]="--bootstrap-controller --bootstrap-server --command-config --context --help --output --timeout --verbose --zk-auth --zk-tls --zk-tls-ca --zk-tls-cert --zk-tls-key --zookeeper -o -v -z"
     ["kadmin completion"]="--help"
+    ["kadmin history"]="ingest report --help"
+    ["kadmin history ingest"]="--chroot --cluster --help --master --out --output --verbose -o -v"
+    ["kadmin history report"]="--cluster --help --master --output --png --since --until --verbose -o -v"
     ["kadmin ids"]="claim gc hosts map missing resolve unmap --help"
     ["kadmin ids claim"]="--bootstrap-controller --bootstrap-server --command-config --config-id --context --dry-run --help --host --meta-properties --output --reserved-max --timeout --verbose --zk-auth --zk-tls --zk-tls-ca --zk-tls-cert --zk-tls-key --zookeeper -o -v -z"
     ["kadmin ids gc"]="--apply --bootstrap-controller --bootstrap-server --command-config --context --help --output --timeout --verbose --zk-auth --zk-tls --zk-tls-ca --zk-tls-cert --zk-tls-key --zookeeper -o -v -z"
