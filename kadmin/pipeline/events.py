@@ -139,7 +139,7 @@ def kraft_events(rec: Any, cluster: str) -> Iterator[dict[str, Any]]:
     if name == "RegisterBrokerRecord":
         yield r("broker_registered", broker_id=f.get("broker_id"), epoch=f.get("broker_epoch"),
                 detail=json.dumps({"fenced": f.get("fenced"), "rack": f.get("rack"),
-                                   "incarnation_id": str(f.get("incarnation_id"))}))
+                                   "incarnation_id": f.get("incarnation_id")}))
     elif name == "UnregisterBrokerRecord":
         yield r("broker_deregistered", broker_id=f.get("broker_id"), epoch=f.get("broker_epoch"))
     elif name in ("FenceBrokerRecord", "UnfenceBrokerRecord"):
@@ -154,24 +154,28 @@ def kraft_events(rec: Any, cluster: str) -> Iterator[dict[str, Any]]:
         if f.get("in_controlled_shutdown") == 1:
             yield r("broker_controlled_shutdown", sub, broker_id=f.get("broker_id"), epoch=f.get("broker_epoch"))
     elif name == "TopicRecord":
-        yield r("topic_created", topic=f.get("name"), detail=json.dumps({"topic_id": str(f.get("topic_id"))}))
+        yield r("topic_created", topic=f.get("name"), detail=json.dumps({"topic_id": f.get("topic_id")}))
     elif name == "RemoveTopicRecord":
-        yield r("topic_deleted", detail=json.dumps({"topic_id": str(f.get("topic_id"))}))
+        yield r("topic_deleted", detail=json.dumps({"topic_id": f.get("topic_id")}))
     elif name == "PartitionRecord":
         yield r("partition_state", partition=f.get("partition_id"), leader=f.get("leader"),
                 leader_epoch=f.get("leader_epoch"), isr=list(f.get("isr") or []),
-                detail=json.dumps({"topic_id": str(f.get("topic_id"))}))
+                detail=json.dumps({"topic_id": f.get("topic_id")}))
     elif name == "PartitionChangeRecord":
         leader = f.get("leader", -2)
         isr = f.get("isr")
         yield r("partition_change", partition=f.get("partition_id"),
                 leader=None if leader == -2 else leader, isr=None if isr is None else list(isr),
-                detail=json.dumps({"topic_id": str(f.get("topic_id"))}))
+                detail=json.dumps({"topic_id": f.get("topic_id")}))
     elif name == "LeaderChangeMessage":
         yield r("quorum_leader_changed", leader=f.get("leader_id"), leader_epoch=rec.leader_epoch,
-                detail=json.dumps({"voters": [v.get("voter_id") for v in f.get("voters") or []]}))
+                detail=json.dumps({"voters": [_get(v, "voter_id") for v in f.get("voters") or []]}))
     elif name == "unknown":
         yield r("unknown", detail=json.dumps({"api_key": rec.api_key, "version": rec.version}))
+
+
+def _get(obj: Any, key: str) -> Any:
+    return obj.get(key) if isinstance(obj, Mapping) else getattr(obj, key, None)
 
 
 # ---------------------------------------------------------------------------- kadmin's NDJSON

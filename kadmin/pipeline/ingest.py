@@ -133,10 +133,10 @@ def _rows(kind: str, path: str, start: int, end: int | None, cluster: str, chroo
                 for txn in zk_txnlog.iter_txns(mm, start=max(start, 16), end=end, on_damage=on_damage):
                     yield from ev.zk_events(txn, cluster, chroot, os.path.basename(path))
             else:
-                from kadmin.cluster.metadata_records import decode_value
+                from kadmin.cluster.metadata_records import CRC32C, DECODER
                 from kadmin.formats import kraft_log
 
-                for rec in kraft_log.iter_records(mm, decode_value, start=start, on_damage=on_damage):
+                for rec in kraft_log.iter_records(mm, DECODER, start=start, on_damage=on_damage, crc=CRC32C):
                     yield from ev.kraft_events(rec, cluster)
 
 
