@@ -235,13 +235,13 @@ def classify_partitions(df: Any) -> Any:
     filled = (filled.withColumn("prev_leader", F.lag("leader_f").over(w))
               .withColumn("prev_isr", F.lag("isr_f").over(w))
               .withColumn("first", F.lag("position").over(w).isNull()))
-    base = [c for c in df.columns if c not in ("event", "leader", "isr", "leader_epoch", "sub")]
+    base = [c for c in df.columns if c not in ("event", "leader", "isr", "leader_epoch", "sub", "detail")]
 
     def shaped(event: str, cond: Any, sub_offset: int, detail: Any) -> Any:
-        return (filled.filter(cond).select(
+        return filled.filter(cond).select(
             *base, F.lit(event).alias("event"), F.col("leader_f").alias("leader"), F.col("isr_f").alias("isr"),
-            F.col("epoch_f").alias("leader_epoch"), (F.col("sub") * 2 + sub_offset).alias("sub"))
-            .withColumn("detail", detail))
+            F.col("epoch_f").alias("leader_epoch"), (F.col("sub") * 2 + sub_offset).alias("sub"),
+            detail.alias("detail"))
 
     prev_detail = F.to_json(F.struct(F.col("prev_leader").alias("previous_leader"),
                                      F.col("prev_isr").alias("previous_isr")))

@@ -67,8 +67,10 @@ def controllers(df: Any) -> list[dict[str, Any]]:
     from pyspark.sql import functions as F
 
     rows = (df.filter(F.col("event").isin("controller_changed", "controller_epoch_changed", "quorum_leader_changed"))
-            .select("position", "sub", "ts_ms", "event", "controller_id", "epoch", "leader", "leader_epoch")
-            .orderBy("position", "sub").collect())
+            .select("position", "ts_ms", "event", "controller_id", "epoch", "leader", "leader_epoch")
+            .collect())
+    # one multi creates /controller and bumps /controller_epoch: the election first, then its epoch
+    rows = sorted(rows, key=lambda r: (r.position, r.event != "controller_changed"))
     out: list[dict[str, Any]] = []
     epoch = None
     for r in rows:

@@ -13,6 +13,9 @@ def session(master: str = "local[2]", app: str = "kadmin-history") -> Any:
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    if master.startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    log4j = os.path.join(os.path.dirname(__file__), "log4j2.properties")
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     b = (SparkSession.builder.master(master).appName(app)
          .config("spark.ui.enabled", "false")
@@ -20,7 +23,9 @@ def session(master: str = "local[2]", app: str = "kadmin-history") -> Any:
          .config("spark.sql.session.timeZone", "UTC")
          .config("spark.sql.shuffle.partitions", "8")
          .config("spark.sql.parquet.compression.codec", "snappy")
-         .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable))
+         .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
+         .config("spark.driver.extraJavaOptions", f"-Dlog4j.configurationFile=file:{log4j}")
+         .config("spark.executor.extraJavaOptions", f"-Dlog4j.configurationFile=file:{log4j}"))
     if master.startswith("local") or master.startswith("spark://127.") or master.startswith("spark://localhost"):
         b = b.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
     spark = b.getOrCreate()

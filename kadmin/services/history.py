@@ -12,15 +12,32 @@ from kadmin.services.result import Result
 Progress = Callable[[str, int | None, int], None]
 
 
-def _spark(master: str) -> Any:
-    try:
-        from kadmin.pipeline.spark import session
-    except ImportError as e:  # pragma: no cover - depends on the installation
-        raise ConfigError("history needs PySpark: pip install 'kadmin[spark]'") from e
-    try:
-        return session(master)
-    except ImportError as e:
-        raise ConfigError("history needs PySpark: pip install 'kadmin[spark]'") from e
+class _Spark:
+    """The Spark session for one command: an already active one (a notebook, the test suite) is used
+    and left running; one kadmin started is stopped at the end."""
+
+    def __init__(self, master: str) -> None:
+        self.master = master
+        self.owned = False
+        self.spark: Any = None
+
+    def __enter__(self) -> Any:
+        try:
+            from pyspark.sql import SparkSession
+
+            from kadmin.pipeline.spark import session
+        except ImportError as e:
+            raise ConfigError("history needs PySpark: pip install 'kadmin[spark]'") from e
+        active = SparkSession.getActiveSession()
+        if active is not None:
+            self.spark = active
+        else:
+            self.spark, self.owned = session(self.master), True
+        return self.spark
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.owned and self.spark is not None:
+            self.spark.stop()
 
 
 def ingest(paths: list[str], cluster: str, out: str, master: str, chroot: str | None,
@@ -28,15 +45,11 @@ def ingest(paths: list[str], cluster: str, out: str, master: str, chroot: str | 
     from kadmin.pipeline.ingest import ingest as run
     from kadmin.pipeline.spark import StageProgress
 
-    spark = _spark(master)
-    try:
-        with StageProgress(spark, progress):
-            try:
-                s = run(spark, paths, cluster, out, chroot)
-            except FileNotFoundError as e:
-                raise UsageError(f"no such file or directory: {e}") from e
-    finally:
-        spark.stop()
+    with _Spark(master) as spark, StageProgress(spark, progress):
+        try:
+            s = run(spark, paths, cluster, out, chroot)
+        except FileNotFoundError as e:
+            raise UsageError(f"no such file or directory: {e}") from e
     data = {"cluster": cluster, "out": out, "files": s.files, "ranges": s.ranges, "bytes": s.bytes,
             "events_parsed": s.events_parsed, "events_added": s.events_added, "damage": s.damage,
             "skipped": s.skipped}
@@ -60,14 +73,11 @@ def report(directory: str, kind: str, cluster: str | None, since_ms: int | None,
 
     if not Path(directory).exists():
         raise UsageError(f"{directory}: no such directory (run `kadmin history ingest` first)")
-    spark = _spark(master)
-    try:
+    with _Spark(master) as spark:
         df = reports.load(spark, directory, cluster, since_ms, until_ms)
         rows = reports.report(spark, df, kind)
         if png:
             title = "broker generations" + (f" of {cluster}" if cluster else "")
             reports.timeline_png(reports._generations(df), png, title)
-    finally:
-        spark.stop()
     return Result(command=f"history report {kind}", data=rows,
                   message=f"wrote {png}" if png else None)

@@ -1,0 +1,224 @@
+"""`kadmin history` on real Spark (local[2]) over logs a real ZooKeeper wrote while the sandbox's
+brokers registered, bounced, moved the controller and changed ISRs; and over KRaft metadata logs
+written with kio's record-batch writer and hand-encoded values."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from kazoo.client import KazooClient
+
+import tests.kraft_log_writer as W
+from kadmin.sandbox.fleet import BrokerSpec, ThreadedFleet
+from kadmin.sandbox.zkserver import Ensemble
+
+pytestmark = pytest.mark.integration
+
+COLUMNS = {"event_id", "cluster", "source", "position", "ts", "event", "broker_id", "epoch", "session", "topic",
+           "partition", "leader", "leader_epoch", "isr", "controller_id", "detail", "date"}
+
+
+@pytest.fixture(scope="module")
+def spark():
+    """One local[2] session for the module; kadmin's commands use the active session and leave it running."""
+    from kadmin.pipeline.spark import session
+
+    s = session("local[2]")
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="module")
+def zk_history(tmp_path_factory):
+    """Drive a real ZooKeeper like a Kafka cluster; return its log directory and what a live read saw."""
+    base = tmp_path_factory.mktemp("zkhist")
+    ens = Ensemble(base, size=1, tick_ms=250)
+    ens.start(timeout=60)
+    live: dict[int, list[int]] = {}
+    fleet = ThreadedFleet(ens.hosts, chroot="/kafka", session_timeout_ms=4000)
+    kz = KazooClient(hosts=ens.connect_string + "/kafka")
+    kz.start(timeout=10)
+    try:
+        fleet.setup_cluster()
+
+        def czxid(b: int) -> int:
+            return kz.get(f"/brokers/ids/{b}")[1].czxid
+
+        for b in (1, 2, 3):
+            fleet.register(BrokerSpec(b))
+            live.setdefault(b, []).append(czxid(b))
+        fleet.create_topic("orders", {0: [1, 2, 3], 1: [2, 3, 1]})
+        time.sleep(0.05)
+        fleet.bounce(2, down_seconds=0.3)
+        live[2].append(czxid(2))
+        for _ in range(2):
+            fleet.bounce(3, down_seconds=0.1)
+            live[3].append(czxid(3))
+        # an ISR shrink and expand of broker 3 on orders-0
+        state = "/brokers/topics/orders/partitions/0/state"
+        doc = json.loads(kz.get(state)[0])
+        kz.set(state, json.dumps({**doc, "isr": [1, 2]}, separators=(",", ":")).encode())
+        time.sleep(0.05)
+        kz.set(state, json.dumps({**doc, "isr": [1, 2, 3]}, separators=(",", ":")).encode())
+        fleet.stop(1)  # the controller: broker 2 takes over
+        controller = json.loads(kz.get("/controller")[0])["brokerid"]
+    finally:
+        kz.stop()
+        kz.close()
+        fleet.shutdown()
+        ens.stop()
+    logs = base / "zk1" / "data" / "version-2"
+    assert list(logs.glob("log.*"))
+    return logs, live, controller
+
+
+def ingest(run_nozk, paths, out, cluster="prod"):
+    r = run_nozk("history", "ingest", *map(str, paths), "--cluster", cluster, "--out", str(out), "-o", "json")
+    return r.exit_code, json.loads(r.stdout), r.stderr
+
+
+def report(run_nozk, out, kind, *extra):
+    r = run_nozk("history", "report", str(out), kind, *extra, "-o", "json")
+    assert r.exit_code == 0, r.stderr
+    return json.loads(r.stdout)["data"]
+
+
+def test_zookeeper_history_shows_exactly_the_bounces_with_live_czxids(spark, zk_history, run_nozk, tmp_path):
+    logs, live, controller = zk_history
+    out = tmp_path / "events"
+    code, doc, err = ingest(run_nozk, [logs], out)
+    assert code == 0, err
+    added = doc["data"]["events_added"]
+    assert added > 0 and doc["data"]["damage"] == []
+    table = spark.read.parquet(str(out))
+    assert set(table.columns) == COLUMNS
+    assert {p.name for p in out.iterdir() if p.is_dir()} == {"cluster=prod"}
+
+    gens = report(run_nozk, out, "generations")
+    epochs = {}
+    for g in gens:
+        epochs.setdefault(g["broker_id"], []).append(g["epoch"])
+    assert epochs == live  # KIP-380: the epoch derived from the log is the czxid a live read returned
+    bounces = {b["broker_id"]: b["bounces"] for b in report(run_nozk, out, "bounces")}
+    assert bounces == {1: 0, 2: 1, 3: 2}
+    b2 = next(b for b in report(run_nozk, out, "bounces") if b["broker_id"] == 2)
+    assert b2["downtime_max_ms"] >= 300
+    ctl = [c for c in report(run_nozk, out, "controllers") if c["event"] == "elected"]
+    assert [c["controller_id"] for c in ctl] == [1, controller] and ctl[-1]["controller_epoch"] == 2
+    churn = {c["broker_id"]: c for c in report(run_nozk, out, "isr-churn")}
+    assert churn[3]["isr_shrinks"] == 1 and churn[3]["isr_expands"] == 1
+    ep = report(run_nozk, out, "epochs")
+    assert max(p["max_broker_epoch"] or 0 for p in ep) == max(live[3])
+
+    # re-ingesting the same files adds nothing twice
+    code, doc, _ = ingest(run_nozk, [logs], out)
+    assert code == 0 and doc["data"]["events_added"] == 0 and doc["data"]["events_parsed"] == added
+    assert spark.read.parquet(str(out)).count() == added
+
+    png = tmp_path / "timeline.png"
+    r = run_nozk("history", "report", str(out), "generations", "--png", str(png))
+    assert r.exit_code == 0 and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_since_until_and_cluster_filters(spark, zk_history, run_nozk, tmp_path):
+    logs, live, _ = zk_history
+    out = tmp_path / "events"
+    ingest(run_nozk, [logs], out, cluster="a")
+    ingest(run_nozk, [logs], out, cluster="b")
+    assert {p.name for p in out.iterdir() if p.is_dir()} == {"cluster=a", "cluster=b"}
+    gens = report(run_nozk, out, "generations", "--cluster", "a")
+    assert len(gens) == sum(len(v) for v in live.values())
+    assert report(run_nozk, out, "generations", "--cluster", "a", "--until", "2000-01-01T00:00:00Z") == []
+
+
+def test_damaged_log_keeps_what_came_before_and_exits_5(spark, zk_history, run_nozk, tmp_path):
+    logs, live, _ = zk_history
+    log = sorted(logs.glob("log.*"))[0]
+    damaged = tmp_path / "damaged"
+    damaged.mkdir()
+    copy = damaged / log.name
+    data = bytearray(log.read_bytes())
+    from kadmin.formats import zk_txnlog
+
+    txns = list(zk_txnlog.iter_txns(bytes(data)))
+    cut = txns[int(len(txns) * 0.9)].offset  # after the registrations
+    copy.write_bytes(bytes(data[: cut + 20]))  # a record torn in the middle
+    code, doc, err = ingest(run_nozk, [damaged], tmp_path / "events")
+    assert code == 5
+    d = doc["data"]["damage"]
+    assert len(d) == 1 and d[0]["offset"] == cut and d[0]["file"].endswith(log.name)
+    assert f"damaged at offset {cut}" in err
+    assert doc["data"]["events_added"] > 0
+
+
+def test_kraft_metadata_log(spark, run_nozk, tmp_path):
+    d = tmp_path / "__cluster_metadata-0"
+    tid = uuid.UUID(int=77)
+    inc = [uuid.UUID(int=i) for i in (11, 12, 13)]
+    t0 = 1_700_000_000_000
+    batches = [
+        W.batch(0, 1, t0, [W.leader_change(3000, [3000, 3001, 3002], [3000, 3001])], control_type=W.LEADER_CHANGE),
+        W.batch(1, 1, t0 + 1000, [W.register_broker(2, b, inc[b - 1], 1 + b - 1, [("PLAINTEXT", f"b{b}", 9092, 0)],
+                                                    [], None) for b in (1, 2, 3)]),
+        W.batch(4, 1, t0 + 2000, [W.unfence_broker(b, 1 + b - 1) for b in (1, 2, 3)]),
+        W.batch(7, 1, t0 + 3000, [W.topic("orders", tid),
+                                  W.partition(0, 0, tid, [1, 2, 3], [1, 2, 3], [], [], 1, 0, 0)]),
+        W.batch(9, 1, t0 + 4000, [W.broker_registration_change(1, 2, 2, fenced=1),
+                                  W.partition_change(0, 0, tid, isr=[1, 3]),
+                                  W.partition_change(0, 0, tid, leader=3)]),
+        W.batch(12, 2, t0 + 6000, [W.leader_change(3001, [3000, 3001, 3002], [3001, 3002])],
+                control_type=W.LEADER_CHANGE),
+        W.batch(13, 2, t0 + 7000, [W.register_broker(2, 2, uuid.UUID(int=99), 13, [("PLAINTEXT", "b2", 9092, 0)],
+                                                     [], None),
+                                   W.partition_change(0, 0, tid, isr=[1, 3, 2])]),
+    ]
+    W.write_file(d / "00000000000000000000.log", batches)
+    code, doc, err = ingest(run_nozk, [d], tmp_path / "events", cluster="kraft")
+    assert code == 0, err
+    out = tmp_path / "events"
+    gens = report(run_nozk, out, "generations")
+    assert [(g["broker_id"], g["epoch"]) for g in gens] == [(1, 1), (2, 2), (2, 13), (3, 3)]
+    ctl = [(c["controller_id"], c["controller_epoch"]) for c in report(run_nozk, out, "controllers")]
+    assert ctl == [(3000, 1), (3001, 2)]
+    rows = spark.read.parquet(str(out)).filter("event in ('isr_changed', 'leader_changed')").orderBy("position")
+    got = [(r.event, r.topic, r.partition, r.leader, list(r.isr)) for r in rows.collect()]
+    assert got == [("leader_changed", "orders", 0, 1, [1, 2, 3]), ("isr_changed", "orders", 0, 1, [1, 3]),
+                   ("leader_changed", "orders", 0, 3, [1, 3]), ("isr_changed", "orders", 0, 3, [1, 3, 2])]
+    fenced = spark.read.parquet(str(out)).filter("event = 'broker_fenced'").collect()
+    assert [(r.broker_id, r.epoch) for r in fenced] == [(2, 2)]
+
+
+def test_kadmin_ndjson_source(spark, run_nozk, tmp_path):
+    f = tmp_path / "watch.ndjson"
+    f.write_text('{"event": "registered", "id": 4, "epoch": 100, "old_epoch": null, "at": "2026-11-22T01:00:00.000Z"}\n'
+                 '{"event": "bounced", "id": 4, "epoch": 140, "old_epoch": 100, "at": "2026-11-22T01:05:00.000Z"}\n')
+    code, doc, err = ingest(run_nozk, [f], tmp_path / "events", cluster="nd")
+    assert code == 0, err
+    gens = report(run_nozk, tmp_path / "events", "generations")
+    assert [(g["broker_id"], g["epoch"]) for g in gens] == [(4, 100), (4, 140)]
+
+
+def test_nothing_to_ingest_and_missing_paths(spark, run_nozk, tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert ingest(run_nozk, [empty], tmp_path / "o")[0] == 1
+    r = run_nozk("history", "ingest", str(tmp_path / "nope"), "--cluster", "x", "--out", str(tmp_path / "o"))
+    assert r.exit_code == 2 and "no such file" in r.stderr
+    r = run_nozk("history", "report", str(tmp_path / "nope"), "bounces")
+    assert r.exit_code == 2
+
+
+def test_spark_is_not_loaded_for_help():
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom kadmin.cli.app import main\nsys.argv=['kadmin','history','--help']\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\nprint('pyspark' in sys.modules, file=sys.stderr)")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert p.stderr.strip().endswith("False")
+    shutil.which("java")
