@@ -8,7 +8,6 @@ import json
 import shutil
 import time
 import uuid
-from pathlib import Path
 
 import pytest
 from kazoo.client import KazooClient
