@@ -13,7 +13,7 @@ system:
 $(STAMP): pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e '.[dev,spark]'
 	@touch $(STAMP)
 
 venv: $(STAMP)
@@ -43,6 +43,7 @@ bench: system venv
 	$(PY) bench/scan.py
 	$(PY) bench/partitions.py
 	$(PY) bench/ids.py
+	$(PY) bench/history.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache
