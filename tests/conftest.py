@@ -60,6 +60,18 @@ def fleet(zk_server: Ensemble, chroot: str) -> Iterator[ThreadedFleet]:
     f.shutdown()
 
 
+@pytest.fixture
+def kz(zk: str, fleet: ThreadedFleet) -> Iterator[Any]:
+    """A kazoo client on the test's chroot (after the fleet created Kafka's paths), to write and check znodes."""
+    from kazoo.client import KazooClient
+
+    k = KazooClient(hosts=zk)
+    k.start(timeout=10)
+    yield k
+    k.stop()
+    k.close()
+
+
 class Run:
     """Invoke the real Typer app in-process; stdout and stderr kept apart."""
 

@@ -5,20 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from kazoo.client import KazooClient
 
 from kadmin.sandbox.fleet import BrokerSpec
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def kz(zk, fleet):
-    k = KazooClient(hosts=zk)
-    k.start(timeout=10)
-    yield k
-    k.stop()
-    k.close()
 
 
 @pytest.fixture

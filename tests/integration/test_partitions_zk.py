@@ -7,7 +7,6 @@ import threading
 import time
 
 import pytest
-from kazoo.client import KazooClient
 
 from kadmin.sandbox.fleet import BrokerSpec
 
@@ -15,15 +14,6 @@ pytestmark = pytest.mark.integration
 
 ROW_KEYS = {"topic", "partition", "leader", "leader_epoch", "partition_epoch", "replicas", "isr", "adding_replicas",
             "removing_replicas", "min_isr", "topic_id"}
-
-
-@pytest.fixture
-def kz(zk, fleet):
-    k = KazooClient(hosts=zk)
-    k.start(timeout=10)
-    yield k
-    k.stop()
-    k.close()
 
 
 def state(leader, isr, leader_epoch=0, controller_epoch=1, lrs=None):
