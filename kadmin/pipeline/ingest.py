@@ -185,7 +185,9 @@ def ingest(spark: Any, paths: list[str], cluster: str, out: str, chroot: str | N
         events = (events.withColumn("event_id", F.sha2(key, 256))
                   .withColumn("ts", F.timestamp_millis(F.col("ts_ms")))
                   .withColumn("date", F.to_date(F.col("ts")))
-                  .dropDuplicates(["event_id"]))
+                  .dropDuplicates(["event_id"])
+                  .persist())  # counted, then anti-joined and written: compute the windows once
+        cached = events
         summary.events_parsed = events.count()
         if _exists(out):
             existing = spark.read.parquet(out).filter(F.col("cluster") == cluster).select("event_id")
@@ -197,6 +199,7 @@ def ingest(spark: Any, paths: list[str], cluster: str, out: str, chroot: str | N
                 new.write.mode("append").partitionBy("cluster", "date").parquet(out)
         finally:
             new.unpersist()
+            cached.unpersist()
     finally:
         raw.unpersist()
     return summary
