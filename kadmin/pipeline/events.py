@@ -97,6 +97,22 @@ def _zk_op(op: Any, txn: Any, cluster: str, chroot: str | None) -> Iterator[dict
             yield from _deleted(p, cluster, pos, ts, session, chroot)
 
 
+def zk_snapshot_events(node: Any, cluster: str, chroot: str | None = None) -> Iterator[dict[str, Any]]:
+    """The registrations and the controller a ZooKeeper snapshot holds (a kadmin.formats.zk_snapshot.SnapNode),
+    as the events of the transactions that created them: same position (the czxid), time (ctime),
+    session and sub-index, so their ids match the log's and ingesting both adds each once. This is
+    what tells the epochs of brokers whose registration is older than the oldest log kept."""
+    path = node.path or ""
+    if (m := _BROKER.match(path)) and _root_ok(m["root"], chroot):
+        yield row(cluster, ZK, node.czxid, node.ctime, "broker_registered", broker_id=int(m["id"]), epoch=node.czxid,
+                  session=f"0x{node.ephemeral_owner:x}", detail=_root_detail(m["root"]))
+    elif (m := _CONTROLLER.match(path)) and _root_ok(m["root"], chroot):
+        doc = _json(node.data)
+        if doc is not None and isinstance(doc.get("brokerid"), int):
+            yield row(cluster, ZK, node.czxid, node.ctime, "controller_changed", controller_id=doc["brokerid"],
+                      session=f"0x{node.ephemeral_owner:x}", detail=_root_detail(m["root"]))
+
+
 def _deleted(path: str, cluster: str, pos: int, ts: int, session: str, chroot: str | None) -> Iterator[dict[str, Any]]:
     if (m := _BROKER.match(path)) and _root_ok(m["root"], chroot):
         yield row(cluster, ZK, pos, ts, "broker_deregistered", broker_id=int(m["id"]), session=session,

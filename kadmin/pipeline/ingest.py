@@ -44,6 +44,8 @@ def classify(path: Path) -> str | None:
     name = path.name
     if name.startswith("log.") and all(c in "0123456789abcdef" for c in name[4:]) and name[4:]:
         return "zk-txnlog"
+    if name.startswith("snapshot.") and all(c in "0123456789abcdef" for c in name[9:]) and name[9:]:
+        return "zk-snapshot"
     if name.endswith(".checkpoint") and not name.endswith(".part"):
         return "kraft-checkpoint"
     if name.endswith(".log") and name[:-4].isdigit():
@@ -121,6 +123,18 @@ def _rows(kind: str, path: str, start: int, end: int | None, cluster: str, chroo
     if kind == "kadmin-ndjson":
         with open(path, encoding="utf-8", errors="replace") as fh:
             yield from ev.ndjson_events(fh, cluster, os.path.basename(path))
+        return
+    if kind == "zk-snapshot":  # read whole: its nodes keep slices of the buffer
+        from kadmin.formats import zk_snapshot
+
+        with open(path, "rb") as fh:
+            buf = fh.read()
+        try:
+            _, nodes = zk_snapshot.iter_snapshot(buf)
+            for node in nodes:
+                yield from ev.zk_snapshot_events(node, cluster, chroot)
+        except zk_snapshot.SnapshotError as e:
+            on_damage(_Damage(getattr(e, "offset", 0) or 0, f"snapshot: {e}"))
         return
     with open(path, "rb") as fh:
         if os.fstat(fh.fileno()).st_size == 0:

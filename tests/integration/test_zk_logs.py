@@ -543,3 +543,25 @@ def test_snapshot_matches_live_reads(gen: Generated) -> None:
     assert "/app/m2" not in nodes and "/cont" not in nodes
     acl = header.acls[nodes["/app/c2"].acl]
     assert [(a.perms, a.scheme) for a in acl] == [(31, "digest"), (31, "world")]
+
+
+def test_snapshot_events_are_the_logs_events(gen: Generated) -> None:
+    """history ingest reads snapshots too: their registrations come out as the very events (same ids)
+    the logs give for the transactions that created them, so ingesting both adds each once."""
+    from kadmin.pipeline import events as ev
+    from kadmin.pipeline.ingest import classify, parse_range
+
+    snap = gen.snapshots[-1]
+    assert classify(snap) == "zk-snapshot"
+    snap_rows = [r for r in parse_range(("zk-snapshot", str(snap), 0, None), "c", None) if r[4] != "_damage"]
+    log_rows = [r for log in gen.logs for r in parse_range(("zk-txnlog", str(log), 0, None), "c", None)]
+    regs = [r for r in snap_rows if r[4] == "broker_registered"]
+    live = set(gen.registrations)
+    assert regs, "the last snapshot holds registrations"
+    key = {c: i for i, c in enumerate(ev.COLUMNS)}
+    for r in regs + [r for r in snap_rows if r[4] == "controller_changed"]:
+        same = [x for x in log_rows if all(x[key[c]] == r[key[c]] for c in
+                                           ("position", "event", "broker_id", "controller_id", "sub", "session",
+                                            "ts_ms", "detail"))]
+        assert len(same) == 1, r
+    assert {(r[key["broker_id"]], r[key["epoch"]]) for r in regs} <= live
