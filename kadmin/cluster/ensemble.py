@@ -22,6 +22,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from kadmin.domain.quorum import zxid_counter, zxid_epoch  # re-exported: one definition, in the domain
+
 __all__ = [
     "FOUR_LETTER_WORDS",
     "MemberProbe",
@@ -73,16 +75,6 @@ class MemberProbe:
 
 
 # ---------------------------------------------------------------------------- pure helpers
-def zxid_epoch(zxid: int) -> int:
-    """The leader epoch of a zxid (its high 32 bits): it grows with each election."""
-    return zxid >> 32
-
-
-def zxid_counter(zxid: int) -> int:
-    """The transaction counter of a zxid within its epoch (its low 32 bits)."""
-    return zxid & 0xFFFFFFFF
-
-
 def whitelist_message(address: str, blocked: Iterable[str], needed: Sequence[str] = FOUR_LETTER_WORDS) -> str | None:
     """The one-line message for a member whose whitelist blocks words kadmin needs, or None when
     `blocked` is empty. For ("127.0.0.1:2181", ["mntr", "conf"]):

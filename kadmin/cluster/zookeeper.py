@@ -355,13 +355,6 @@ class ZkCluster:
             ))
         return PartitionScan(out, live, problems)
 
-    def read_states(
-        self, keys: Sequence[tuple[str, int]], watch: Callable[[Any], None] | None = None
-    ) -> Iterator[tuple[tuple[str, int], Znode | None]]:
-        """Re-read some partition state znodes, optionally leaving a data watch on each."""
-        paths = (f"{TOPICS}/{t}/partitions/{p}/state" for t, p in keys)
-        yield from zip(keys, (node for _, node in self.get_many(paths, watch=watch)), strict=True)
-
     def watch_states(
         self, keys: Sequence[tuple[str, int]], timeout: float | None
     ) -> Iterator[list[tuple[tuple[str, int], tuple[int, ...] | None]]]:

@@ -230,10 +230,12 @@ class ZkMember(Protocol):
 
 
 def zxid_epoch(zxid: int) -> int:
+    """The leader epoch of a zxid (its high 32 bits): it grows with each election."""
     return zxid >> 32
 
 
 def zxid_counter(zxid: int) -> int:
+    """The transaction counter of a zxid within its epoch (its low 32 bits)."""
     return zxid & 0xFFFFFFFF
 
 

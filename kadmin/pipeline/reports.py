@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
@@ -148,6 +147,3 @@ def timeline_png(gens: Sequence[h.Generation], path: str, title: str) -> None:
     fig.savefig(path, dpi=100)
     plt.close(fig)
 
-
-def dumps(rows: list[dict[str, Any]]) -> str:
-    return json.dumps(rows)

@@ -7,7 +7,7 @@ from typing import Any, Literal
 from kadmin.domain import quorum as q_rules
 from kadmin.domain.quorum import CheckLimits, QuorumState
 from kadmin.domain.quorum_text import replication_text, status_text
-from kadmin.errors import ClusterUnreachable, Rejected
+from kadmin.errors import ClusterUnreachable
 from kadmin.exit_codes import ExitCode
 from kadmin.services.result import Result
 
@@ -78,6 +78,3 @@ def check(q: QuorumState, limits: CheckLimits, now_ms: int) -> Result:
     plain = "".join(f"{f.level}\t{f.code}\t{f.message}\n" for f in findings)
     return Result(command="quorum check", data=data, exit_code=ExitCode(level), message=summary, plain=plain)
 
-
-def not_leader(detail: str) -> Rejected:
-    return Rejected(f"the node answered NOT_LEADER_OR_FOLLOWER: {detail}", code="not_leader_or_follower")
