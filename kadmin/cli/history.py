@@ -35,21 +35,34 @@ def ingest(
     inv: Invocation,
     paths: Annotated[list[str], typer.Argument(metavar="PATH...", help="ZooKeeper data directories or log.* files, "
                                                "KRaft __cluster_metadata-0 directories, kadmin NDJSON files.")],
-    cluster: Annotated[str, typer.Option("--cluster", metavar="NAME", help="The cluster these logs belong to.")],
+    cluster: Annotated[str, typer.Option("--cluster", metavar="NAME", help="The cluster these logs belong to: "
+                                         "letters, digits, '.', '_', '-'.")],
     out: Annotated[Path, typer.Option("--out", metavar="DIR", help="The Parquet event table.")],
     master: MasterOpt = "local[2]",
     chroot: Annotated[str | None, typer.Option("--chroot", metavar="PATH", help="Only this Kafka chroot of a "
                                                "shared ZooKeeper [default: any].", show_default=False)] = None,
+    wait_lock: Annotated[float, typer.Option("--wait-lock", metavar="SECONDS", min=0,
+                                             help="When another ingest is writing the table, wait this long for "
+                                             "it to finish instead of exiting 7.")] = 0.0,
 ) -> int:
     """Turn logs into one Parquet event table partitioned by cluster and date (re-ingesting adds nothing twice).
 
+    Each run commits atomically: a killed run leaves the table as it was; the next run cleans up after it.
+
+    Logs may be ingested in parts, oldest first: the result equals one ingest of them all.
+
+    One ingest writes a table at a time (lock: DIR/_kadmin.lock); another one exits 7 unless --wait-lock.
+
     A damaged file keeps every valid record before the damage, is named on stderr, and exits 5.
+
+    So does a directory that cannot be read. A bad --cluster name or an --out that cannot be written exits 2.
     """
     from kadmin.render.progress import ScanProgress
     from kadmin.services.history import ingest as run
 
     with ScanProgress() as progress:
-        return inv.emit(run(paths, cluster, str(out), master, chroot, progress if progress.enabled else None))
+        return inv.emit(run(paths, cluster, str(out), master, chroot, progress if progress.enabled else None,
+                            wait_lock=wait_lock, note=inv.renderer.note))
 
 
 @command(app, "report", cluster=False)
@@ -67,7 +80,10 @@ def report(
     master: MasterOpt = "local[2]",
 ) -> int:
     """Reports: broker generations, bounce counts and downtime percentiles, controller failovers,
-    ISR shrinks/expands and rejoin times after bounces, and the max broker epoch over time."""
+    ISR shrinks/expands and rejoin times after bounces, and the max broker epoch over time.
+
+    Reads only what ingests committed (needs no write access). Exit 2 when DIR is no event table.
+    """
     from kadmin.pipeline.reports import KINDS
     from kadmin.services.history import report as run
 

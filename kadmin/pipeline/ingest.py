@@ -3,8 +3,12 @@
 The driver only lists files and collects metadata (split offsets, damage reports, counts). Stage 1
 walks each ZooKeeper log's record lengths on an executor and returns record-aligned split offsets,
 so one big log uses every core; stage 2 parses the ranges in the executors; then partition states
-are classified (leader_changed / isr_changed) with window functions, events get a stable id, and
-only ids not already in the output are appended (re-ingesting the same files adds nothing).
+are classified (leader_changed / isr_changed) with window functions against the previous state of
+each partition, which for the first state of a partition in this ingest is the last one the table
+already holds (so ingesting logs in parts gives what ingesting them at once gives); events get a
+stable id, and only ids not already in the table are written (re-ingesting the same files adds
+nothing). The new rows go to the run's staging directory and are committed by `table.Table.commit`;
+the caller holds the table's lock throughout.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from kadmin.pipeline import events as ev
+from kadmin.pipeline.table import Table, fault
 
 SPLIT_BYTES = 32 * 1024 * 1024
 DAMAGE = "_damage"
@@ -38,6 +43,15 @@ class IngestSummary:
     events_added: int = 0
     damage: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    unreadable: list[str] = field(default_factory=list)
+    committed_files: int = 0
+
+
+@dataclass
+class Discovery:
+    sources: list[Source]
+    skipped: list[str]  # files given by name that are no log kadmin reads
+    unreadable: list[str]  # directories that could not be listed (permissions, I/O errors)
 
 
 def classify(path: Path) -> str | None:
@@ -55,15 +69,28 @@ def classify(path: Path) -> str | None:
     return None
 
 
-def discover(paths: list[str]) -> tuple[list[Source], list[str]]:
-    """Files to ingest under the given files and directories (walked), and what was passed over."""
+def discover(paths: list[str]) -> Discovery:
+    """Files to ingest under the given files and directories (walked), what was passed over, and the
+    directories that could not be read."""
     found: list[Source] = []
     skipped: list[str] = []
+    unreadable: list[str] = []
+
+    def unlisted(e: OSError) -> None:
+        unreadable.append(str(e.filename) if e.filename else str(e))
+
     for p in paths:
         root = Path(p)
         if not root.exists():
             raise FileNotFoundError(p)
-        candidates = [root] if root.is_file() else sorted(x for x in root.rglob("*") if x.is_file())
+        if root.is_file():
+            candidates = [root]
+        else:
+            candidates = []
+            for d, dirs, files in os.walk(root, onerror=unlisted):
+                dirs.sort()
+                candidates += [Path(d) / f for f in sorted(files)]
+            candidates = [c for c in candidates if c.is_file()]
         for f in candidates:
             kind = classify(f)
             if kind is None:
@@ -71,7 +98,7 @@ def discover(paths: list[str]) -> tuple[list[Source], list[str]]:
                     skipped.append(str(f))
                 continue
             found.append(Source(kind, str(f.resolve()), f.stat().st_size))
-    return found, skipped
+    return Discovery(found, skipped, unreadable)
 
 
 # ---------------------------------------------------------------------------- executor-side functions
@@ -174,12 +201,32 @@ OUTPUT_COLUMNS = ["event_id", "cluster", "source", "position", "ts", "event", "b
                   "topic", "partition", "leader", "leader_epoch", "isr", "controller_id", "detail", "date"]
 
 
-def ingest(spark: Any, paths: list[str], cluster: str, out: str, chroot: str | None = None,
+def table_schema() -> Any:
+    """The table as readers see it: the Parquet files' columns, then the partition columns."""
+    from pyspark.sql import types as T
+
+    return T.StructType([
+        T.StructField("event_id", T.StringType()), T.StructField("source", T.StringType()),
+        T.StructField("position", T.LongType()), T.StructField("ts", T.TimestampType()),
+        T.StructField("event", T.StringType()), T.StructField("broker_id", T.IntegerType()),
+        T.StructField("epoch", T.LongType()), T.StructField("session", T.StringType()),
+        T.StructField("topic", T.StringType()), T.StructField("partition", T.IntegerType()),
+        T.StructField("leader", T.IntegerType()), T.StructField("leader_epoch", T.IntegerType()),
+        T.StructField("isr", T.ArrayType(T.IntegerType())), T.StructField("controller_id", T.IntegerType()),
+        T.StructField("detail", T.StringType()),
+        T.StructField("cluster", T.StringType()), T.StructField("date", T.DateType()),
+    ])
+
+
+def ingest(spark: Any, found: Discovery, cluster: str, table: Table, run_id: str, chroot: str | None = None,
            split_bytes: int = SPLIT_BYTES) -> IngestSummary:
+    """Parse, classify, keep what the table lacks, write it to the run's staging directory and commit.
+    The caller holds the table's lock (`Table.lock`) and has cleaned up after dead runs (`Table.recover`)."""
     from pyspark.sql import functions as F
 
-    sources, skipped = discover(paths)
-    summary = IngestSummary(files=len(sources), bytes=sum(s.size for s in sources), skipped=skipped)
+    sources = found.sources
+    summary = IngestSummary(files=len(sources), bytes=sum(s.size for s in sources), skipped=found.skipped,
+                            unreadable=found.unreadable)
     if not sources:
         return summary
     sc = spark.sparkContext
@@ -191,9 +238,10 @@ def ingest(spark: Any, paths: list[str], cluster: str, out: str, chroot: str | N
     summary.ranges = len(work)
     rdd = sc.parallelize(work, len(work)).flatMap(lambda w: parse_range(w, cluster, chroot))
     raw = spark.createDataFrame(rdd, spark_schema()).persist()
+    prior = table.read(spark).filter(F.col("cluster") == cluster)
     try:
         summary.damage = [json.loads(r.detail) for r in raw.filter(F.col("event") == DAMAGE).select("detail").collect()]
-        events = classify_partitions(raw.filter(F.col("event") != DAMAGE))
+        events = classify_partitions(raw.filter(F.col("event") != DAMAGE), prior)
         key = F.concat_ws("|", *[F.coalesce(F.col(c).cast("string"), F.lit("")) for c in
                                  ("cluster", "source", "position", "event", "broker_id", "topic", "partition", "sub")])
         events = (events.withColumn("event_id", F.sha2(key, 256))
@@ -203,14 +251,15 @@ def ingest(spark: Any, paths: list[str], cluster: str, out: str, chroot: str | N
                   .persist())  # counted, then anti-joined and written: compute the windows once
         cached = events
         summary.events_parsed = events.count()
-        if _exists(out):
-            existing = spark.read.parquet(out).filter(F.col("cluster") == cluster).select("event_id")
-            events = events.join(existing, "event_id", "left_anti")
+        events = events.join(prior.select("event_id"), "event_id", "left_anti")
         new = events.select(*OUTPUT_COLUMNS).persist()
         try:
             summary.events_added = new.count()
             if summary.events_added:
-                new.write.mode("append").partitionBy("cluster", "date").parquet(out)
+                stage = table.staging(run_id)
+                new.write.mode("errorifexists").partitionBy("cluster", "date").parquet(str(stage))
+                fault("staged")
+                summary.committed_files = len(table.commit(run_id, cluster, summary.events_added))
         finally:
             new.unpersist()
             cached.unpersist()
@@ -219,39 +268,48 @@ def ingest(spark: Any, paths: list[str], cluster: str, out: str, chroot: str | N
     return summary
 
 
-def _exists(out: str) -> bool:
-    p = Path(out)
-    return p.exists() and any(p.rglob("*.parquet"))
-
-
-def classify_partitions(df: Any) -> Any:
+def classify_partitions(df: Any, prior: Any = None) -> Any:
     """Partition states → leader_changed / isr_changed, against the partition's previous state.
 
     ZooKeeper state znodes carry the whole state; KRaft PartitionChangeRecords carry only what
     changed (leader or ISR; null = unchanged), so values are carried forward first. KRaft records
-    name the topic by id: TopicRecord's name is joined in.
+    name the topic by id: TopicRecord's name is joined in. `prior` (the table's events of this
+    cluster) supplies what an earlier ingest saw: topic names, and for each partition the last state
+    before this ingest's first one, which then is the previous state of that first one (as it would
+    be had both ingests been one).
     """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     states = df.filter(F.col("event").isin("partition_state", "partition_change"))
     others = df.filter(~F.col("event").isin("partition_state", "partition_change"))
-    topics = (df.filter((F.col("event") == "topic_created") & (F.col("source") == ev.KRAFT))
-              .select(F.get_json_object("detail", "$.topic_id").alias("tid"), F.col("topic").alias("tname"))
-              .dropDuplicates(["tid"]))
+
+    def topic_ids(frame: Any) -> Any:
+        return (frame.filter((F.col("event") == "topic_created") & (F.col("source") == ev.KRAFT))
+                .select(F.get_json_object("detail", "$.topic_id").alias("tid"), F.col("topic").alias("tname")))
+
+    topics = topic_ids(df)
+    if prior is not None:
+        topics = topics.unionByName(topic_ids(prior))
+    topics = topics.dropDuplicates(["tid"])
     states = (states.withColumn("tid", F.get_json_object("detail", "$.topic_id"))
               .join(topics, "tid", "left")
               .withColumn("topic", F.coalesce(F.col("topic"), F.col("tname"), F.col("tid")))
-              .drop("tid", "tname"))
+              .drop("tid", "tname")
+              .withColumn("seed", F.lit(False)))
+    keys = ["cluster", "source", "topic", "partition"]
+    if prior is not None:
+        states = states.unionByName(_seeds(states, prior, keys, df.columns))
     order = ["position", "sub"]
-    w = Window.partitionBy("cluster", "source", "topic", "partition").orderBy(*order)
+    w = Window.partitionBy(*keys).orderBy(*order)
     upto = w.rowsBetween(Window.unboundedPreceding, Window.currentRow)
     filled = (states.withColumn("leader_f", F.last("leader", ignorenulls=True).over(upto))
               .withColumn("isr_f", F.last("isr", ignorenulls=True).over(upto))
               .withColumn("epoch_f", F.last("leader_epoch", ignorenulls=True).over(upto)))
     filled = (filled.withColumn("prev_leader", F.lag("leader_f").over(w))
               .withColumn("prev_isr", F.lag("isr_f").over(w))
-              .withColumn("first", F.lag("position").over(w).isNull()))
+              .withColumn("first", F.lag("position").over(w).isNull())
+              .filter(~F.col("seed")))
     base = [c for c in df.columns if c not in ("event", "leader", "isr", "leader_epoch", "sub", "detail")]
 
     def shaped(event: str, cond: Any, sub_offset: int, detail: Any) -> Any:
@@ -267,3 +325,26 @@ def classify_partitions(df: Any) -> Any:
     isr_changed = shaped("isr_changed", ~F.col("first") & (F.col("isr_f") != F.col("prev_isr")), 1, prev_detail)
     cols = df.columns
     return others.select(*cols).unionByName(leader_changed.select(*cols)).unionByName(isr_changed.select(*cols))
+
+
+def _seeds(states: Any, prior: Any, keys: list[str], columns: list[str]) -> Any:
+    """Per partition of this ingest, the table's last leader_changed/isr_changed event before this
+    ingest's first state of it, shaped as a state row marked `seed` (it sets the previous state and
+    is not itself classified). Both events of one state carry the same leader, ISR and epoch."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    firsts = states.groupBy(*keys).agg(F.min("position").alias("first_position"))
+    known = (prior.filter(F.col("event").isin("leader_changed", "isr_changed"))
+             .join(firsts, keys)
+             .filter(F.col("position") < F.col("first_position")))
+    latest = Window.partitionBy(*keys).orderBy(F.col("position").desc(), F.col("event"))
+    last = known.withColumn("n", F.row_number().over(latest)).filter(F.col("n") == 1)
+    shaped = last.select(
+        *[F.col(c) for c in keys], F.col("position"), F.unix_millis(F.col("ts")).alias("ts_ms"),
+        F.lit("partition_state").alias("event"), F.col("leader"), F.col("leader_epoch"), F.col("isr"),
+        F.col("epoch"), F.lit(-1).alias("sub"), F.lit(None).cast("string").alias("detail"),
+        F.lit(True).alias("seed"))
+    missing = [c for c in columns if c not in shaped.columns]
+    types = dict(states.dtypes)
+    return shaped.select(*shaped.columns, *[F.lit(None).cast(types[c]).alias(c) for c in missing])

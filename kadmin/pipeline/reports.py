@@ -18,9 +18,12 @@ def iso(ms: int | None) -> str | None:
 
 
 def load(spark: Any, directory: str, cluster: str | None, since_ms: int | None, until_ms: int | None) -> Any:
+    """The committed events of the table in `directory` (see kadmin.pipeline.table), filtered."""
     from pyspark.sql import functions as F
 
-    df = spark.read.parquet(directory)
+    from kadmin.pipeline.table import Table
+
+    df = Table(directory).read(spark)
     df = df.withColumn("ts_ms", F.unix_millis(F.col("ts")))
     if cluster:
         df = df.filter(F.col("cluster") == cluster)

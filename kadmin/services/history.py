@@ -1,11 +1,16 @@
-"""`kadmin history ingest/report`: cluster history on Spark."""
+"""`kadmin history ingest/report`: cluster history on Spark.
+
+Spark and table failures stop here: each becomes one line and an exit code (never a Java stack).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
-from kadmin.errors import ConfigError, UsageError
+from kadmin.errors import ConditionNotMet, ConfigError, KadminError, Unsafe, UsageError
 from kadmin.exit_codes import ExitCode
 from kadmin.services.result import Result
 
@@ -40,44 +45,134 @@ class _Spark:
             self.spark.stop()
 
 
+def _first_line(text: str) -> str:
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith("at ") and line not in ("JVM stacktrace:",):
+            return line[:400]
+    return ""
+
+
+def spark_message(e: BaseException) -> str:
+    """One line for a Spark failure: the JVM exception (and its root cause) without the stack."""
+    java = getattr(e, "java_exception", None)
+    if java is not None:
+        try:
+            top = _first_line(str(java.toString()))
+            root = java
+            while root.getCause() is not None:
+                root = root.getCause()
+            cause = _first_line(str(root.toString()))
+            return top if cause in ("", top) or cause in top else f"{top} (caused by {cause})"
+        except Exception:  # noqa: BLE001 - the gateway may be gone: fall back to the Python text
+            pass
+    return _first_line(str(e)) or type(e).__name__
+
+
+@contextlib.contextmanager
+def _edge(directory: str) -> Iterator[None]:
+    """Table and Spark failures as KadminErrors with one-line messages."""
+    from kadmin.pipeline.table import Locked, NotATable, NotWritable
+
+    try:
+        yield
+    except KadminError:
+        raise
+    except Locked as e:
+        raise Unsafe(str(e), code="locked") from e
+    except (NotWritable, NotATable) as e:
+        raise UsageError(str(e)) from e
+    except OSError as e:
+        where = e.filename or directory
+        raise KadminError(f"{where}: {e.strerror or e}", code="io") from e
+    except Exception as e:
+        if type(e).__module__.split(".")[0] not in ("py4j", "pyspark"):
+            raise
+        raise KadminError(f"Spark failed: {spark_message(e)}", code="spark") from e
+
+
+CLUSTER_RULE = "give a name of letters, digits, '.', '_' and '-' that starts with a letter or digit"
+
+
+def _check_cluster(cluster: str) -> None:
+    from kadmin.pipeline.table import cluster_name_ok
+
+    if not cluster_name_ok(cluster):
+        raise UsageError(f"--cluster {cluster!r}: {CLUSTER_RULE} (it names the table's partition directory)")
+
+
 def ingest(paths: list[str], cluster: str, out: str, master: str, chroot: str | None,
-           progress: Progress | None = None) -> Result:
+           progress: Progress | None = None, wait_lock: float = 0.0,
+           note: Callable[[str], None] | None = None) -> Result:
+    from kadmin.pipeline.ingest import discover
     from kadmin.pipeline.ingest import ingest as run
     from kadmin.pipeline.spark import StageProgress
+    from kadmin.pipeline.table import Holder, Table, fault, new_run_id
 
-    with _Spark(master) as spark, StageProgress(spark, progress):
-        try:
-            s = run(spark, paths, cluster, out, chroot)
-        except FileNotFoundError as e:
-            raise UsageError(f"no such file or directory: {e}") from e
+    _check_cluster(cluster)
+    try:
+        found = discover(paths)
+    except FileNotFoundError as e:
+        raise UsageError(f"no such file or directory: {e}") from e
+    warnings = [f"{d}: cannot read this directory: skipped" for d in found.unreadable]
+    if not found.sources:
+        data = {"cluster": cluster, "out": out, "files": 0, "events_parsed": 0, "events_added": 0,
+                "skipped": found.skipped, "unreadable": found.unreadable}
+        return Result(command="history ingest", data=data, warnings=warnings,
+                      exit_code=ExitCode.PARTIAL if found.unreadable else ExitCode.CONDITION_NOT_MET,
+                      message="nothing to ingest: no ZooKeeper log.*, KRaft *.log/*.checkpoint or *.ndjson found")
+
+    def waiting(holder: Holder) -> None:
+        if note is not None:
+            note(f"{out} is being written by another ingest ({holder.describe()}): waiting up to {wait_lock:g}s")
+
+    table = Table(out)
+    run_id = new_run_id()
+    with _edge(out):
+        table.prepare()
+        warnings += [f"{p}: not part of the event table: left alone" for p in table.foreign()]
+        with table.lock(run_id, wait=wait_lock, on_wait=waiting) as dead:
+            fault("locked")
+            if dead is not None:
+                warnings.append(f"the previous ingest into {out} did not finish ({dead.describe()}): "
+                                "what it left is removed")
+            table.recover()
+            with _Spark(master) as spark, StageProgress(spark, progress):
+                s = run(spark, found, cluster, table, run_id, chroot)
     data = {"cluster": cluster, "out": out, "files": s.files, "ranges": s.ranges, "bytes": s.bytes,
             "events_parsed": s.events_parsed, "events_added": s.events_added, "damage": s.damage,
-            "skipped": s.skipped}
-    warnings = [f"{d['file']}: damaged at offset {d['offset']}: {d['reason']} (records before it were kept)"
-                for d in s.damage]
+            "skipped": s.skipped, "unreadable": s.unreadable, "run_id": run_id if s.committed_files else None}
+    warnings += [f"{d['file']}: damaged at offset {d['offset']}: {d['reason']} (records before it were kept)"
+                 for d in s.damage]
     warnings += [f"{p}: not a ZooKeeper txn log, KRaft metadata log or kadmin NDJSON file: skipped" for p in s.skipped]
-    if s.files == 0:
-        return Result(command="history ingest", data=data, warnings=warnings, exit_code=ExitCode.CONDITION_NOT_MET,
-                      message="nothing to ingest: no ZooKeeper log.*, KRaft *.log/*.checkpoint or *.ndjson found")
     return Result(command="history ingest", data=data, warnings=warnings,
-                  exit_code=ExitCode.PARTIAL if s.damage else ExitCode.OK,
+                  exit_code=ExitCode.PARTIAL if s.damage or s.unreadable else ExitCode.OK,
                   message=f"{s.events_added} new events ({s.events_parsed} parsed) from {s.files} files "
                   f"({s.bytes / 1e6:.1f} MB in {s.ranges} ranges) into {out}")
 
 
 def report(directory: str, kind: str, cluster: str | None, since_ms: int | None, until_ms: int | None,
            master: str, png: str | None) -> Result:
-    from pathlib import Path
-
     from kadmin.pipeline import reports
+    from kadmin.pipeline.table import Table
 
-    if not Path(directory).exists():
+    path = Path(directory)
+    if not path.exists():
         raise UsageError(f"{directory}: no such directory (run `kadmin history ingest` first)")
-    with _Spark(master) as spark:
-        df = reports.load(spark, directory, cluster, since_ms, until_ms)
-        rows = reports.report(spark, df, kind)
-        if png:
-            title = "broker generations" + (f" of {cluster}" if cluster else "")
-            reports.timeline_png(reports._generations(df), png, title)
+    if not path.is_dir():
+        raise UsageError(f"{directory}: not a directory (give the --out directory of `kadmin history ingest`)")
+    with _edge(directory):
+        if not Table(directory).exists():
+            raise UsageError(f"{directory}: no kadmin event table here (run `kadmin history ingest --out "
+                             f"{directory}` first)")
+        with _Spark(master) as spark:
+            df = reports.load(spark, directory, cluster, since_ms, until_ms)
+            rows = reports.report(spark, df, kind)
+            if png:
+                gens = reports._generations(df)
+                if not gens:
+                    raise ConditionNotMet(f"--png {png}: no broker generations to draw")
+                title = "broker generations" + (f" of {cluster}" if cluster else "")
+                reports.timeline_png(gens, png, title)
     return Result(command=f"history report {kind}", data=rows,
                   message=f"wrote {png}" if png else None)

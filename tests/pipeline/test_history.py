@@ -6,74 +6,16 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
 import uuid
 
 import pytest
-from kazoo.client import KazooClient
 
 import tests.kraft_log_writer as W
-from kadmin.sandbox.fleet import BrokerSpec, ThreadedFleet
-from kadmin.sandbox.zkserver import Ensemble
 
 pytestmark = pytest.mark.integration
 
 COLUMNS = {"event_id", "cluster", "source", "position", "ts", "event", "broker_id", "epoch", "session", "topic",
            "partition", "leader", "leader_epoch", "isr", "controller_id", "detail", "date"}
-
-
-@pytest.fixture(scope="module")
-def spark():
-    """One local[2] session for the module; kadmin's commands use the active session and leave it running."""
-    from kadmin.pipeline.spark import session
-
-    s = session("local[2]")
-    yield s
-    s.stop()
-
-
-@pytest.fixture(scope="module")
-def zk_history(tmp_path_factory):
-    """Drive a real ZooKeeper like a Kafka cluster; return its log directory and what a live read saw."""
-    base = tmp_path_factory.mktemp("zkhist")
-    ens = Ensemble(base, size=1, tick_ms=250)
-    ens.start(timeout=60)
-    live: dict[int, list[int]] = {}
-    fleet = ThreadedFleet(ens.hosts, chroot="/kafka", session_timeout_ms=4000)
-    kz = KazooClient(hosts=ens.connect_string + "/kafka")
-    kz.start(timeout=10)
-    try:
-        fleet.setup_cluster()
-
-        def czxid(b: int) -> int:
-            return kz.get(f"/brokers/ids/{b}")[1].czxid
-
-        for b in (1, 2, 3):
-            fleet.register(BrokerSpec(b))
-            live.setdefault(b, []).append(czxid(b))
-        fleet.create_topic("orders", {0: [1, 2, 3], 1: [2, 3, 1]})
-        time.sleep(0.05)
-        fleet.bounce(2, down_seconds=0.3)
-        live[2].append(czxid(2))
-        for _ in range(2):
-            fleet.bounce(3, down_seconds=0.1)
-            live[3].append(czxid(3))
-        # an ISR shrink and expand of broker 3 on orders-0
-        state = "/brokers/topics/orders/partitions/0/state"
-        doc = json.loads(kz.get(state)[0])
-        kz.set(state, json.dumps({**doc, "isr": [1, 2]}, separators=(",", ":")).encode())
-        time.sleep(0.05)
-        kz.set(state, json.dumps({**doc, "isr": [1, 2, 3]}, separators=(",", ":")).encode())
-        fleet.stop(1)  # the controller: broker 2 takes over
-        controller = json.loads(kz.get("/controller")[0])["brokerid"]
-    finally:
-        kz.stop()
-        kz.close()
-        fleet.shutdown()
-        ens.stop()
-    logs = base / "zk1" / "data" / "version-2"
-    assert list(logs.glob("log.*"))
-    return logs, live, controller
 
 
 def ingest(run_nozk, paths, out, cluster="prod"):
