@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test system venv lint completions docs bench clean
+.PHONY: demo test test-fast system venv lint completions docs bench clean
 
 system:
 	@scripts/ensure-system.sh
@@ -26,6 +26,10 @@ test: system venv
 	$(VENV)/bin/ruff check kadmin tests bench
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
+
+# The unit and CLI tests only (no ZooKeeper, no Spark): under a minute.
+test-fast: venv
+	$(PY) -m pytest -q tests/unit tests/cli
 
 lint: venv
 	$(VENV)/bin/ruff check kadmin tests bench

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 
 import pytest
 
 from kadmin.sandbox.fleet import BrokerSpec
+from tests.zkwatch import wait_for_new_watcher, watchers
 
 pytestmark = pytest.mark.integration
 
@@ -134,7 +134,7 @@ def test_can_stop(run, fleet, kz):
     assert run("brokers", "can-stop", "3").exit_code == 0  # 3 is not in tight's ISR, not in rf1
 
 
-def test_wait_in_sync_follows_isr_changes(run, fleet, kz):
+def test_wait_in_sync_follows_isr_changes(run, fleet, kz, zk_server, chroot):
     for i in (1, 2, 3):
         fleet.register(BrokerSpec(i))
     put_topic(kz, "t", {"version": 3, "partitions": {"0": [1, 2], "1": [2, 1], "2": [2, 3]}},
@@ -142,17 +142,21 @@ def test_wait_in_sync_follows_isr_changes(run, fleet, kz):
     r = run("brokers", "wait", "1", "--in-sync", "--timeout", "0.5")
     assert r.exit_code == 1 and "t-0, t-1" in r.stderr
 
+    port, t0 = zk_server.servers[0].client_port, f"{chroot}/brokers/topics/t/partitions/0/state"
+    before = watchers(port, t0)
+
     def rejoin():
-        time.sleep(0.5)
+        # once the wait watches t-0 (it has read every waiting partition) ...
+        session = wait_for_new_watcher(port, t0, before)
         kz.set("/brokers/topics/t/partitions/0/state", state(2, [2, 1], leader_epoch=1))
-        time.sleep(0.3)
+        # ... and once it has re-read t-0 after that change (watching it again), so that it reports t-1 alone
+        wait_for_new_watcher(port, t0, watchers(port, t0) - {session})
         kz.set("/brokers/topics/t/partitions/2/state", state(2, [2]))  # unrelated change
-        time.sleep(0.3)
         kz.set("/brokers/topics/t/partitions/1/state", state(2, [2, 1], leader_epoch=1))
 
     th = threading.Thread(target=rejoin)
     th.start()
-    code, doc, err = run.json("brokers", "wait", "1", "--in-sync", "--timeout", "15")
+    code, doc, err = run.json("brokers", "wait", "1", "--in-sync", "--timeout", "120")
     th.join()
     assert code == 0, err
     assert doc["data"]["in_sync"] is True and doc["data"]["hosted_partitions"] == 2 and doc["data"]["waiting"] == []

@@ -8,7 +8,8 @@ import time
 import pytest
 from kazoo.client import KazooClient
 
-from kadmin.sandbox.zkserver import ZkServer, free_port
+from kadmin.cluster.ensemble import is_not_serving
+from kadmin.sandbox.zkserver import ZkServer, four_letter_word, free_port
 
 pytestmark = pytest.mark.integration
 
@@ -97,6 +98,13 @@ def test_killed_leader_is_replaced_with_a_new_epoch(ensemble, run_nozk):
         ensemble.wait_ready(60)
 
 
+def answer(s: ZkServer) -> str:
+    try:
+        return four_letter_word("127.0.0.1", s.client_port, "srvr", timeout=2.0)
+    except OSError:
+        return ""
+
+
 def test_no_quorum_is_unreachable_without_a_crash(tmp_path, run_nozk):
     # one member of a 3-server ensemble whose peers never start: up, but not serving
     peers = [(1, free_port(), free_port()), (2, free_port(), free_port()), (3, free_port(), free_port())]
@@ -104,7 +112,10 @@ def test_no_quorum_is_unreachable_without_a_crash(tmp_path, run_nozk):
     s.write_config()
     s.start()
     try:
-        time.sleep(1.5)
+        deadline = time.monotonic() + 60
+        while not is_not_serving(answer(s)):  # up and answering: "not currently serving requests"
+            assert time.monotonic() < deadline and s.alive(), "the lonely member never answered"
+            time.sleep(0.05)
         r = run_nozk("quorum", "describe", "--status", "-z", f"{s.address},127.0.0.1:1", "--timeout", "2")
         assert r.exit_code == 4 and "no leader" in r.stderr and "Traceback" not in r.stderr
         r = run_nozk("quorum", "check", "-z", f"{s.address},127.0.0.1:1", "--timeout", "2", "-o", "json")

@@ -79,3 +79,85 @@ def test_a_crashed_controller_is_replaced_after_its_session_expires(fleet, run):
             break
         time.sleep(0.1)
     assert [b["id"] for b in rows if b["is_controller"]] == [2]
+
+
+# ---------------------------------------------------------------------------- down touches only its own processes
+def write_state(directory, daemon: dict, zookeeper: list[dict]) -> None:
+    from kadmin.sandbox.manager import STATE_VERSION
+
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "state.json").write_text(json.dumps({
+        "version": STATE_VERSION, "dir": str(directory), "connect": "127.0.0.1:1/kafka", "chroot": "/kafka",
+        "brokers": 1, "zookeeper": zookeeper, "daemon": daemon}))
+
+
+@pytest.fixture
+def unrelated():
+    """A live process the sandbox did not start (it stands for whatever reused a recorded pid)."""
+    p = subprocess.Popen(["sleep", "300"])
+    yield p
+    p.kill()
+    p.wait()
+
+
+def dead_pid() -> int:
+    p = subprocess.Popen(["true"])
+    p.wait()
+    return p.pid
+
+
+def test_down_signals_no_process_it_did_not_start(tmp_path, unrelated):
+    from kadmin.sandbox.manager import Sandbox, process_identity
+
+    ident = process_identity(unrelated.pid)
+    assert ident is not None and ident["cmdline"] == ["sleep", "300"]
+    reused = {**ident, "start": str(int(ident["start"]) - 1)}  # the pid once named an earlier process
+    rebooted = {**ident, "boot_id": "a-boot-before-this-one"}
+    legacy_gone = dead_pid()
+    d = tmp_path / "sb"
+    write_state(d, daemon={"pid": unrelated.pid, "port": None, "identity": reused},
+                zookeeper=[{"myid": 1, "port": 1, "pid": unrelated.pid, "data_dir": str(d / "zk1"),
+                            "identity": rebooted},
+                           {"myid": 2, "port": 1, "pid": unrelated.pid, "data_dir": str(d / "zk2")},  # no identity
+                           {"myid": 3, "port": 1, "pid": dead_pid(), "data_dir": str(d / "zk3"),
+                            "identity": {**ident, "start": "1"}},
+                           {"myid": 4, "port": 1, "pid": legacy_gone, "data_dir": str(d / "zk4")}])
+    sb = Sandbox(d)
+    assert not sb.running()
+    status = sb.status()
+    assert status["daemon"]["alive"] is False and not any(m["alive"] for m in status["ensemble"])
+
+    out = sb.down()
+    assert out["stopped"] == []
+    reasons = {g["process"]: g["reason"] for g in out["already_gone"]}
+    assert reasons == {"brokers": "pid reused by another process",
+                       "zookeeper1": "started before the last reboot",
+                       "zookeeper2": "pid now runs another program (no recorded start time)",
+                       "zookeeper3": "not running", "zookeeper4": "not running"}
+    assert unrelated.poll() is None  # never signalled
+    assert not (d / "state.json").exists()
+
+
+def test_down_stops_the_processes_it_started(tmp_path, run_nozk):
+    from kadmin.sandbox.manager import Sandbox, process_identity
+
+    d = tmp_path / "sb"
+    # stand-ins with the command lines `up` gives them: the daemon's names the directory, ZooKeeper's its zoo.cfg
+    daemon = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", "kadmin.sandbox.daemon", str(d)])
+    zk = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", str(d / "zk1" / "zoo.cfg")])
+    try:
+        write_state(d, daemon={"pid": daemon.pid, "port": None, "identity": process_identity(daemon.pid)},
+                    zookeeper=[{"myid": 0, "port": 1, "pid": zk.pid, "data_dir": str(d / "zk1")}])  # an old entry
+        assert Sandbox(d).running()
+        code, doc, err = run_nozk.json("sandbox", "down", "--dir", str(d))
+        assert code == 0, err
+        assert [(s["process"], s["pid"]) for s in doc["data"]["stopped"]] == [("brokers", daemon.pid),
+                                                                            ("zookeeper", zk.pid)]
+        assert doc["data"]["already_gone"] == []
+        # down reaped them (they are this process's children, as after an in-process `up`)
+        assert process_identity(daemon.pid) is None and process_identity(zk.pid) is None
+    finally:
+        for p in (daemon, zk):
+            if p.poll() is None:
+                p.kill()
+                p.wait()

@@ -13,6 +13,7 @@ import glob
 import importlib.util
 import os
 import re
+import signal
 import struct
 import subprocess
 import time
@@ -100,6 +101,7 @@ class Generated:
     registrations: list[tuple[int, int]]  # (broker id, czxid) as live kazoo reads returned them
     final: dict[str, Any]  # path -> (data, ZnodeStat) read with kazoo after the workload
     mark_zxid: int  # every znode in `final` was last changed before this zxid
+    holding_zxid: int  # the snapshot taken after mark_zxid, while the brokers were still registered
     app_multi: tuple[str, str]  # (the successful multi's created path, the failed multi's)
     logs: list[Path] = field(default_factory=list)
     snapshots: list[Path] = field(default_factory=list)
@@ -108,26 +110,44 @@ class Generated:
     txns: dict[Path, list[Txn]] = field(default_factory=dict)
 
 
-def wait_for(cond: Any, timeout: float = 15.0, what: str = "condition") -> None:
+def wait_for(cond: Any, timeout: float = 60.0, what: str = "condition") -> None:
     deadline = time.monotonic() + timeout
     while not cond():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.05)
 
 
-def snapshots_complete(datadir: Path) -> bool:
-    """Each log roll starts a snapshot in a thread of its own: true once every one is written out."""
-    names = os.listdir(datadir)
-    snaps = [n for n in names if zk_txnlog.zxid_from_name(n, "snapshot") is not None]
-    if len(snaps) < len(zk_txnlog.log_files(names)):
-        return False
-    try:
-        return all(zk_snapshot.read_snapshot_file(datadir / n).trailer.checksum_ok for n in snaps)
-    except zk_snapshot.SnapshotError:
-        return False
+def snapshot_in_progress(server: ZkServer) -> bool:
+    """Whether the server is writing a snapshot now: its "Snapshot Thread", in a JVM thread dump.
+
+    ZooKeeper's SyncRequestProcessor rolls the log and starts that thread before it passes the request
+    on, so once a write is acknowledged, the snapshot it started (if any) shows in a dump until its
+    file is whole. A roll while one is still being written starts none ("Too busy to snap, skipping"):
+    counting snapshot files against log files cannot tell a skipped snapshot from a late one.
+    """
+    assert server.pid is not None
+    log = server.data_dir / "zookeeper.log"  # the JVM's stdout
+    with open(log, "rb") as f:
+        pos = f.seek(0, os.SEEK_END)
+        os.kill(server.pid, signal.SIGQUIT)  # HotSpot prints a thread dump to stdout and runs on
+        deadline = time.monotonic() + 60
+        text = ""
+        while True:
+            f.seek(pos)
+            text = f.read().decode("utf-8", "replace")
+            start = text.find("Full thread dump")
+            end = text.find("JNI global refs", start) if start >= 0 else -1
+            if end >= 0:
+                return '"Snapshot Thread"' in text[start:end]
+            assert time.monotonic() < deadline and server.alive(), f"no thread dump from ZooKeeper: {text[-500:]}"
+            time.sleep(0.05)
 
 
-def run_workload(server: ZkServer) -> tuple[list[tuple[int, int]], dict[str, Any], int, tuple[str, str]]:
+def snapshot_zxids(datadir: Path) -> list[int]:
+    return sorted(z for n in os.listdir(datadir) if (z := zk_txnlog.zxid_from_name(n, "snapshot")) is not None)
+
+
+def run_workload(server: ZkServer) -> tuple[list[tuple[int, int]], dict[str, Any], int, int, tuple[str, str]]:
     zk = KazooClient(hosts=server.address, timeout=5)
     zk.start(timeout=15)
     # 3 s, not 1 s: a loaded 2-core machine must not expire the brokers before the last snapshot
@@ -204,13 +224,22 @@ def run_workload(server: ZkServer) -> tuple[list[tuple[int, int]], dict[str, Any
         assert zk.exists("/app/m2") is None  # the failed multi's create did not happen
         mark_zxid = zk.create("/mark", b"", include_data=True)[1].czxid
 
-        # enough writes for snapCount=1000 to roll the log and snapshot a few times
-        for i in range(3):
+        # Enough writes for snapCount=1000 (a roll every 501-1000 txns) to roll the log and snapshot a few
+        # times, in rounds of 800: after each, wait until no snapshot is being written, so that the next
+        # round's first roll always takes one (none is skipped as "too busy"). Stop once a snapshot taken
+        # after the mark exists, before the brokers' sessions close: it holds their registrations.
+        datadir = server.data_dir / "data" / "version-2"
+        holding: int | None = None
+        for i in range(12):
             for r in [zk.create_async(f"/app/bulk{i}-{j}", b"x" * 100) for j in range(800)]:
-                r.get(timeout=30)
-        # before the brokers' sessions close, so that the last snapshot still holds their registrations
-        wait_for(lambda: snapshots_complete(server.data_dir / "data" / "version-2"), what="the snapshots")
-        return regs, final, mark_zxid, ("/app/m1", "/app/m2")
+                r.get(timeout=60)
+            wait_for(lambda: not snapshot_in_progress(server), timeout=120, what="the snapshot being written")
+            snaps = snapshot_zxids(datadir)
+            if len(zk_txnlog.log_files(os.listdir(datadir))) >= 3 and len(snaps) >= 3 and snaps[-1] >= mark_zxid:
+                holding = snaps[-1]
+                break
+        assert holding is not None, os.listdir(datadir)
+        return regs, final, mark_zxid, holding, ("/app/m1", "/app/m2")
     finally:
         fleet.shutdown()
         zk.stop()
@@ -248,11 +277,13 @@ def gen(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
         srvr = four_letter_word("127.0.0.1", server.client_port, "srvr")
         version = re.search(r"Zookeeper version: (\S+)", srvr).group(1)  # type: ignore[union-attr]
         assert version.startswith(request.param), srvr
-        regs, final, mark, multis = run_workload(server)
+        regs, final, mark, holding, multis = run_workload(server)
+        # the sessions' closes may have rolled the log too: let that snapshot finish before the stop
+        wait_for(lambda: not snapshot_in_progress(server), timeout=120, what="the snapshot being written")
     finally:
         server.stop()  # SIGTERM: everything logged is on disk
     datadir = base / "data" / "version-2"
-    g = Generated(request.param, version, datadir, tools_cp, regs, final, mark, multis)
+    g = Generated(request.param, version, datadir, tools_cp, regs, final, mark, holding, multis)
     names = os.listdir(datadir)
     g.logs = [datadir / n for n in zk_txnlog.log_files(names)]
     g.snapshots = sorted((datadir / n for n in names if zk_txnlog.zxid_from_name(n, "snapshot") is not None),
@@ -525,8 +556,8 @@ def test_snapshots_match_snapshot_formatter(gen: Generated) -> None:
 
 
 def test_snapshot_matches_live_reads(gen: Generated) -> None:
-    """The last snapshot (taken during the bulk writes) holds the brokers and topics kazoo read before them."""
-    snap = gen.snapshots[-1]
+    """The snapshot taken during the bulk writes holds the brokers and topics kazoo read before them."""
+    snap = next(p for p in gen.snapshots if zk_snapshot.snapshot_zxid(p.name) == gen.holding_zxid)
     assert zk_snapshot.snapshot_zxid(snap.name) >= gen.mark_zxid
     header, it = zk_snapshot.iter_snapshot(snap.read_bytes())
     nodes = {n.path: n for n in it}
@@ -551,13 +582,13 @@ def test_snapshot_events_are_the_logs_events(gen: Generated) -> None:
     from kadmin.pipeline import events as ev
     from kadmin.pipeline.ingest import classify, parse_range
 
-    snap = gen.snapshots[-1]
+    snap = next(p for p in gen.snapshots if zk_snapshot.snapshot_zxid(p.name) == gen.holding_zxid)
     assert classify(snap) == "zk-snapshot"
     snap_rows = [r for r in parse_range(("zk-snapshot", str(snap), 0, None), "c", None) if r[4] != "_damage"]
     log_rows = [r for log in gen.logs for r in parse_range(("zk-txnlog", str(log), 0, None), "c", None)]
     regs = [r for r in snap_rows if r[4] == "broker_registered"]
     live = set(gen.registrations)
-    assert regs, "the last snapshot holds registrations"
+    assert regs, "the snapshot taken during the bulk writes holds registrations"
     key = {c: i for i, c in enumerate(ev.COLUMNS)}
     for r in regs + [r for r in snap_rows if r[4] == "controller_changed"]:
         same = [x for x in log_rows if all(x[key[c]] == r[key[c]] for c in
