@@ -63,3 +63,10 @@ class Unsafe(KadminError):
 class SandboxError(KadminError):
     code = "sandbox"
     exit_code = ExitCode.CONFIG
+
+
+class InvalidData(KadminError):
+    """What an operation depends on cannot be parsed (a garbage znode): nothing was written."""
+
+    code = "invalid_znode"
+    exit_code = ExitCode.PARTIAL

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from kadmin.cli.options import Invocation, command
+from kadmin.cli.options import Invocation, check_broker_id, command
 from kadmin.errors import ConfigError
 
 app = typer.Typer(name="ids", help="Broker-id assignment (seed 002): host mappings, missing ids, repair.",
@@ -15,7 +15,7 @@ app = typer.Typer(name="ids", help="Broker-id assignment (seed 002): host mappin
 
 HostOpt = Annotated[str, typer.Option("--host", metavar="HOST", help="The host asking for an id.")]
 ConfigId = Annotated[int | None, typer.Option("--config-id", metavar="N", help="broker.id from server.properties.",
-                                              show_default=False)]
+                                              show_default=False, callback=check_broker_id)]
 MetaOpt = Annotated[Path | None, typer.Option("--meta-properties", metavar="FILE",
                                               help="The broker's meta.properties (v0 broker.id, v1 node.id).",
                                               show_default=False)]
@@ -88,7 +88,7 @@ def hosts(inv: Invocation) -> int:
 
 @command(app, "map")
 def map_(inv: Invocation, host: Annotated[str, typer.Argument(metavar="HOST")],
-         broker_id: Annotated[int, typer.Argument(metavar="ID")],
+         broker_id: Annotated[int, typer.Argument(metavar="ID", callback=check_broker_id)],
          force: Annotated[bool, typer.Option("--force", help="Map even to an id registered from another host.")]
          = False,
          dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would change.")] = False) -> int:

@@ -6,14 +6,14 @@ from typing import Annotated
 
 import typer
 
-from kadmin.cli.options import Invocation, command
+from kadmin.cli.options import INT32_MAX, Invocation, check_broker_id, command
 from kadmin.render.progress import ScanProgress
 from kadmin.services import partitions as svc
 
 app = typer.Typer(name="partitions", help="Partition leaders, ISRs and health (under-replicated, offline, min ISR).",
                   no_args_is_help=True)
 
-MinIsrDefault = Annotated[int, typer.Option("--min-isr-default", min=1, metavar="N",
+MinIsrDefault = Annotated[int, typer.Option("--min-isr-default", min=1, max=INT32_MAX, metavar="N",
                                             help="min.insync.replicas for topics without their own.")]
 
 
@@ -23,7 +23,7 @@ def list_(
     topic: Annotated[str | None, typer.Option("--topic", metavar="TOPIC", help="Only this topic.",
                                               show_default=False)] = None,
     broker: Annotated[int | None, typer.Option("--broker", metavar="ID", help="Only partitions with a replica on ID.",
-                                               show_default=False)] = None,
+                                               show_default=False, callback=check_broker_id)] = None,
     under_replicated: Annotated[bool, typer.Option("--under-replicated", help="ISR smaller than the replicas.")]
     = False,
     offline: Annotated[bool, typer.Option("--offline", help="No live leader.")] = False,

@@ -15,6 +15,8 @@ class Problem:
 
     code: str
     message: str
+    topic: str | None = None  # what it is about, when it is about a topic (partition None: the whole topic)
+    partition: int | None = None
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,9 @@ class PartitionScan:
     partitions: list[PartitionState]
     live: frozenset[int]
     problems: list[Problem] = field(default_factory=list)
+    # topics whose znode could not be read (name -> why): their partitions are unknown, so every
+    # verdict that could depend on them (can-stop, check) must treat them as blocking
+    unreadable: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -57,6 +62,7 @@ class IdState:
     hosts_version: int  # /brokers/hosts' data version: every write bumps it (claims serialize on it)
     assigned: dict[int, list[tuple[str, int]]]  # broker id -> (topic, partition) naming it as a replica
     problems: list[Problem] = field(default_factory=list)
+    invalid_mappings: dict[str, tuple[str, int]] = field(default_factory=dict)  # host -> (why, data version)
 
 
 class Contention(Exception):

@@ -18,10 +18,11 @@ from typing import Any
 
 from kadmin.cluster.kafka import ERROR_NAMES, error_name
 from kadmin.domain.quorum import QuorumState, ReplicaState
-from kadmin.errors import AuthFailed, ClusterUnreachable, KadminError, Rejected
+from kadmin.errors import AuthFailed, ClusterUnreachable, KadminError, NotFound, Rejected
 
 METADATA_TOPIC = "__cluster_metadata"
 NOT_LEADER_OR_FOLLOWER = 6
+BROKER_ID_NOT_REGISTERED = 102
 ENDPOINT_BROKERS, ENDPOINT_CONTROLLERS = 1, 2
 AUTH_ERRORS = {29, 30, 31, 58}  # topic/group/cluster authorization, SASL authentication
 
@@ -242,6 +243,9 @@ class KraftClient:
         from kadmin.cluster.messages import UnregisterBrokerRequest
 
         address, resp = self._send_any(lambda: UnregisterBrokerRequest(broker_id=broker_id))
+        if resp.error_code == BROKER_ID_NOT_REGISTERED:  # an unknown id: exit 1 as everywhere, not "rejected"
+            raise NotFound(f"UnregisterBroker at {address}: {error_name(resp.error_code)}: broker {broker_id} is not "
+                           "registered", code="broker_id_not_registered")
         if resp.error_code:
             raise self._error(resp.error_code, resp.error_message, address, "UnregisterBroker")
 

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from kadmin.domain.znodes import INT32_MAX, loads_strict, show_value
+
 Rule = Literal["config", "meta.properties", "host-mapping", "missing-id", "new-id"]
 RESERVED_BROKER_MAX_ID = 1000
 
@@ -127,15 +129,19 @@ def encode_mapping(broker_id: int) -> bytes:
 
 
 def decode_mapping(data: bytes | None) -> int:
+    """/brokers/hosts/<host>'s broker id; ValueError (never anything else) for what Kafka would not write."""
     try:
-        doc = json.loads((data or b"").decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        doc = loads_strict((data or b"").decode("utf-8"))
+    except UnicodeDecodeError as e:
         raise ValueError(f"invalid JSON: {e}") from e
-    if not isinstance(doc, dict) or doc.get("version") != 0:
-        raise ValueError(f"unknown host mapping version {doc.get('version') if isinstance(doc, dict) else doc!r}")
+    if not isinstance(doc, dict):
+        raise ValueError(f"expected a JSON object, found {type(doc).__name__}")
+    version = doc.get("version")
+    if isinstance(version, bool) or version != 0:
+        raise ValueError(f"unknown host mapping version {show_value(version)}")
     bid = doc.get("broker.id")
-    if not isinstance(bid, int) or isinstance(bid, bool) or bid < 0:
-        raise ValueError(f"broker.id is {bid!r}")
+    if not isinstance(bid, int) or isinstance(bid, bool) or not 0 <= bid <= INT32_MAX:
+        raise ValueError(f"broker.id is {show_value(bid)}")
     return bid
 
 

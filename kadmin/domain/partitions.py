@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Set
+from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -37,12 +37,17 @@ class Health(IntEnum):
 @dataclass(frozen=True)
 class Finding:
     topic: str
-    partition: int
+    partition: int | None  # None: the whole topic (its znode could not be read)
     reasons: tuple[str, ...]
 
 
-def findings(partitions: Iterable[PartitionState], live: Set[int]) -> list[Finding]:
-    out = []
+NO_TOPICS: Mapping[str, str] = {}
+
+
+def findings(partitions: Iterable[PartitionState], live: Set[int],
+             unreadable: Mapping[str, str] = NO_TOPICS) -> list[Finding]:
+    """What is wrong, partition by partition; `unreadable` topics (name -> why) come first, whole."""
+    out = [Finding(t, None, (why,)) for t, why in sorted(unreadable.items())]
     for p in partitions:
         reasons = []
         if p.problem:
@@ -58,10 +63,14 @@ def findings(partitions: Iterable[PartitionState], live: Set[int]) -> list[Findi
     return out
 
 
-def health(partitions: Iterable[PartitionState], live: Set[int]) -> Health:
+def health(partitions: Iterable[PartitionState], live: Set[int], unreadable: Mapping[str, str] = NO_TOPICS) -> Health:
+    """CRITICAL also when anything it depends on could not be read: an unreadable topic, or a partition
+    with a `problem` (its state or its topic's min.insync.replicas): a partial read never passes."""
+    if unreadable:
+        return Health.CRITICAL
     worst = Health.OK
     for p in partitions:
-        if is_offline(p, live) or is_under_min_isr(p):
+        if p.problem or is_offline(p, live) or is_under_min_isr(p):
             return Health.CRITICAL
         if is_under_replicated(p):
             worst = Health.WARNING
@@ -71,7 +80,7 @@ def health(partitions: Iterable[PartitionState], live: Set[int]) -> Health:
 @dataclass(frozen=True)
 class Blocker:
     topic: str
-    partition: int
+    partition: int | None  # None: the whole topic (unreadable: it may or may not be hosted)
     reason: str
 
 
@@ -87,15 +96,19 @@ class StopVerdict:
         return not self.blocking and not self.never
 
 
-def can_stop(partitions: Iterable[PartitionState], broker_id: int, live: Set[int]) -> StopVerdict:
+def can_stop(partitions: Iterable[PartitionState], broker_id: int, live: Set[int],
+             unreadable: Mapping[str, str] = NO_TOPICS) -> StopVerdict:
     """Would every partition hosted by `broker_id` keep a leader and at least min ISR without it?
 
     After the stop the ISR is the live ISR members other than the broker (the controller shrinks
     the ISR of a stopped replica); the leader is kept if it is another live broker, else the first
     remaining ISR member takes over. Partitions whose replication factor is below min ISR are
     reported apart: no broker order can ever make them pass.
+
+    What could not be read blocks: a hosted partition with a `problem` (its state, or its topic's
+    min.insync.replicas), and every `unreadable` topic (name -> why), which may host the broker.
     """
-    blocking: list[Blocker] = []
+    blocking: list[Blocker] = [Blocker(t, None, why) for t, why in sorted(unreadable.items())]
     never: list[Blocker] = []
     hosted = 0
     remaining_live = set(live) - {broker_id}
@@ -103,6 +116,9 @@ def can_stop(partitions: Iterable[PartitionState], broker_id: int, live: Set[int
         if broker_id not in p.replicas:
             continue
         hosted += 1
+        if p.problem:
+            blocking.append(Blocker(p.topic, p.partition, p.problem))
+            continue
         if len(p.replicas) < p.min_isr:
             never.append(Blocker(p.topic, p.partition,
                                  f"replication factor {len(p.replicas)} is below min.insync.replicas {p.min_isr}"))
@@ -123,3 +139,9 @@ def can_stop(partitions: Iterable[PartitionState], broker_id: int, live: Set[int
 def out_of_sync(partitions: Iterable[PartitionState], broker_id: int) -> list[PartitionState]:
     """Partitions that list the broker as a replica but do not have it in the ISR."""
     return [p for p in partitions if broker_id in p.replicas and broker_id not in p.isr]
+
+
+def names_broker(partitions: Iterable[PartitionState], broker_id: int) -> bool:
+    """Does any assignment name the broker (as a replica, or being added or removed)?"""
+    return any(broker_id in p.replicas or broker_id in p.adding_replicas or broker_id in p.removing_replicas
+               for p in partitions)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Mapping
 from typing import Any, TypedDict
 
@@ -28,27 +30,96 @@ class ZnodeFormatError(ValueError):
 SUPPORTED_BROKER_VERSIONS = range(1, 6)
 
 
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+_DECIMAL = re.compile(r"[+-]?[0-9]+")  # what Java's parseInt/parseLong take, ASCII digits only
+
+
+def _non_json_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number {text[:20]}{'...' if len(text) > 20 else ''} is out of range")
+    return value
+
+
+def loads_strict(text: str | bytes) -> Any:
+    """json.loads for data kadmin did not write: raises ValueError (never RecursionError) for anything that
+    is not standard JSON or is absurd: NaN/Infinity, numbers that overflow a double, integers beyond the
+    4300-digit conversion limit, nesting deeper than the interpreter's recursion limit."""
+    try:
+        return json.loads(text, parse_constant=_non_json_constant, parse_float=_finite_float)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"invalid JSON: {e.msg} at line {e.lineno} column {e.colno}") from e
+    except RecursionError as e:
+        raise ValueError("invalid JSON: nested too deeply") from e
+    except ValueError as e:  # the int-conversion limit, NaN, 1e999
+        raise ValueError(f"invalid JSON: {_short(str(e))}") from e
+
+
+def _short(text: str, limit: int = 120) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def show_value(value: Any) -> str:
+    """repr() for an error message about untrusted data: bounded, and never raising."""
+    try:
+        return _short(repr(value))
+    except (RecursionError, ValueError):
+        return f"a {type(value).__name__} too large to show"
+
+
 def _load_object(data: bytes | None) -> dict[str, Any]:
     if data is None or data == b"":
         raise ZnodeFormatError("empty data")
     try:
-        doc = json.loads(data.decode("utf-8"))
+        doc = loads_strict(data.decode("utf-8"))
     except UnicodeDecodeError as e:
         raise ZnodeFormatError(f"not UTF-8: {e.reason} at byte {e.start}") from e
-    except json.JSONDecodeError as e:
-        raise ZnodeFormatError(f"invalid JSON: {e.msg} at line {e.lineno} column {e.colno}") from e
+    except ValueError as e:
+        raise ZnodeFormatError(str(e)) from e
     if not isinstance(doc, dict):
         raise ZnodeFormatError(f"expected a JSON object, found {type(doc).__name__}")
     return doc
 
 
 def _int(doc: Mapping[str, Any], key: str, default: int | None = None) -> int:
+    """An int32 field (every integer in these znodes but the timestamps is a Java int)."""
     value = doc.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int):
         if value is None and default is None and key not in doc:
             raise ZnodeFormatError(f"missing key {key!r}")
-        raise ZnodeFormatError(f"{key!r} is {value!r}, expected an integer")
+        raise ZnodeFormatError(f"{key!r} is {show_value(value)}, expected an integer")
+    if not INT32_MIN <= value <= INT32_MAX:
+        raise ZnodeFormatError(f"{key!r} is {show_value(value)}, out of range for a 32-bit integer")
     return value
+
+
+def _decimal(text: str, lo: int, hi: int) -> int | None:
+    """Java's Integer/Long.parseInt of `text` (ASCII digits, optional sign) within [lo, hi], else None."""
+    if len(text) > 25 or not _DECIMAL.fullmatch(text):
+        return None
+    value = int(text)
+    return value if lo <= value <= hi else None
+
+
+def parse_min_isr(value: str) -> int:
+    """A topic's min.insync.replicas as Kafka parses it (trimmed, an int of at least 1)."""
+    n = _decimal(value.strip(), 1, INT32_MAX)
+    if n is None:
+        raise ZnodeFormatError(f"min.insync.replicas is {show_value(value)}, not an integer of at least 1")
+    return n
+
+
+def broker_id_from_name(name: str) -> int:
+    """The broker id of a /brokers/ids child: canonical decimal (no sign, no leading zero), int32."""
+    n = _decimal(name, 0, INT32_MAX)
+    if n is None or str(n) != name:
+        raise ZnodeFormatError(f"{show_value(name)} is not a broker id")
+    return n
 
 
 def _timestamp(value: Any) -> int | None:
@@ -56,31 +127,30 @@ def _timestamp(value: Any) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool):
-        raise ZnodeFormatError(f"timestamp is {value!r}")
-    if isinstance(value, int):
+        raise ZnodeFormatError(f"timestamp is {show_value(value)}")
+    if isinstance(value, int) and INT64_MIN <= value <= INT64_MAX:
         return value
     if isinstance(value, str):
-        try:
-            return int(value)
-        except ValueError as e:
-            raise ZnodeFormatError(f"timestamp {value!r} is not a number") from e
-    raise ZnodeFormatError(f"timestamp is {value!r}")
+        n = _decimal(value, INT64_MIN, INT64_MAX)
+        if n is None:
+            raise ZnodeFormatError(f"timestamp {show_value(value)} is not a number")
+        return n
+    raise ZnodeFormatError(f"timestamp is {show_value(value)}")
 
 
 def parse_endpoint(ep: str) -> tuple[str, str | None, int]:
     """`LISTENER://host:port`, `LISTENER://[v6]:port` or `LISTENER://:port` (null host)."""
     if "://" not in ep:
-        raise ZnodeFormatError(f"endpoint {ep!r} is not LISTENER://host:port")
+        raise ZnodeFormatError(f"endpoint {show_value(ep)} is not LISTENER://host:port")
     name, rest = ep.split("://", 1)
     host, sep, port = rest.rpartition(":")
     if not sep:
-        raise ZnodeFormatError(f"endpoint {ep!r} has no port")
+        raise ZnodeFormatError(f"endpoint {show_value(ep)} has no port")
     if host.startswith("[") and host.endswith("]"):
         host = host[1:-1]
-    try:
-        port_no = int(port)
-    except ValueError as e:
-        raise ZnodeFormatError(f"endpoint {ep!r} has a bad port") from e
+    port_no = _decimal(port, 0, 65535)
+    if port_no is None:
+        raise ZnodeFormatError(f"endpoint {show_value(ep)} has a bad port")
     return name, (host or None), port_no
 
 
@@ -96,7 +166,7 @@ def decode_registration(data: bytes | None) -> Registration:
         )
     host = doc.get("host")
     if host is not None and not isinstance(host, str):
-        raise ZnodeFormatError(f"host is {host!r}")
+        raise ZnodeFormatError(f"host is {show_value(host)}")
     port = _int(doc, "port", -1)
     jmx_port = _int(doc, "jmx_port", -1)
     if version == 1:
@@ -104,7 +174,7 @@ def decode_registration(data: bytes | None) -> Registration:
     else:
         raw_eps = doc.get("endpoints")
         if not isinstance(raw_eps, list) or not all(isinstance(e, str) for e in raw_eps):
-            raise ZnodeFormatError(f"endpoints is {raw_eps!r}, expected a list of strings")
+            raise ZnodeFormatError(f"endpoints is {show_value(raw_eps)}, expected a list of strings")
         for ep in raw_eps:
             parse_endpoint(ep)
         endpoints = tuple(raw_eps)
@@ -113,13 +183,17 @@ def decode_registration(data: bytes | None) -> Registration:
         # Kafka's default: each listener's security protocol is the listener name.
         lspm = {parse_endpoint(e)[0]: parse_endpoint(e)[0] for e in endpoints}
     elif not isinstance(lspm, dict) or not all(isinstance(v, str) for v in lspm.values()):
-        raise ZnodeFormatError(f"listener_security_protocol_map is {lspm!r}")
+        raise ZnodeFormatError(f"listener_security_protocol_map is {show_value(lspm)}")
     rack = doc.get("rack")
     if rack is not None and not isinstance(rack, str):
-        raise ZnodeFormatError(f"rack is {rack!r}")
+        raise ZnodeFormatError(f"rack is {show_value(rack)}")
     features = doc.get("features") or {}
-    if not isinstance(features, dict) or not all(isinstance(v, dict) for v in features.values()):
-        raise ZnodeFormatError(f"features is {features!r}")
+    if not isinstance(features, dict) or not all(
+        isinstance(v, dict) and all(isinstance(n, int) and not isinstance(n, bool) and INT32_MIN <= n <= INT32_MAX
+                                    for n in v.values())
+        for v in features.values()
+    ):
+        raise ZnodeFormatError(f"features is {show_value(features)}, expected name -> {{min_version, max_version}}")
     return Registration(
         version=version,
         host=host,
@@ -193,7 +267,7 @@ def decode_cluster_id(data: bytes | None) -> str:
     doc = _load_object(data)
     cid = doc.get("id")
     if not isinstance(cid, str):
-        raise ZnodeFormatError(f"id is {cid!r}")
+        raise ZnodeFormatError(f"id is {show_value(cid)}")
     return cid
 
 
@@ -230,8 +304,10 @@ def encode_partition_state(
 
 
 def _int_list(value: Any, what: str) -> tuple[int, ...]:
-    if not isinstance(value, list) or not all(isinstance(x, int) and not isinstance(x, bool) for x in value):
-        raise ZnodeFormatError(f"{what} is {value!r}, expected a list of broker ids")
+    if not isinstance(value, list) or not all(
+        isinstance(x, int) and not isinstance(x, bool) and 0 <= x <= INT32_MAX for x in value
+    ):
+        raise ZnodeFormatError(f"{what} is {show_value(value)}, expected a list of broker ids")
     return tuple(value)
 
 
@@ -253,20 +329,20 @@ def decode_topic(data: bytes | None) -> TopicAssignment:
     def part_map(key: str) -> dict[int, tuple[int, ...]]:
         raw = doc.get(key) or {}
         if not isinstance(raw, dict):
-            raise ZnodeFormatError(f"{key} is {raw!r}, expected an object")
+            raise ZnodeFormatError(f"{key} is {show_value(raw)}, expected an object")
         out = {}
         for p, replicas in raw.items():
-            try:
-                out[int(p)] = _int_list(replicas, f"{key}[{p}]")
-            except ValueError as e:
-                raise ZnodeFormatError(f"{key} has a non-numeric partition {p!r}") from e
+            n = _decimal(p, 0, INT32_MAX)
+            if n is None or str(n) != p:  # "00" next to "0" would be one partition read twice
+                raise ZnodeFormatError(f"{key} has a non-numeric partition {show_value(p)}")
+            out[n] = _int_list(replicas, f"{key}[{p}]")
         return out
 
     if "partitions" not in doc:
         raise ZnodeFormatError("missing key 'partitions'")
     topic_id = doc.get("topic_id")
     if topic_id is not None and not isinstance(topic_id, str):
-        raise ZnodeFormatError(f"topic_id is {topic_id!r}")
+        raise ZnodeFormatError(f"topic_id is {show_value(topic_id)}")
     return {
         "partitions": part_map("partitions"),
         "adding": part_map("adding_replicas"),
@@ -301,5 +377,12 @@ def decode_config(data: bytes | None) -> dict[str, str]:
     doc = _load_object(data)
     cfg = doc.get("config") or {}
     if not isinstance(cfg, dict):
-        raise ZnodeFormatError(f"config is {cfg!r}")
-    return {str(k): str(v) for k, v in cfg.items()}
+        raise ZnodeFormatError(f"config is {show_value(cfg)}")
+    out = {}
+    for k, v in cfg.items():
+        if isinstance(v, int) and not isinstance(v, bool):
+            v = str(v)
+        if not isinstance(v, str):
+            raise ZnodeFormatError(f"config value of {show_value(k)} is {show_value(v)}, expected a string")
+        out[str(k)] = v
+    return out

@@ -9,7 +9,7 @@ from typing import Any
 
 from kadmin.cluster.base import Contention, IdState, Progress
 from kadmin.domain import ids as rules
-from kadmin.errors import ConditionNotMet, ConfigError, KadminError, NotFound, Unsafe, UsageError
+from kadmin.errors import ConditionNotMet, ConfigError, InvalidData, KadminError, NotFound, Unsafe, UsageError
 from kadmin.exit_codes import ExitCode
 from kadmin.formats.meta_properties import MetaPropertiesError, parse
 from kadmin.services.result import Result
@@ -31,6 +31,15 @@ def meta_id(path: Path | None) -> int | None:
 def _check_host(host: str) -> None:
     if not rules.valid_host(host):
         raise UsageError(f"{host!r} cannot be a znode name under /brokers/hosts")
+
+
+def _refuse_invalid(st: IdState, host: str) -> None:
+    """A garbage /brokers/hosts/<host> is reported at once (exit 5): never read as "no mapping" (a claim
+    would then try to create it, fail on every attempt and blame contention)."""
+    if host in st.invalid_mappings:
+        why, _ = st.invalid_mappings[host]
+        raise InvalidData(f"/brokers/hosts/{host} holds an invalid mapping ({why}): repair it with "
+                          f"`kadmin ids map {host} ID --force` or `kadmin ids unmap {host}`")
 
 
 def _inputs(st: IdState, host: str, config_id: int | None, meta: int | None, reserved_max: int) -> rules.IdInputs:
@@ -59,6 +68,8 @@ def resolve(cluster: Any, host: str, config_id: int | None, meta: Path | None, r
     mid = meta_id(meta)
     need_scan = config_id is None and mid is None
     st = cluster.id_state(with_assignments=need_scan, progress=progress)
+    if need_scan:  # the host's own mapping decides otherwise: an unreadable one leaves the answer unknown
+        _refuse_invalid(st, host)
     d = _decide(_inputs(st, host, config_id, mid, reserved_max))
     return Result(command="ids resolve", data=_decision_json(d, host), errors=st.problems,
                   plain=f"{d.broker_id}\n", message=f"broker id {d.broker_id} for {host} ({d.rule}): {d.detail}")
@@ -73,6 +84,7 @@ def claim(cluster: Any, host: str, config_id: int | None, meta: Path | None, res
     mid = meta_id(meta)
     for attempt in range(1, MAX_ATTEMPTS + 1):
         st = cluster.id_state(with_assignments=config_id is None and mid is None, progress=progress)
+        _refuse_invalid(st, host)
         d = _decide(_inputs(st, host, config_id, mid, reserved_max))
         current = st.mappings.get(host)
         data = _decision_json(d, host)
@@ -138,20 +150,26 @@ def map_host(cluster: Any, host: str, broker_id: int, force: bool, dry_run: bool
         if others and not force:
             raise Unsafe(f"{', '.join(others)} already mapped to {broker_id}; unmap first or use --force")
         current = st.mappings.get(host)
+        invalid = st.invalid_mappings.get(host)
+        if invalid is not None and not force:
+            raise InvalidData(f"/brokers/hosts/{host} holds an invalid mapping ({invalid[0]}): "
+                              f"--force replaces it with {broker_id}")
         if current is not None and current[0] == broker_id:
             return Result(command="ids map", data={"host": host, "broker_id": broker_id, "changed": False},
                           message=f"{host} already maps to {broker_id}")
+        replaced = " (replacing an invalid mapping)" if invalid is not None else ""
         if dry_run:
             return Result(command="ids map", data={"host": host, "broker_id": broker_id, "changed": False,
-                                                   "dry_run": True}, message=f"would map {host} -> {broker_id}")
+                                                   "dry_run": True},
+                          message=f"would map {host} -> {broker_id}{replaced}")
         try:
-            cluster.write_mapping(host, broker_id, hosts_version=st.hosts_version,
-                                  mapping_version=current[1] if current else None)
+            version = current[1] if current else invalid[1] if invalid else None
+            cluster.write_mapping(host, broker_id, hosts_version=st.hosts_version, mapping_version=version)
         except Contention:
             continue
         return Result(command="ids map", data={"host": host, "broker_id": broker_id, "changed": True,
                                                "previous": current[0] if current else None},
-                      message=f"mapped {host} -> {broker_id}")
+                      message=f"mapped {host} -> {broker_id}{replaced}")
     raise KadminError("gave up: the mappings kept changing", code="contention")
 
 
@@ -160,6 +178,18 @@ def unmap_host(cluster: Any, host: str, dry_run: bool = False) -> Result:
     for _ in range(MAX_ATTEMPTS):
         st = cluster.id_state(with_assignments=False)
         current = st.mappings.get(host)
+        invalid = st.invalid_mappings.get(host)
+        if current is None and invalid is not None:
+            # deleting the garbage is what unmap is for: say what it was, never "has no mapping"
+            what = f"/brokers/hosts/{host}, an invalid mapping ({invalid[0]})"
+            data: dict[str, Any] = {"host": host, "broker_id": None, "invalid": invalid[0]}
+            if dry_run:
+                return Result(command="ids unmap", data={**data, "dry_run": True}, message=f"would delete {what}")
+            try:
+                cluster.write_mapping(host, None, hosts_version=st.hosts_version, mapping_version=invalid[1])
+            except Contention:
+                continue
+            return Result(command="ids unmap", data=data, message=f"deleted {what}")
         if current is None:
             raise NotFound(f"{host} has no mapping")
         if dry_run:

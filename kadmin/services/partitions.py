@@ -7,9 +7,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from kadmin.cluster.base import Cluster, PartitionScan, Progress
+from kadmin.cluster.base import Cluster, PartitionScan, Problem, Progress
 from kadmin.domain import partitions as rules
 from kadmin.domain.models import PartitionState
+from kadmin.errors import NotFound
 from kadmin.exit_codes import ExitCode
 from kadmin.services.result import Result
 
@@ -57,32 +58,62 @@ def scan(cluster: Cluster, topic: str | None, progress: Progress | None, min_isr
     return cluster.scan_partitions([topic] if topic else None, progress=progress, min_isr_default=min_isr_default)
 
 
+def require_known_broker(s: PartitionScan, broker_id: int) -> None:
+    """A broker that is neither registered nor named by any assignment does not exist: say so (exit 1)
+    rather than answer for it ("can stop: all 0 partitions"). While a topic is unreadable it may be
+    named there, so then the caller's verdict (not safe) stands instead."""
+    if broker_id not in s.live and not rules.names_broker(s.partitions, broker_id) and not s.unreadable:
+        raise NotFound(f"no broker {broker_id}: it is not registered and no partition assignment names it",
+                       code="unknown_broker")
+
+
+def verdict_problems(s: PartitionScan, broker_id: int) -> tuple[list[Problem], list[Problem]]:
+    """The scan's problems split in two: those a verdict about `broker_id` depends on (an unreadable
+    topic, or anything about a partition it hosts or that partition's topic), and the rest."""
+    hosted = {(p.topic, p.partition) for p in s.partitions if broker_id in p.replicas}
+    topics = {t for t, _ in hosted}
+    relevant: list[Problem] = []
+    other: list[Problem] = []
+    for e in s.problems:
+        hit = e.topic is not None and (e.topic in s.unreadable or (e.topic, e.partition) in hosted
+                                        or (e.partition is None and e.topic in topics))
+        (relevant if hit else other).append(e)
+    return relevant, other
+
+
 def list_partitions(
     cluster: Cluster, filters: Filters, progress: Progress | None = None, min_isr_default: int = 1
 ) -> Result:
     s = scan(cluster, filters.topic, progress, min_isr_default)
+    if filters.broker is not None and filters.topic is None:
+        require_known_broker(s, filters.broker)
     rows = [partition_json(p) for p in s.partitions if filters.keep(p, s.live)]
     return Result(command="partitions list", data=rows, errors=s.problems)
 
 
 def check(cluster: Cluster, progress: Progress | None = None, min_isr_default: int = 1) -> Result:
     s = scan(cluster, None, progress, min_isr_default)
-    health = rules.health(s.partitions, s.live)
-    found = rules.findings(s.partitions, s.live)
+    health = rules.health(s.partitions, s.live, s.unreadable)
+    if s.problems:
+        health = rules.Health.CRITICAL  # e.g. a /brokers/ids child that is no broker id: the live set is in doubt
+    found = rules.findings(s.partitions, s.live, s.unreadable)
     data = {
         "status": health.name.lower(),
         "partitions": len(s.partitions),
         "findings": [{"topic": f.topic, "partition": f.partition, "reasons": list(f.reasons)} for f in found],
     }
+    bad = sum(1 for f in found if f.partition is not None)
+    unreadable = f"; {len(s.unreadable)} topics unreadable" if s.unreadable else ""
     summary = {
         rules.Health.OK: f"OK: {len(s.partitions)} partitions healthy",
         rules.Health.WARNING: f"WARNING: {len(found)} of {len(s.partitions)} partitions under-replicated",
-        rules.Health.CRITICAL: f"CRITICAL: {len(found)} of {len(s.partitions)} partitions need attention "
-        "(offline or under min ISR)",
+        rules.Health.CRITICAL: f"CRITICAL: {bad} of {len(s.partitions)} partitions need attention "
+        f"(offline, under min ISR or unreadable){unreadable}"
+        + (f"; {len(s.problems)} problems reading znodes" if s.problems else ""),
     }[health]
     # The monitoring convention: 0 OK, 1 WARNING, 2 CRITICAL. Problems reading znodes are named in
-    # the findings and make the partition critical, so a partial read never passes as healthy.
-    return Result(command="partitions check", data=data, warnings=[e.message for e in s.problems],
+    # the findings and in `errors` and make the check critical, so a partial read never passes as healthy.
+    return Result(command="partitions check", data=data, errors=list(s.problems),
                   exit_code=ExitCode(int(health)), message=summary)
 
 
@@ -99,24 +130,40 @@ def verdict_json(v: rules.StopVerdict) -> dict[str, Any]:
 def stop_verdict(cluster: Cluster, broker_id: int, progress: Progress | None = None,
                  min_isr_default: int = 1) -> tuple[rules.StopVerdict, PartitionScan]:
     s = scan(cluster, None, progress, min_isr_default)
-    return rules.can_stop(s.partitions, broker_id, s.live), s
+    return rules.can_stop(s.partitions, broker_id, s.live, s.unreadable), s
+
+
+def verdict_summary(v: rules.StopVerdict) -> str:
+    """Why a broker cannot stop: partitions that would lose leader or min ISR, and what could not be read."""
+    parts = sum(1 for b in v.blocking if b.partition is not None)
+    topics = len(v.blocking) - parts
+    said = [f"{parts} partitions would lose their leader or min ISR or could not be read"] if parts else []
+    if topics:
+        said.append(f"{topics} topics could not be read (they may host it)")
+    if v.never:
+        said.append(f"{len(v.never)} can never satisfy min ISR")
+    return ", ".join(said)
 
 
 def can_stop(cluster: Cluster, broker_id: int, progress: Progress | None = None, min_isr_default: int = 1) -> Result:
     v, s = stop_verdict(cluster, broker_id, progress, min_isr_default)
+    require_known_broker(s, broker_id)
+    relevant, other = verdict_problems(s, broker_id)
     warnings = [] if broker_id in s.live else [f"broker {broker_id} is not registered now"]
+    warnings += [e.message for e in other]
     if v.safe:
         msg = f"broker {broker_id} can stop: all {v.hosted} partitions it hosts keep a leader and min ISR"
     else:
-        msg = (f"broker {broker_id} cannot stop safely: {len(v.blocking)} partitions would lose their leader or "
-               f"min ISR" + (f", {len(v.never)} can never satisfy min ISR" if v.never else ""))
-    return Result(command="brokers can-stop", data=verdict_json(v), errors=[], warnings=warnings,
+        msg = f"broker {broker_id} cannot stop safely: {verdict_summary(v)}"
+    # Anything the verdict depends on that could not be read blocks it (exit 1) and is in `errors`.
+    return Result(command="brokers can-stop", data=verdict_json(v), errors=relevant, warnings=warnings,
                   exit_code=ExitCode.OK if v.safe else ExitCode.CONDITION_NOT_MET, message=msg)
 
 
-def describe_keys(keys: Iterable[tuple[str, int]], limit: int = 8) -> str:
-    ks = sorted(keys)
-    text = ", ".join(f"{t}-{p}" for t, p in ks[:limit])
+def describe_keys(keys: Iterable[tuple[str, int | None]], limit: int = 8) -> str:
+    """`t-0, t-1, u` (a partition of None: the whole topic)."""
+    ks = sorted(keys, key=lambda k: (k[0], -1 if k[1] is None else k[1]))
+    text = ", ".join(t if p is None else f"{t}-{p}" for t, p in ks[:limit])
     return text + (f" (+{len(ks) - limit} more)" if len(ks) > limit else "")
 
 
@@ -127,6 +174,7 @@ def wait_in_sync(
     on_status: Callable[[str], None] | None = None,
     progress: Progress | None = None,
     clock: Callable[[], float] = time.monotonic,
+    asked: float | None = None,
 ) -> Result:
     """Block until broker_id is in the ISR of every partition that lists it as a replica.
 
@@ -136,6 +184,9 @@ def wait_in_sync(
     """
     start = clock()
     s = scan(cluster, None, progress, 1)
+    require_known_broker(s, broker_id)  # a broker not registered yet but named by assignments is waited for
+    # an unreadable topic may hold partitions the broker is not in sync with: the answer is partial then
+    unread = [e for e in s.problems if e.topic is not None and e.topic in s.unreadable]
     waiting = {(p.topic, p.partition) for p in rules.out_of_sync(s.partitions, broker_id)}
     hosted = sum(1 for p in s.partitions if broker_id in p.replicas)
     last_said = ""
@@ -158,8 +209,9 @@ def wait_in_sync(
         "waited_ms": int((clock() - start) * 1000),
     }
     if waiting:
-        return Result(command="brokers wait", data=data, exit_code=ExitCode.CONDITION_NOT_MET,
-                      message=f"timed out after {timeout:g}s: broker {broker_id} is still missing from the ISR of "
-                      f"{len(waiting)} partitions: {describe_keys(waiting)}")
-    return Result(command="brokers wait", data=data,
-                  message=f"broker {broker_id} is in the ISR of all {hosted} partitions it hosts")
+        return Result(command="brokers wait", data=data, exit_code=ExitCode.CONDITION_NOT_MET, errors=unread,
+                      message=f"timed out after {asked or timeout:g}s: broker {broker_id} is still missing from the "
+                      f"ISR of {len(waiting)} partitions: {describe_keys(waiting)}")
+    return Result(command="brokers wait", data=data, errors=unread,
+                  message=f"broker {broker_id} is in the ISR of all {hosted} partitions it hosts"
+                  + (f" that could be read ({len(s.unreadable)} topics could not)" if unread else ""))
