@@ -19,7 +19,7 @@ _kadmin_complete() {
     ["kadmin cluster id"]="--bootstrap-controller --bootstrap-server --command-config --context --help --output --timeout --verbose --zk-auth --zk-tls --zk-tls-ca --zk-tls-cert --zk-tls-key --zookeeper -o -v -z"
     ["kadmin completion"]="--help"
     ["kadmin history"]="ingest report --help"
-    ["kadmin history ingest"]="--chroot --cluster --help --master --out --output --verbose -o -v"
+    ["kadmin history ingest"]="--chroot --cluster --help --master --out --output --verbose --wait-lock -o -v"
     ["kadmin history report"]="--cluster --help --master --output --png --since --until --verbose -o -v"
     ["kadmin ids"]="claim gc hosts map missing resolve unmap --help"
     ["kadmin ids claim"]="--bootstrap-controller --bootstrap-server --command-config --config-id --context --dry-run --help --host --meta-properties --output --reserved-max --timeout --verbose --zk-auth --zk-tls --zk-tls-ca --zk-tls-cert --zk-tls-key --zookeeper -o -v -z"

@@ -16,6 +16,7 @@ The contexts file is `$XDG_CONFIG_HOME/kadmin/config.toml` (default `~/.config/k
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Mapping
@@ -28,6 +29,7 @@ import tomllib
 from kadmin.errors import ConfigError, UsageError
 
 DEFAULT_TIMEOUT = 10.0
+MAX_TIMEOUT = 365 * 24 * 3600.0  # a year
 CONTEXT_KEYS = {
     "zookeeper",
     "zk-auth",
@@ -62,7 +64,16 @@ class ConnectionSettings:
 
     @property
     def timeout(self) -> float:
-        return float(self.get("timeout", DEFAULT_TIMEOUT))
+        """Finite and positive, whichever source it came from (a TOML context may say `nan` or `inf`)."""
+        value = self.get("timeout", DEFAULT_TIMEOUT)
+        try:
+            t = float(value)
+        except (TypeError, ValueError):
+            t = math.nan
+        if isinstance(value, bool) or not math.isfinite(t) or not 0 < t <= MAX_TIMEOUT:
+            raise ConfigError(f"timeout {value!r} (from {self.source('timeout')}) is not a number of seconds "
+                              f"in (0, {MAX_TIMEOUT:g}]")
+        return t
 
     def describe(self) -> list[str]:
         return [f"{k} = {v.value!r} (from {v.source})" for k, v in sorted(self.values.items()) if "auth" not in k] + [

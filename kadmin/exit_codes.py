@@ -28,7 +28,10 @@ DESCRIPTIONS: dict[ExitCode, str] = {
     ExitCode.UNREACHABLE: "cluster unreachable or authentication failed",
     ExitCode.PARTIAL: "partial result: some data could not be read or parsed (named on stderr)",
     ExitCode.REJECTED: "rejected by the cluster (stale broker epoch, not controller after retries)",
-    ExitCode.UNSAFE: "refused as unsafe; repeat with --force to override",
+    ExitCode.UNSAFE: (
+        "refused as unsafe (repeat with --force to override), or `history ingest` found the table locked by "
+        "another ingest (`--wait-lock` waits)"
+    ),
     ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
 }
 

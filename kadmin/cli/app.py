@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
-import typer
+try:  # Ctrl-C while Python loads kadmin (the console script imports this module first): exit 130, quietly
+    import typer
 
-from kadmin import __version__
-from kadmin.cli import brokers, cluster, history, ids, partitions, quorum, sandbox
+    from kadmin import __version__
+    from kadmin.cli import brokers, cluster, history, ids, partitions, quorum, sandbox
+except KeyboardInterrupt:
+    raise SystemExit(130) from None
 
 app = typer.Typer(
     name="kadmin",
@@ -57,4 +61,7 @@ def completion(
 
 
 def main() -> None:
-    app(prog_name="kadmin")
+    try:
+        app(prog_name="kadmin")  # Typer turns a Ctrl-C inside a command into exit 130
+    except KeyboardInterrupt:  # one outside it (between start-up and parsing, or while exiting)
+        sys.exit(130)

@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+import sys
+import time
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from kadmin.cli.options import Invocation, command
+from kadmin.cli.options import INT32_MAX, INT64_MAX, BrokerIdArg, Invocation, command, seconds
 from kadmin.errors import UsageError
+from kadmin.exit_codes import ExitCode
 from kadmin.services import brokers as svc
 
 app = typer.Typer(name="brokers", help="Broker registrations, broker epochs (KIP-380) and bounces.",
                   no_args_is_help=True)
 
-BrokerId = Annotated[int, typer.Argument(help="Broker id.", metavar="ID")]
+BrokerId = BrokerIdArg  # 0 to 2^31-1, else exit 2
 
 
 @command(app, "list")
@@ -67,9 +70,11 @@ def diff(
 @command(app, "watch")
 def watch(
     inv: Invocation,
-    count: Annotated[int | None, typer.Option("--count", min=1, help="Stop after N events (exit 1 if the timeout "
-                                              "comes first).", show_default=False)] = None,
-    timeout: Annotated[float | None, typer.Option("--timeout", metavar="SECONDS", help="Stop after this long "
+    count: Annotated[int | None, typer.Option("--count", min=1, max=INT64_MAX,
+                                              help="Stop after N events (exit 1 if the timeout comes first).",
+                                              show_default=False)] = None,
+    timeout: Annotated[float | None, typer.Option("--timeout", metavar="SECONDS", parser=seconds,
+                                                  help="Stop after this long "
                                                   "[default: run until Ctrl-C].", show_default=False)] = None,
     initial: Annotated[bool, typer.Option("--initial", help="First report every live broker as registered.")] = False,
 ) -> int:
@@ -78,19 +83,30 @@ def watch(
     Driven by ZooKeeper watches. After a lost connection or an expired session every epoch is read
     again and each broker that re-registered meanwhile is reported as bounced. Ctrl-C exits 130.
     """
-    if timeout is not None and timeout <= 0:
-        raise UsageError("--timeout must be positive")
+    deadline = None if timeout is None else time.monotonic() + timeout
     r = inv.renderer
-    cluster = inv.cluster()
+    cluster = inv.cluster(deadline)
     events: list[dict[str, object]] = []
-    for ev in svc.watch(cluster, count=count, timeout=timeout, initial=initial, on_resync=r.note):
-        r.stream_item("brokers watch", ev, first=not events)
-        events.append(ev)
+    code = ExitCode.OK
+    try:
+        for ev in svc.watch(cluster, count=count, timeout=_left(deadline), initial=initial, on_resync=r.note,
+                             asked=timeout):
+            r.stream_item("brokers watch", ev, first=not events)
+            events.append(ev)
+    except KeyboardInterrupt:  # Ctrl-C is how a watch without --timeout ends: still a result
+        print("", file=sys.stderr)
+        r.note("interrupted")
+        code = ExitCode.INTERRUPTED
     if r.fmt == "json":
         from kadmin.services.result import Result
 
-        return inv.emit(Result(command="brokers watch", data=events))
-    return 0
+        return inv.emit(Result(command="brokers watch", data=events, exit_code=code))
+    return int(code)
+
+
+def _left(deadline: float | None) -> float | None:
+    """What is left of a command's --timeout after connecting (never zero: one look is always taken)."""
+    return None if deadline is None else max(deadline - time.monotonic(), 0.001)
 
 
 @command(app, "wait")
@@ -99,12 +115,13 @@ def wait(
     broker_id: BrokerId,
     registered: Annotated[bool, typer.Option("--registered", help="Wait until the broker is registered.")] = False,
     gone: Annotated[bool, typer.Option("--gone", help="Wait until the broker's registration is gone.")] = False,
-    epoch_gt: Annotated[int | None, typer.Option("--epoch-gt", metavar="EPOCH",
+    epoch_gt: Annotated[int | None, typer.Option("--epoch-gt", metavar="EPOCH", min=-1, max=INT64_MAX,
                                                  help="Wait until it re-registers with an epoch greater than EPOCH "
                                                  "(the restart receipt).", show_default=False)] = None,
     in_sync: Annotated[bool, typer.Option("--in-sync", help="Wait until the broker is in the ISR of every "
                                           "partition that lists it as a replica.")] = False,
-    timeout: Annotated[float, typer.Option("--timeout", metavar="SECONDS", help="Give up after this long (exit 1).")]
+    timeout: Annotated[float, typer.Option("--timeout", metavar="SECONDS", parser=seconds,
+                                           help="Give up after this long (exit 1).")]
     = 300.0,
 ) -> int:
     """Block until a broker's registration condition holds (exit 0) or the timeout passes (exit 1).
@@ -119,25 +136,27 @@ def wait(
                               ("--in-sync", in_sync)) if on]
     if len(chosen) != 1:
         raise UsageError("give exactly one of --registered, --gone, --epoch-gt EPOCH, --in-sync")
-    if timeout <= 0:
-        raise UsageError("--timeout must be positive")
+    deadline = time.monotonic() + timeout  # the whole wait, connecting included
     if in_sync:
         from kadmin.render.progress import ScanProgress
         from kadmin.services.partitions import wait_in_sync
 
         with ScanProgress() as progress:
-            result = wait_in_sync(inv.cluster(), broker_id, timeout, on_status=inv.renderer.note, progress=progress)
+            cluster = inv.cluster(deadline)
+            result = wait_in_sync(cluster, broker_id, _left(deadline) or timeout, on_status=inv.renderer.note,
+                                  progress=progress, asked=timeout)
         return inv.emit(result)
     kind = "registered" if registered else "gone" if gone else "epoch_gt"
     cond = svc.WaitCondition(kind, broker_id, epoch_gt)  # type: ignore[arg-type]
-    return inv.emit(svc.wait(inv.cluster(), cond, timeout))
+    cluster = inv.cluster(deadline)
+    return inv.emit(svc.wait(cluster, cond, _left(deadline) or timeout, asked=timeout))
 
 
 @command(app, "can-stop")
 def can_stop(
     inv: Invocation,
     broker_id: BrokerId,
-    min_isr_default: Annotated[int, typer.Option("--min-isr-default", min=1, metavar="N",
+    min_isr_default: Annotated[int, typer.Option("--min-isr-default", min=1, max=INT32_MAX, metavar="N",
                                                  help="min.insync.replicas for topics without their own.")] = 1,
 ) -> int:
     """Exit 0 when stopping the broker leaves every partition it hosts with a leader and at least min ISR.
@@ -157,11 +176,13 @@ def can_stop(
 def shutdown(
     inv: Invocation,
     broker_id: BrokerId,
-    epoch: Annotated[int | None, typer.Option("--epoch", metavar="EPOCH", help="Send this broker epoch instead of "
+    epoch: Annotated[int | None, typer.Option("--epoch", metavar="EPOCH", min=0, max=INT64_MAX,
+                                              help="Send this broker epoch instead of "
                                               "the registration's czxid.", show_default=False)] = None,
     wait_: Annotated[bool, typer.Option("--wait", help="Repeat until the broker leads no partition (or timeout).")]
     = False,
-    timeout: Annotated[float, typer.Option("--timeout", metavar="SECONDS", help="Give up after this long.")] = 60.0,
+    timeout: Annotated[float, typer.Option("--timeout", metavar="SECONDS", parser=seconds,
+                                           help="Give up after this long.")] = 60.0,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would be sent and what can-stop says; "
                                           "send nothing.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Send even when can-stop fails.")] = False,

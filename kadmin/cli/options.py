@@ -9,7 +9,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
+import math
 import sys
+import time
 import traceback
 from collections.abc import Callable
 from enum import Enum
@@ -17,7 +19,8 @@ from typing import Annotated, Any
 
 import typer
 
-from kadmin.config import ConnectionSettings, Sourced, resolve
+from kadmin import interrupts
+from kadmin.config import MAX_TIMEOUT, ConnectionSettings, Sourced, resolve
 from kadmin.errors import KadminError
 from kadmin.exit_codes import ExitCode
 from kadmin.render import Renderer
@@ -31,12 +34,63 @@ class Output(str, Enum):
     ndjson = "ndjson"
 
 
+# ---------------------------------------------------------------- parse-time validation (exit 2)
+MAX_SECONDS = MAX_TIMEOUT  # a year: more is a typo, and would overflow the clocks' and queues' limits
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
+
+
+def seconds(value: Any, *, allow_zero: bool = False) -> float:
+    """A duration in seconds: finite, positive (or zero when allowed), at most a year.
+
+    NaN compares false with everything, so a NaN deadline never passes and a wait would hang; inf
+    and 1e308 overflow the clocks; 0 and negative values would only fail later, on the network.
+    """
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise typer.BadParameter(f"{value!r} is not a number of seconds") from None
+    if not math.isfinite(v):
+        raise typer.BadParameter(f"{value!r} is not a finite number of seconds")
+    if v < 0 or (v == 0 and not allow_zero):
+        raise typer.BadParameter(f"{value!r}: must be {'zero or more' if allow_zero else 'more than zero'} seconds")
+    if v > MAX_SECONDS:
+        raise typer.BadParameter(f"{value!r}: must be at most {MAX_SECONDS:g} seconds (a year)")
+    return v
+
+
+def seconds_or_zero(value: Any) -> float:
+    return seconds(value, allow_zero=True)
+
+
+def _check_zookeeper(value: str | None) -> str | None:
+    """`-z`/KADMIN_ZOOKEEPER: HOST:PORT[,HOST:PORT...][/chroot] with every port in 1-65535."""
+    if value is not None:
+        from kadmin.cluster.connect import split_connect_string  # no kazoo: the syntax check only
+
+        try:
+            split_connect_string(value)
+        except KadminError as e:
+            raise typer.BadParameter(e.message.removeprefix("--zookeeper: ")) from None
+    return value
+
+
+def check_broker_id(value: int | None) -> int | None:
+    """A broker id argument or option: Kafka's broker ids are non-negative 32-bit ints (else exit 2)."""
+    if value is not None and not 0 <= value <= 2**31 - 1:
+        raise typer.BadParameter(f"{value} is not a broker id (0 to {2**31 - 1})")
+    return value
+
+
+BrokerIdArg = Annotated[int, typer.Argument(help="Broker id.", metavar="ID", callback=check_broker_id)]
+
+
 CONN = "Connection"
 ZkOpt = Annotated[
     str | None,
     typer.Option("--zookeeper", "-z", envvar="KADMIN_ZOOKEEPER", metavar="HOST:PORT[,HOST:PORT...][/chroot]",
                  help="ZooKeeper connection string of a ZooKeeper-mode cluster.", rich_help_panel=CONN,
-                 show_default=False),
+                 show_default=False, callback=_check_zookeeper),
 ]
 ZkAuthOpt = Annotated[
     str | None,
@@ -52,7 +106,7 @@ ZkTlsCertOpt = Annotated[str | None, typer.Option("--zk-tls-cert", metavar="FILE
                                                   show_default=False)]
 ZkTlsKeyOpt = Annotated[str | None, typer.Option("--zk-tls-key", metavar="FILE", help="Client key for --zk-tls.",
                                                  rich_help_panel=CONN, show_default=False)]
-TimeoutOpt = Annotated[float | None, typer.Option("--timeout", metavar="SECONDS",
+TimeoutOpt = Annotated[float | None, typer.Option("--timeout", metavar="SECONDS", parser=seconds,
                                                   help="Give up reaching the cluster after this long [default: 10].",
                                                   rich_help_panel=CONN, show_default=False)]
 BootstrapOpt = Annotated[str | None, typer.Option("--bootstrap-server", envvar="KADMIN_BOOTSTRAP_SERVER",
@@ -108,16 +162,25 @@ class Invocation:
     def settings(self) -> ConnectionSettings:
         if self._settings is None:
             self._settings = resolve(self._given, self._context)
+            auth = self._settings.values.get("zk-auth")
+            if auth is not None and auth.source == "flag" and not str(auth.value).startswith("@"):
+                self.renderer.warn("--zk-auth given on the command line is visible to every local user (ps, "
+                                   "/proc) while kadmin runs: put it in a file and give --zk-auth @FILE, or set "
+                                   "KADMIN_ZK_AUTH")
             if self.verbose:
                 for line in self._settings.describe():
                     self.renderer.note(line)
         return self._settings
 
-    def cluster(self) -> Any:
+    def cluster(self, deadline: float | None = None) -> Any:
+        """The cluster, opened on first use. `deadline` (time.monotonic()) bounds connecting: a wait's
+        --timeout covers reaching the cluster too. Lost and regained connections are said on stderr."""
         if self._cluster is None:
             from kadmin.cluster.connect import open_cluster
 
-            self._cluster = open_cluster(self.settings, log=self.renderer.note if self.verbose else None)
+            timeout = None if deadline is None else max(deadline - time.monotonic(), 0.001)
+            self._cluster = open_cluster(self.settings, log=self.renderer.note if self.verbose else None,
+                                         timeout=timeout, on_connection=self.renderer.note)
         return self._cluster
 
     def kraft(self) -> Any:
@@ -204,9 +267,17 @@ def command(
 
 
 def run_guarded(inv: Invocation, body: Callable[[], int]) -> int:
-    """Run a command body; turn every failure into a one-line message and a documented exit code."""
+    """Run a command body; turn every failure into a one-line message and a documented exit code.
+
+    A Ctrl-C that came after the command's change was committed was deferred (kadmin/interrupts.py):
+    the committed result is reported, with its own exit code, and a note says so.
+    """
     try:
-        return body()
+        with interrupts.deferring():
+            code = body()
+            if interrupts.pending():
+                inv.renderer.note("interrupted after the change was committed: the result above is what happened")
+        return code
     except KadminError as e:
         return inv.renderer.emit_error(inv.command, e.code, e.message, int(e.exit_code))
     except KeyboardInterrupt:

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
-from kadmin.cli.options import Invocation, command
+from kadmin.cli.options import INT64_MAX, Invocation, command
 from kadmin.errors import ConfigError, UsageError
 
 app = typer.Typer(name="quorum", help="Metadata quorum status and replication lag (KRaft or ZooKeeper).",
@@ -55,12 +55,12 @@ def describe(
 @command(app, "check")
 def check(
     inv: Invocation,
-    max_lag: Annotated[int, typer.Option("--max-lag", metavar="N", min=0,
+    max_lag: Annotated[int, typer.Option("--max-lag", metavar="N", min=0, max=INT64_MAX,
                                          help="Warn when a replica is more than N offsets (transactions) behind.")]
     = 1000,
-    max_lag_ms: Annotated[int, typer.Option("--max-lag-ms", metavar="MS", min=0,
+    max_lag_ms: Annotated[int, typer.Option("--max-lag-ms", metavar="MS", min=0, max=INT64_MAX,
                                             help="Warn when a replica last caught up more than MS ago.")] = 5000,
-    fetch_timeout_ms: Annotated[int, typer.Option("--fetch-timeout-ms", metavar="MS", min=1,
+    fetch_timeout_ms: Annotated[int, typer.Option("--fetch-timeout-ms", metavar="MS", min=1, max=INT64_MAX,
                                                   help="A leader not fetched from by a majority within MS is "
                                                   "critical (seed 004's zombie leader).")] = 2000,
     restart: Annotated[int | None, typer.Option("--restart", metavar="NODE", help="Also check that a majority of "

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from kadmin.cli.options import Invocation, command
+from kadmin.cli.options import Invocation, command, seconds_or_zero
 from kadmin.services.result import Result
 
 app = typer.Typer(name="sandbox", help="A local ZooKeeper-mode playground: real ZooKeeper, emulated brokers.",
@@ -63,7 +63,8 @@ def status(inv: Invocation, directory: DirOpt = None) -> int:
 def bounce(
     inv: Invocation,
     broker_id: BrokerId,
-    down: Annotated[float, typer.Option("--down", metavar="SECONDS", help="Stay deregistered this long.")] = 0.0,
+    down: Annotated[float, typer.Option("--down", metavar="SECONDS", parser=seconds_or_zero,
+                                        help="Stay deregistered this long.")] = 0.0,
     directory: DirOpt = None,
 ) -> int:
     """Restart a broker: close its session and register again from a new one (a new, larger epoch)."""
@@ -97,4 +98,8 @@ def start(inv: Invocation, broker_id: BrokerId, directory: DirOpt = None) -> int
 def down(inv: Invocation, directory: DirOpt = None) -> int:
     """Stop every process this sandbox started, by pid."""
     data = _sandbox(directory).down()
-    return inv.emit(Result(command="sandbox down", data=data, message=f"stopped {len(data['stopped'])} processes"))
+    msg = f"stopped {len(data['stopped'])} processes"
+    if data["already_gone"]:
+        msg += f"; {len(data['already_gone'])} already gone: " + ", ".join(
+            f"{g['process']} (pid {g['pid']}: {g['reason']})" for g in data["already_gone"])
+    return inv.emit(Result(command="sandbox down", data=data, message=msg))

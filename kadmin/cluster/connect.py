@@ -10,6 +10,7 @@ from kadmin.errors import ConfigError, KadminError, UsageError
 
 if TYPE_CHECKING:
     from kadmin.cluster.base import Cluster
+    from kadmin.cluster.zookeeper import ZkConnection
 
 
 def split_connect_string(value: str) -> tuple[str, str]:
@@ -23,32 +24,63 @@ def split_connect_string(value: str) -> tuple[str, str]:
         host, sep, port = hp.strip().rpartition(":")
         if not hp.strip() or (sep and not port.isdigit()) or (sep and not host):
             raise UsageError(f"--zookeeper: {hp!r} is not HOST:PORT (in {value!r})")
+        if sep and not 1 <= int(port) <= 65535:
+            raise UsageError(f"--zookeeper: port {port} of {hp.strip()!r} is not in 1-65535 (in {value!r})")
     if "//" in chroot:
         raise UsageError(f"--zookeeper: bad chroot {chroot!r}")
     return hosts, chroot
 
 
-def open_cluster(settings: ConnectionSettings, log: Callable[[str], None] | None = None) -> Cluster:
-    """Open the backend the settings name. ZooKeeper mode when a ZooKeeper is given."""
+def zk_connection(settings: ConnectionSettings, timeout: float | None = None) -> ZkConnection:
+    """THE way to describe a ZooKeeper connection: hosts, chroot, auth and TLS from the settings.
+
+    Every kadmin connection to ZooKeeper (commands, the quorum's /cluster/id read) is built here, so
+    none can leave TLS or auth out. `timeout` (a command's deadline) can only shorten --timeout.
+    """
+    from kadmin.cluster.zookeeper import ZkConnection
+
+    hosts, chroot = split_connect_string(str(settings.get("zookeeper")))
+    auth_value = settings.get("zk-auth")
+    auth = [parse_auth(str(auth_value))] if auth_value else []
+    if any(scheme == "sasl" for scheme, _ in auth) and not _sasl_available():
+        raise ConfigError("--zk-auth sasl: needs SASL support, which is not installed: "
+                          "pip install pure-sasl (the `puresasl` module)")
+    return ZkConnection(
+        hosts=hosts,
+        chroot=chroot,
+        timeout=settings.timeout if timeout is None else min(settings.timeout, timeout),
+        auth=auth,
+        use_tls=bool(settings.get("zk-tls")),
+        tls_ca=settings.get("zk-tls-ca"),
+        tls_cert=settings.get("zk-tls-cert"),
+        tls_key=settings.get("zk-tls-key"),
+    )
+
+
+def _sasl_available() -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("puresasl") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def open_cluster(settings: ConnectionSettings, log: Callable[[str], None] | None = None,
+                 timeout: float | None = None, on_connection: Callable[[str], None] | None = None) -> Cluster:
+    """Open the backend the settings name. ZooKeeper mode when a ZooKeeper is given.
+
+    `timeout` (a command's own deadline) caps the connection timeout; `on_connection` hears, in one
+    line each, that the connection was lost and that it is back.
+    """
     zk = settings.get("zookeeper")
     if zk:
-        from kadmin.cluster.zookeeper import ZkCluster, ZkConnection
+        from kadmin.cluster.zookeeper import ZkCluster
 
-        hosts, chroot = split_connect_string(str(zk))
-        auth = settings.get("zk-auth")
-        conn = ZkConnection(
-            hosts=hosts,
-            chroot=chroot,
-            timeout=settings.timeout,
-            auth=[parse_auth(str(auth))] if auth else [],
-            use_tls=bool(settings.get("zk-tls")),
-            tls_ca=settings.get("zk-tls-ca"),
-            tls_cert=settings.get("zk-tls-cert"),
-            tls_key=settings.get("zk-tls-key"),
-        )
+        conn = zk_connection(settings, timeout)
         if log:
             log(f"backend: ZooKeeper mode, {conn.where}, because zookeeper came from {settings.source('zookeeper')}")
-        return ZkCluster(conn).start()
+        return ZkCluster(conn, on_connection=on_connection).start()
     if settings.get("bootstrap-server") or settings.get("bootstrap-controller"):
         raise ConfigError(
             "this command reads ZooKeeper-mode registrations; KRaft clusters (--bootstrap-server) "
@@ -71,11 +103,10 @@ def zookeeper_quorum(settings: ConnectionSettings, log: Callable[[str], None] | 
     from kadmin.cluster.ensemble import probe_ensemble, whitelist_message
     from kadmin.domain.quorum import from_zookeeper
 
-    hosts, chroot = split_connect_string(str(settings.get("zookeeper")))
-    tls = None
-    if settings.get("zk-tls"):
-        tls = client_ssl_context(settings.get("zk-tls-ca"), settings.get("zk-tls-cert"), settings.get("zk-tls-key"))
-    probes = probe_ensemble(parse_hosts(hosts), timeout=min(settings.timeout, 5.0), tls=tls)
+    conn = zk_connection(settings, timeout=5.0)  # checked before anything is sent
+    hosts = conn.hosts
+    tls = client_ssl_context(conn.tls_ca, conn.tls_cert, conn.tls_key) if conn.use_tls else None
+    probes = probe_ensemble(parse_hosts(hosts), timeout=conn.timeout, tls=tls)
     now_ms = int(time.time() * 1000)
     blocked = [p for p in probes if p.reachable and {"srvr", "conf"} & set(p.not_whitelisted)]
     if blocked:
@@ -90,11 +121,9 @@ def zookeeper_quorum(settings: ConnectionSettings, log: Callable[[str], None] | 
     cluster_id = None
     if q.leader_id >= 0:
         try:
-            from kadmin.cluster.zookeeper import ZkCluster, ZkConnection
+            from kadmin.cluster.zookeeper import ZkCluster
 
-            zc = ZkCluster(ZkConnection(hosts=hosts, chroot=chroot, timeout=min(settings.timeout, 5.0),
-                                        auth=[parse_auth(str(settings.get("zk-auth")))] if settings.get("zk-auth")
-                                        else [])).start()
+            zc = ZkCluster(conn).start()
             try:
                 cluster_id = zc.cluster_id()
             finally:

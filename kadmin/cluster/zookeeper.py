@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import queue
+import threading
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -24,6 +25,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import KazooState
 from kazoo.retry import KazooRetry
 
+from kadmin import interrupts
 from kadmin.cluster.base import BrokerListing, Contention, IdState, PartitionScan, Problem, Progress, WatchTick, Znode
 from kadmin.cluster.bulk import BulkReader, client_ssl_context, parse_hosts
 from kadmin.domain import znodes
@@ -81,16 +83,21 @@ def _broker(bid: int, data: bytes | None, stat: Stat, controller_id: int | None)
 class ZkCluster:
     mode = "zookeeper"
 
-    def __init__(self, conn: ZkConnection, sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(self, conn: ZkConnection, sleep: Callable[[float], None] = time.sleep,
+                 on_connection: Callable[[str], None] | None = None) -> None:
         self.conn = conn
         self.description = conn.where
         self._sleep = sleep
+        self._on_connection = on_connection
+        self._down = False
         kw: dict[str, Any] = {}
         if conn.use_tls:
             kw.update(use_ssl=True, ca=conn.tls_ca, certfile=conn.tls_cert, keyfile=conn.tls_key, verify_certs=True)
         self.zk = KazooClient(
             hosts=conn.connect_string,
-            timeout=max(conn.timeout, 4.0),
+            # The session timeout: at least 4 s (a short one expires on a blip), at most what servers
+            # grant (maxSessionTimeout defaults to 40 s) and what fits the int32 milliseconds on the wire.
+            timeout=min(max(conn.timeout, 4.0), 60.0),
             connection_retry=KazooRetry(max_tries=-1, delay=0.1, max_delay=1.0, sleep_func=sleep),
             command_retry=KazooRetry(max_tries=3, delay=0.1, max_delay=1.0, sleep_func=sleep, ignore_expire=False),
             auth_data=list(conn.auth) or None,
@@ -115,9 +122,17 @@ class ZkCluster:
             with warnings.catch_warnings():
                 # kazoo warns when the chroot does not exist; kadmin says so itself, as an error
                 warnings.filterwarnings("ignore", message="No chroot path exists")
-                self.zk.start(timeout=self.conn.timeout)
+                # kazoo's start() = start_async + wait + (on a time-out) a stop that blocks; see below
+                self.zk.start_async().wait(timeout=self.conn.timeout)
+                if not self.zk.connected:
+                    raise KazooTimeoutError("Connection time-out")
+                if self.zk.chroot:
+                    self.zk.exists("/")  # what kazoo's start() does too: an auth failure shows here
         except KazooTimeoutError as e:
-            self.zk.stop()
+            # Stopping waits for kazoo's connection thread, which may sit in a connect attempt to a
+            # hung server for the whole session timeout: stop it in the background (its threads are
+            # daemons), so --timeout is the time this takes.
+            threading.Thread(target=self._quiet_stop, name="kadmin-zk-stop", daemon=True).start()
             raise ClusterUnreachable(
                 f"cannot reach {self.conn.where} within {self.conn.timeout:g}s"
             ) from e
@@ -128,7 +143,28 @@ class ZkCluster:
             self.zk.stop()
             raise ClusterUnreachable(f"cannot connect to {self.conn.where}: {e or type(e).__name__}") from e
         self._started = True
+        self.zk.add_listener(self._report_state)
         return self
+
+    def _quiet_stop(self) -> None:
+        with contextlib.suppress(Exception):
+            self.zk.stop()
+            self.zk.close()
+
+    def _report_state(self, state: str) -> None:
+        """Tell `on_connection` (stderr) when the connection goes and comes back: a watch must not go quiet."""
+        if self._on_connection is None or not self._started:
+            return
+        if state == KazooState.SUSPENDED and not self._down:
+            self._down = True
+            self._on_connection(f"lost the connection to {self.conn.where}; reconnecting")
+        elif state == KazooState.LOST:
+            self._down = True
+            self._on_connection(f"the session with {self.conn.where} expired; reconnecting with a new session")
+        elif state == KazooState.CONNECTED and self._down:
+            self._down = False
+            where = self.connected_server()
+            self._on_connection(f"reconnected to {where or self.conn.where}")
 
     def connected_server(self) -> str | None:
         """The ensemble member this client is connected to now (host:port), if connected."""
@@ -144,6 +180,7 @@ class ZkCluster:
             self._bulk_reader.close()
             self._bulk_reader = None
         if self._started:
+            self._on_connection = None  # stopping is not losing the connection
             try:
                 self.zk.stop()
                 self.zk.close()
@@ -251,12 +288,19 @@ class ZkCluster:
 
     # ------------------------------------------------------------------ brokers
     def _ids(self, children: Iterable[str]) -> tuple[list[int], list[Problem]]:
+        """The broker ids among /brokers/ids' children: canonical decimal only, as Kafka names them.
+
+        `02`, `1_0` or non-ASCII digits are not ids (int() would read them as 2, 10, ...: listed twice
+        next to a real `2`, or read from a znode that does not exist): each is reported as invalid.
+        """
         ids, problems = [], []
         for c in children:
             try:
-                ids.append(int(c))
-            except ValueError:
-                problems.append(Problem("invalid_znode", f"{IDS}/{c}: not a broker id"))
+                ids.append(znodes.broker_id_from_name(c))
+            except znodes.ZnodeFormatError:
+                name = c if c.isprintable() and len(c) <= 60 else znodes.show_value(c)
+                problems.append(Problem("invalid_znode", f"{IDS}/{name}: not a broker id "
+                                        "(expected a decimal integer from 0 to 2147483647, without leading zeros)"))
         return sorted(ids), problems
 
     def list_brokers(self) -> BrokerListing:
@@ -290,15 +334,25 @@ class ZkCluster:
         ids, _ = self._ids(self._children(IDS))
         return frozenset(ids)
 
+    def _live_ids_and_problems(self) -> tuple[frozenset[int], list[Problem]]:
+        ids, problems = self._ids(self._children(IDS))
+        return frozenset(ids), problems
+
     def scan_partitions(
         self, topics: Sequence[str] | None = None, progress: Progress | None = None, min_isr_default: int = 1
     ) -> PartitionScan:
-        """Every partition's assignment, state and min.insync.replicas, read with pipelined reads."""
-        live = self.live_broker_ids()
-        problems: list[Problem] = []
+        """Every partition's assignment, state and min.insync.replicas, read with pipelined reads.
+
+        What cannot be read is never dropped: an unparsable topic znode makes the topic `unreadable`;
+        an unparsable /config/topics/<t> or min.insync.replicas gives each of t's partitions a
+        `problem` (its min ISR is unknown, so verdicts must not assume the default).
+        """
+        live, problems = self._live_ids_and_problems()
         names = sorted(self._children(TOPICS)) if topics is None else list(topics)
         assignments: dict[str, znodes.TopicAssignment] = {}
+        unreadable: dict[str, str] = {}
         min_isr: dict[str, int] = {}
+        config_problem: dict[str, str] = {}
         if progress:
             progress("topics", len(names), 0)
         for path, node in self.get_many(f"{TOPICS}/{t}" for t in names):
@@ -312,7 +366,8 @@ class ZkCluster:
             try:
                 assignments[name] = znodes.decode_topic(node.data)
             except znodes.ZnodeFormatError as e:
-                problems.append(Problem("invalid_znode", f"{path}: {e}"))
+                problems.append(Problem("invalid_znode", f"{path}: {e}", topic=name))
+                unreadable[name] = f"unreadable topic znode {path}: {e}"
         for path, node in self.get_many(f"{CONFIG_TOPICS}/{t}" for t in assignments):
             name = path.rsplit("/", 1)[1]
             min_isr[name] = min_isr_default
@@ -321,9 +376,10 @@ class ZkCluster:
             try:
                 value = znodes.decode_config(node.data).get("min.insync.replicas")
                 if value is not None:
-                    min_isr[name] = int(value)
-            except (znodes.ZnodeFormatError, ValueError) as e:
-                problems.append(Problem("invalid_znode", f"{path}: {e}"))
+                    min_isr[name] = znodes.parse_min_isr(value)
+            except znodes.ZnodeFormatError as e:
+                problems.append(Problem("invalid_znode", f"{path}: {e}", topic=name))
+                config_problem[name] = f"min.insync.replicas unknown: {path}: {e}"
         wanted = [(t, p) for t, a in assignments.items() for p in sorted(a["partitions"])]
         if progress:
             progress("partitions", len(wanted), 0)
@@ -338,22 +394,23 @@ class ZkCluster:
             if progress:
                 progress("partitions", len(wanted), 1)
             if node is None:
-                problems.append(Problem("missing_state", f"{path}: no state znode (the partition has no leader)"))
+                problems.append(Problem("missing_state", f"{path}: no state znode (the partition has no leader)",
+                                        topic=t, partition=p))
                 out.append(PartitionState(**base, problem="no state znode"))  # type: ignore[arg-type]
                 continue
             try:
                 st = znodes.decode_partition_state(node.data)
             except znodes.ZnodeFormatError as e:
-                problems.append(Problem("invalid_znode", f"{path}: {e}"))
+                problems.append(Problem("invalid_znode", f"{path}: {e}", topic=t, partition=p))
                 out.append(PartitionState(**base, problem=f"invalid state: {e}"))  # type: ignore[arg-type]
                 continue
             out.append(PartitionState(
                 **base,  # type: ignore[arg-type]
                 isr=st["isr"], leader=st["leader"], leader_epoch=st["leader_epoch"],
                 partition_epoch=node.stat.version, controller_epoch=st["controller_epoch"],
-                leader_recovery_state=st["leader_recovery_state"],
+                leader_recovery_state=st["leader_recovery_state"], problem=config_problem.get(t),
             ))
-        return PartitionScan(out, live, problems)
+        return PartitionScan(out, live, problems, unreadable)
 
     def watch_states(
         self, keys: Sequence[tuple[str, int]], timeout: float | None
@@ -404,7 +461,7 @@ class ZkCluster:
                         yield read(sorted(p for p in batch if p in by_path))
                 except ClusterUnreachable:
                     events.put(RESYNC)  # re-read everything once connected again
-                    time.sleep(0.1)
+                    self._sleep(min(0.1, max(deadline - time.monotonic(), 0.0)) if deadline is not None else 0.1)
         finally:
             self.zk.remove_listener(resync)
 
@@ -434,6 +491,7 @@ class ZkCluster:
             registered[b.id] = host
         problems = list(listing.problems)
         mappings: dict[str, tuple[int, int]] = {}
+        invalid: dict[str, tuple[str, int]] = {}
         # The version of /brokers/hosts and the mappings are read through ONE session (kazoo's), so
         # ZooKeeper's per-session ordering makes the mappings at least as new as the version: a claim
         # that wrote meanwhile makes our version-checked multi fail, and we read again. (The bulk
@@ -444,10 +502,12 @@ class ZkCluster:
             for path, node in self._get_batch([f"{HOSTS}/{h}" for h in sorted(children)], None):
                 if node is None:
                     continue
+                host = path.rsplit("/", 1)[1]
                 try:
-                    mappings[path.rsplit("/", 1)[1]] = (decode_mapping(node.data), node.stat.version)
+                    mappings[host] = (decode_mapping(node.data), node.stat.version)
                 except ValueError as e:
                     problems.append(Problem("invalid_znode", f"{path}: {e}"))
+                    invalid[host] = (str(e), node.stat.version)
         seqid = self.get(SEQID)
         assigned: dict[int, list[tuple[str, int]]] = {}
         if with_assignments:
@@ -469,7 +529,7 @@ class ZkCluster:
                     for rid in set(replicas) | set(a["adding"].get(p, ())):
                         assigned.setdefault(rid, []).append((topic, p))
         return IdState(registered, mappings, seqid.stat.version if seqid else -1,
-                       hosts_node.stat.version if hosts_node else -1, assigned, problems)
+                       hosts_node.stat.version if hosts_node else -1, assigned, problems, invalid)
 
     def write_mapping(
         self, host: str, broker_id: int | None, *, hosts_version: int, mapping_version: int | None,
@@ -501,11 +561,15 @@ class ZkCluster:
             t.create(path, encode_mapping(broker_id))
         else:
             t.set_data(path, encode_mapping(broker_id), version=mapping_version)
+        interrupts.arm()  # from here a Ctrl-C waits until the outcome is reported (kadmin/interrupts.py)
         try:
             results = t.commit()
         except Exception as e:  # noqa: BLE001
+            interrupts.disarm()
             raise self._translate(HOSTS, e) from e
         errors = [r for r in results if isinstance(r, Exception)]
+        if errors:
+            interrupts.disarm()  # the multi failed as a whole: nothing was written
         if any(isinstance(r, (BadVersionError, NodeExistsError, NoNodeError)) for r in errors):
             raise Contention(", ".join(type(r).__name__ for r in errors))
         if errors:

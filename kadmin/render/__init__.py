@@ -7,6 +7,7 @@ envelope; `ndjson` is one JSON object per line (each item of a list result).
 from __future__ import annotations
 
 import json
+import math
 import sys
 from collections.abc import Sequence
 from typing import IO, Any
@@ -16,6 +17,7 @@ from kadmin.exit_codes import ExitCode
 from kadmin.render import views
 
 RESULT_VERSION = 1
+_TEXT = "\n\t"  # kept in whole texts (plain output we lay out, multi-line messages); escaped in cells
 FORMATS = ("auto", "table", "plain", "json", "ndjson")
 
 
@@ -36,8 +38,23 @@ def envelope(command: str, status: str, exit_code: int, data: Any, errors: Seque
     }
 
 
-def dumps(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False)
+def finite(obj: Any) -> Any:
+    """`obj` with every NaN/Infinity float replaced by null, so no JSON output is ever non-standard JSON."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite(v) for v in obj]
+    return obj
+
+
+def dumps(obj: Any, indent: int | None = None) -> str:
+    """JSON text: standard JSON only (allow_nan=False; non-finite floats become null)."""
+    try:
+        return json.dumps(obj, ensure_ascii=False, indent=indent, allow_nan=False)
+    except ValueError:  # a NaN or an infinity somewhere: the rare case pays for the walk
+        return json.dumps(finite(obj), ensure_ascii=False, indent=indent, allow_nan=False)
 
 
 class Renderer:
@@ -47,14 +64,15 @@ class Renderer:
         self.fmt = resolve(fmt, self.out.isatty())
 
     # -- diagnostics -------------------------------------------------------------
+    # Messages may quote the cluster's data (a znode's path or content): control characters are escaped.
     def warn(self, message: str) -> None:
-        print(f"kadmin: warning: {message}", file=self.err, flush=True)
+        print(f"kadmin: warning: {views.inert(message, keep=_TEXT)}", file=self.err, flush=True)
 
     def note(self, message: str) -> None:
-        print(f"kadmin: {message}", file=self.err, flush=True)
+        print(f"kadmin: {views.inert(message, keep=_TEXT)}", file=self.err, flush=True)
 
     def error(self, message: str) -> None:
-        print(f"kadmin: error: {message}", file=self.err, flush=True)
+        print(f"kadmin: error: {views.inert(message, keep=_TEXT)}", file=self.err, flush=True)
 
     # -- results -----------------------------------------------------------------
     def emit(self, result: Any) -> ExitCode:
@@ -64,14 +82,14 @@ class Renderer:
             self.warn(e.message)
         if self.fmt == "json":
             doc = envelope(result.command, result.status, result.exit_code, result.data, result.errors)
-            print(json.dumps(doc, ensure_ascii=False, indent=2), file=self.out, flush=True)
+            print(dumps(doc, indent=2), file=self.out, flush=True)
         elif self.fmt == "ndjson":
             items = result.data if isinstance(result.data, list) else [result.data]
             for item in items:
                 print(dumps(item), file=self.out)
             self.out.flush()
         elif self.fmt == "plain" and result.plain is not None:
-            self.out.write(result.plain)
+            self.out.write(views.inert(result.plain, keep=_TEXT))
             self.out.flush()
         else:
             view = views.view_for(result.command, result.data)
@@ -84,20 +102,23 @@ class Renderer:
         self.error(message)
         if self.fmt == "json":
             doc = envelope(command, "error", exit_code, None, [Problem(code, message)])
-            print(json.dumps(doc, ensure_ascii=False, indent=2), file=self.out, flush=True)
+            print(dumps(doc, indent=2), file=self.out, flush=True)
         return exit_code
 
     def _print_view(self, view: views.View) -> None:
         if view.text is not None and self.fmt == "plain":
-            print(view.text, file=self.out, flush=True)
+            print(views.inert(view.text, keep=_TEXT), file=self.out, flush=True)
             return
         if self.fmt == "table":
             from rich.console import Console
             from rich.table import Table
+            from rich.text import Text
 
-            table = Table(*view.headers, title=view.title, header_style="bold")
+            # Text, not str: rich would read markup ("[/bold]" raises MarkupError) and :emoji: codes in it
+            title = None if view.title is None else Text(views.inert(view.title))
+            table = Table(*view.headers, title=title, header_style="bold")
             for row in view.rows:
-                table.add_row(*[views.cell(c) for c in row])
+                table.add_row(*[Text(views.cell(c)) for c in row])
             Console(file=self.out).print(table)
         else:
             from tabulate import tabulate

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,6 +16,28 @@ class View:
     text: str | None = None  # plain output overriding the table (for `$(kadmin ...)`)
 
 
+# C0 controls, DEL, C1 controls (0x9b is a one-byte CSI on some terminals), line and paragraph
+# separators, and the bidirectional overrides ("Trojan Source"): never sent to a terminal as they are.
+_NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def _visible(m: re.Match[str]) -> str:
+    c = m.group()
+    return _NAMED.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
+
+
+def inert(text: str, keep: str = "") -> str:
+    """`text` with control characters shown as `\\x1b`-style escapes (those in `keep` left as they are).
+
+    Strings from the cluster (hosts, raw znodes, ids) reach tables and plain columns through this, so
+    a registration cannot set the terminal's title, clear the screen or forge rows; JSON keeps them exact.
+    """
+    if keep:
+        return _UNSAFE.sub(lambda m: m.group() if m.group() in keep else _visible(m), text)
+    return _UNSAFE.sub(_visible, text)
+
+
 def cell(v: Any) -> str:
     if v is None:
         return "-"
@@ -23,8 +46,8 @@ def cell(v: Any) -> str:
     if isinstance(v, (list, tuple)):
         return ",".join(cell(x) for x in v) if v else "-"
     if isinstance(v, dict):
-        return ",".join(f"{k}={cell(x)}" for k, x in v.items()) if v else "-"
-    return str(v)
+        return ",".join(f"{inert(str(k))}={cell(x)}" for k, x in v.items()) if v else "-"
+    return inert(str(v))
 
 
 def fixed(cells: list[Any], widths: tuple[int, ...] = (24, 12, 6, 14, 14)) -> str:

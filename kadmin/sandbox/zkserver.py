@@ -198,9 +198,13 @@ def stop_pid(pid: int, sig: int = signal.SIGTERM, wait: float = 10.0) -> None:
         os.kill(pid, signal.SIGKILL)
 
 
-def tls_config(secure_port: int, server_pem: Path, ca_pem: Path, client_auth: str = "none") -> dict[str, str]:
-    """zoo.cfg lines for a TLS client port (PEM key+certificate and CA, Netty connection factory)."""
-    return {
+def tls_config(secure_port: int, server_pem: Path, ca_pem: Path, client_auth: str = "none",
+               port_unification: bool = False) -> dict[str, str]:
+    """zoo.cfg lines for a TLS client port (PEM key+certificate and CA, Netty connection factory).
+
+    `port_unification` makes the plain clientPort accept TLS clients too (client.portUnification).
+    """
+    cfg = {
         "secureClientPort": str(secure_port),
         "serverCnxnFactory": "org.apache.zookeeper.server.NettyServerCnxnFactory",
         "ssl.keyStore.location": str(server_pem),
@@ -209,6 +213,9 @@ def tls_config(secure_port: int, server_pem: Path, ca_pem: Path, client_auth: st
         "ssl.trustStore.type": "PEM",
         "ssl.clientAuth": client_auth,
     }
+    if port_unification:
+        cfg["client.portUnification"] = "true"
+    return cfg
 
 
 class Ensemble:

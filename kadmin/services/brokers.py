@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -10,9 +9,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
+from kadmin import interrupts
 from kadmin.cluster.base import Cluster
 from kadmin.domain import epochs
 from kadmin.domain.models import Broker, Generation
+from kadmin.domain.znodes import INT32_MAX, INT64_MAX, INT64_MIN, loads_strict, show_value
 from kadmin.errors import ConditionNotMet, NotFound, UsageError
 from kadmin.exit_codes import ExitCode
 from kadmin.services.result import Result
@@ -93,6 +94,8 @@ def load_saved_epochs(path: Path) -> dict[int, int]:
         text = path.read_text()
     except OSError as e:
         raise UsageError(f"--since {path}: cannot read: {e.strerror}") from e
+    except UnicodeDecodeError as e:
+        raise UsageError(f"--since {path}: not UTF-8 text ({e.reason} at byte {e.start})") from e
     return parse_saved_epochs(text, str(path))
 
 
@@ -101,26 +104,30 @@ def parse_saved_epochs(text: str, name: str) -> dict[int, int]:
     if not text.strip():
         raise UsageError(f"--since {name}: the file is empty")
     try:
-        doc = json.loads(text)
+        doc = loads_strict(text)
         rows = doc.get("data") if isinstance(doc, dict) else doc
         if isinstance(doc, dict) and "kadmin_result_version" in doc and doc["kadmin_result_version"] != 1:
-            raise UsageError(f"--since {name}: unknown kadmin_result_version {doc['kadmin_result_version']!r}")
+            raise UsageError(f"--since {name}: unknown kadmin_result_version "
+                             f"{show_value(doc['kadmin_result_version'])}")
         if isinstance(doc, dict) and doc.get("command") not in (None, "brokers list"):
-            raise UsageError(f"--since {name}: saved from `kadmin {doc.get('command')}`, not `kadmin brokers list`")
-    except json.JSONDecodeError as e:
-        try:  # NDJSON: one broker object per line
-            rows = [json.loads(line) for line in text.splitlines() if line.strip()]
-        except json.JSONDecodeError:
-            raise UsageError(
-                f"--since {name}: not a saved `kadmin brokers list -o json` ({e.msg} at line {e.lineno})"
-            ) from e
+            raise UsageError(f"--since {name}: saved from `kadmin {show_value(doc.get('command'))}`, "
+                             "not `kadmin brokers list`")
+    except ValueError as e:
+        # NDJSON: one broker object per line (the whole text is then not one JSON document)
+        try:
+            rows = [loads_strict(line) for line in text.splitlines() if line.strip()]
+        except ValueError:
+            raise UsageError(f"--since {name}: not a saved `kadmin brokers list -o json` ({e})") from e
     if not isinstance(rows, list):
         raise UsageError(f"--since {name}: no broker list in it")
     out: dict[int, int] = {}
     for i, row in enumerate(rows):
-        if not isinstance(row, dict) or not isinstance(row.get("id"), int) or not isinstance(row.get("epoch"), int):
-            raise UsageError(f"--since {name}: entry {i} has no integer id and epoch")
-        out[row["id"]] = row["epoch"]
+        bid = row.get("id") if isinstance(row, dict) else None
+        epoch = row.get("epoch") if isinstance(row, dict) else None
+        if not (isinstance(bid, int) and not isinstance(bid, bool) and 0 <= bid <= INT32_MAX
+                and isinstance(epoch, int) and not isinstance(epoch, bool) and INT64_MIN <= epoch <= INT64_MAX):
+            raise UsageError(f"--since {name}: entry {i} has no broker id and epoch (integers)")
+        out[bid] = epoch
     return out
 
 
@@ -162,8 +169,11 @@ def watch(
     initial: bool = False,
     clock: Clock = time.time,
     on_resync: Callable[[str], None] | None = None,
+    asked: float | None = None,
 ) -> Iterator[dict[str, Any]]:
     """Registration events as they happen. Stops after `count` events or `timeout` seconds.
+
+    `asked` is the --timeout the user gave, for messages (`timeout` is what is left of it after connecting).
 
     Raises ConditionNotMet when `count` was asked for and not reached in time.
     """
@@ -185,7 +195,7 @@ def watch(
                 return
         before = tick.generations
     if count is not None:
-        raise ConditionNotMet(f"saw {emitted} of {count} events before the timeout ({timeout:g}s)")
+        raise ConditionNotMet(f"saw {emitted} of {count} events before the timeout ({asked or timeout:g}s)")
 
 
 WaitKind = Literal["registered", "gone", "epoch_gt"]
@@ -222,7 +232,9 @@ class WaitCondition:
         return f"broker {self.broker_id} is registered with epoch {g.epoch}, not greater than {self.epoch}"
 
 
-def wait(cluster: Cluster, cond: WaitCondition, timeout: float, clock: Clock = time.monotonic) -> Result:
+def wait(cluster: Cluster, cond: WaitCondition, timeout: float, clock: Clock = time.monotonic,
+         asked: float | None = None) -> Result:
+    """`asked`: the --timeout the user gave, for messages (`timeout` is what is left of it after connecting)."""
     start = clock()
     last: Mapping[int, Generation] = {}
     met = False
@@ -245,7 +257,7 @@ def wait(cluster: Cluster, cond: WaitCondition, timeout: float, clock: Clock = t
         command="brokers wait",
         data=data,
         exit_code=ExitCode.CONDITION_NOT_MET,
-        message=f"timed out after {timeout:g}s: {cond.missing(last)}",
+        message=f"timed out after {asked or timeout:g}s: {cond.missing(last)}",
     )
 
 
@@ -296,7 +308,12 @@ def unregister(client: Any, broker_id: int, force: bool) -> Result:
         state = "active" if b.fenced is False else "registered (its fencing state is unknown below DescribeCluster v2)"
         raise Unsafe(f"broker {broker_id} is {state}: unregistering a running broker removes it from every ISR; "
                      "stop it first, or use --force")
-    client.unregister_broker(broker_id)
+    interrupts.arm()  # the request may take effect once sent: a Ctrl-C waits until the outcome is reported
+    try:
+        client.unregister_broker(broker_id)
+    except BaseException:
+        interrupts.disarm()  # it failed: nothing to report but the failure (or the interrupt)
+        raise
     return Result(command="brokers unregister", data={"broker_id": broker_id, "unregistered": True,
                                                        "was": None if b is None else ("fenced" if b.fenced else
                                                                                       "active")},

@@ -29,6 +29,7 @@ class Result:
     def status(self) -> Status:
         if self.exit_code == ExitCode.PARTIAL:
             return "partial"
-        if self.exit_code in (ExitCode.OK, ExitCode.CONDITION_NOT_MET) and not self.errors:
+        # INTERRUPTED: a stream that ended by Ctrl-C (`brokers watch -o json`) is a complete result
+        if self.exit_code in (ExitCode.OK, ExitCode.CONDITION_NOT_MET, ExitCode.INTERRUPTED) and not self.errors:
             return "success"
         return "error"

@@ -11,12 +11,20 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from kadmin.cluster.base import Progress
+from kadmin import interrupts
+from kadmin.cluster.base import Problem, Progress
 from kadmin.cluster.kafka import ShutdownReply, error_name
 from kadmin.domain.znodes import parse_endpoint
 from kadmin.errors import ClusterUnreachable, ConfigError, NotFound
 from kadmin.exit_codes import ExitCode
-from kadmin.services.partitions import describe_keys, stop_verdict, verdict_json
+from kadmin.services.partitions import (
+    describe_keys,
+    require_known_broker,
+    stop_verdict,
+    verdict_json,
+    verdict_problems,
+    verdict_summary,
+)
 from kadmin.services.result import Result
 
 NOT_CONTROLLER_CODES = {11, 41}  # STALE_CONTROLLER_EPOCH (what a ZK-mode non-controller says), NOT_CONTROLLER
@@ -91,8 +99,15 @@ def shutdown(
         warnings.append(f"broker {broker_id} is registered with epoch {broker.epoch}, not {epoch}")
 
     verdict = None
-    if dry_run or not force:
-        verdict, _ = stop_verdict(cluster, broker_id, progress)
+    relevant: list[Problem] = []
+    if dry_run or not force or broker is None:
+        verdict, scan = stop_verdict(cluster, broker_id, progress)
+        if broker is None:  # not registered: a legitimate question only while assignments still name it
+            require_known_broker(scan, broker_id)
+        relevant, _ = verdict_problems(scan, broker_id)
+        if force and not dry_run:
+            warnings += [e.message for e in relevant]
+            relevant = []
     if dry_run:
         controller_id, endpoint = _controller_endpoint(cluster, security_protocol, listener)
         data["controller_id"] = controller_id
@@ -104,16 +119,16 @@ def shutdown(
         msg = (f"would send ControlledShutdown(broker {broker_id}, epoch {epoch}) to controller {controller_id} "
                f"at {endpoint}; " + ("can-stop: safe" if verdict and verdict.safe else
                                      "can-stop: NOT safe" + ("" if safe else ", so it would refuse (--force)")))
-        return Result(command="brokers shutdown", data=data, warnings=warnings,
+        return Result(command="brokers shutdown", data=data, warnings=warnings, errors=relevant,
                       exit_code=ExitCode.OK if safe else ExitCode.UNSAFE, message=msg)
-    if verdict is not None and not verdict.safe:
+    if not force and verdict is not None and not verdict.safe:
         data["error"] = "UNSAFE"
         data["can_stop"] = verdict_json(verdict)
         blockers = [(b.topic, b.partition) for b in verdict.blocking + verdict.never]
-        return Result(command="brokers shutdown", data=data, warnings=warnings, exit_code=ExitCode.UNSAFE,
-                      message=f"refused: stopping broker {broker_id} would leave {len(blockers)} partitions without a "
-                      f"leader or below min ISR ({describe_keys(blockers)}); see `kadmin brokers can-stop "
-                      f"{broker_id}`, or use --force")
+        return Result(command="brokers shutdown", data=data, warnings=warnings, errors=relevant,
+                      exit_code=ExitCode.UNSAFE,
+                      message=f"refused: broker {broker_id} cannot stop safely: {verdict_summary(verdict)} "
+                      f"({describe_keys(blockers)}); see `kadmin brokers can-stop {broker_id}`, or use --force")
 
     backoff = 0.2
     conn: Connection | None = None
@@ -129,9 +144,13 @@ def shutdown(
                 conn = connect(endpoint, controller_id)
                 conn_key = (controller_id, endpoint)
             data["attempts"] += 1
+            # From the moment the request is sent the controller may act on it: a Ctrl-C is held back
+            # until the outcome is reported (kadmin/interrupts.py), unless the controller refused.
+            interrupts.arm()
             try:
                 reply = conn.controlled_shutdown(broker_id, epoch)
             except ClusterUnreachable:
+                interrupts.disarm()
                 conn.close()
                 conn, conn_key = None, None
                 moved = _controller_endpoint(cluster, security_protocol, listener)
@@ -142,9 +161,12 @@ def shutdown(
             data["remaining_partitions"] = [{"topic": t, "partition": p} for t, p in reply.remaining]
             code = reply.error_code
             if code == 0 and not reply.remaining:
+                data["error"] = None  # an earlier attempt's NOT_CONTROLLER is no error of the result
                 return Result(command="brokers shutdown", data=data, warnings=warnings,
                               message=f"controller {controller_id} moved every leadership off broker {broker_id} "
                               f"(epoch {epoch}, ControlledShutdown v{reply.version}, {data['attempts']} attempts)")
+            if code != 0:
+                interrupts.disarm()  # refused: nothing was done, so a Ctrl-C that came meanwhile interrupts now
             if code in NOT_CONTROLLER_CODES:
                 data["error"] = error_name(code)
                 if clock() + backoff > deadline:
@@ -169,11 +191,11 @@ def shutdown(
             # Accepted, but the broker still leads some partitions.
             data["error"] = None
             keys = reply.remaining
-            if not wait or clock() + backoff > deadline:
+            if not wait or interrupts.pending() or clock() + backoff > deadline:
                 return Result(command="brokers shutdown", data=data, warnings=warnings,
                               exit_code=ExitCode.CONDITION_NOT_MET,
                               message=f"broker {broker_id} still leads {len(keys)} partitions: {describe_keys(keys)}"
-                              + ("" if not wait else f" after {timeout:g}s"))
+                              + ("" if not wait or interrupts.pending() else f" after {timeout:g}s"))
             sleep(backoff)
             backoff = min(backoff * 2, 2.0)
     finally:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import signal
 import time
 import uuid
 from pathlib import Path
@@ -164,10 +165,31 @@ def test_unregister(run_nozk):
         assert r.exit_code == 0 and "Broker 3 is no longer registered." in r.stderr
         assert [q.body.broker_id for q in srv.requests_for(64)] == [3]
         r = run_nozk("brokers", "unregister", "9", "--yes", "--bootstrap-server", bs)
-        assert r.exit_code == 6 and "BROKER_ID_NOT_REGISTERED" in r.stderr
+        assert r.exit_code == 1 and "BROKER_ID_NOT_REGISTERED" in r.stderr  # an unknown id: exit 1, not 6
         r = run_nozk("brokers", "unregister", "7", "--yes", "--bootstrap-server", bs)
         assert r.exit_code == 4  # CLUSTER_AUTHORIZATION_FAILED
         assert run_nozk("brokers", "unregister", "1", "--yes", "--force", "--bootstrap-server", bs).exit_code == 0
+
+
+def test_ctrl_c_after_unregister_was_sent_reports_it(run_nozk, mocker):
+    """UnregisterBroker sent and answered, then Ctrl-C: the broker is gone, so that is reported (exit 0)."""
+    from kadmin.cluster.kraft import KraftClient
+
+    real = KraftClient.unregister_broker
+
+    def sent_then_ctrl_c(self, broker_id):
+        real(self, broker_id)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    mocker.patch.object(KraftClient, "unregister_broker", sent_then_ctrl_c)
+    sc = Scenario.cluster(brokers=3)
+    sc.brokers[2].fenced = True
+    with KraftServer(sc) as srv:
+        r = run_nozk("brokers", "unregister", "3", "--yes", "--bootstrap-server", srv.bootstrap())
+        assert r.exit_code == 0, r.stderr
+        assert "Broker 3 is no longer registered." in r.stderr
+        assert "interrupted after the change was committed" in r.stderr
+        assert [q.body.broker_id for q in srv.requests_for(64)] == [3]
 
 
 def test_unreachable_bootstrap_exits_4(run_nozk):

@@ -1,0 +1,81 @@
+"""Ctrl-C after a change was committed must not hide that it was.
+
+The CLI runs every command under `deferring()`. Before a mutation is sent (a ZooKeeper multi, a
+ControlledShutdown request) the client layer calls `arm()`: from then on SIGINT is recorded instead
+of raised, so the committed result is still reported. `disarm()` ends that when nothing was
+committed after all (the multi failed, the controller refused), raising the recorded interrupt.
+`pending()` lets a loop that goes on after a commit (gc, shutdown --wait) stop early.
+
+Decision: a command interrupted after its change committed exits with the committed result's own
+code (the change happened: 0 means it did), and says on stderr that it was interrupted.
+Nothing here works outside the main thread (signals are delivered there only): it does nothing.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+from typing import Any
+
+_armed = False
+_pending = False
+_installed = False
+
+
+def _main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
+def arm() -> None:
+    """A mutation is about to be sent: record Ctrl-C from now on instead of raising it."""
+    global _armed
+    if _installed and _main_thread():
+        _armed = True
+
+
+def disarm() -> None:
+    """Nothing was committed after all: Ctrl-C interrupts again (and one that came meanwhile does now)."""
+    global _armed, _pending
+    if not _armed:
+        return
+    _armed = False
+    if _pending:
+        _pending = False
+        raise KeyboardInterrupt
+
+
+def pending() -> bool:
+    """A Ctrl-C came after a commit (and was deferred)."""
+    return _pending
+
+
+@contextmanager
+def deferring() -> Iterator[None]:
+    """Run a command with SIGINT deferrable by `arm()`; restores the previous handler afterwards."""
+    global _armed, _pending, _installed
+    if not _main_thread() or _installed:
+        yield
+        return
+    previous = signal.getsignal(signal.SIGINT)
+
+    def handler(signum: int, frame: FrameType | None) -> Any:
+        global _pending
+        if _armed:
+            _pending = True
+            return None
+        if previous == signal.SIG_IGN:
+            return None
+        if callable(previous):
+            return previous(signum, frame)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, handler)
+    _installed = True
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        _installed = _armed = _pending = False

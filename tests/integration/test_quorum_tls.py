@@ -1,0 +1,89 @@
+"""`quorum describe --zk-tls`: every ZooKeeper connection carries the TLS and auth settings.
+
+Against a TLS-only port a connection without TLS never gets an answer (the cluster id came out as
+None); against a port-unified server (`client.portUnification=true`) it would be accepted in
+plaintext, digest credentials included. Both servers here hold /cluster/id under a digest ACL.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from kazoo.client import KazooClient
+from kazoo.security import make_digest_acl
+
+from kadmin.cluster.zookeeper import ZkCluster
+from kadmin.sandbox.zkserver import ZkServer, free_port, tls_config
+
+pytestmark = pytest.mark.integration
+
+CHROOT = "/qtls"
+CLUSTER_ID = "tls-cluster-id-0001"
+
+
+def seed(port: int) -> None:
+    """/cluster/id readable only by digest user kadmin (written over the plain port)."""
+    k = KazooClient(hosts=f"127.0.0.1:{port}", auth_data=[("digest", "kadmin:pw")])
+    k.start(timeout=30)
+    try:
+        k.ensure_path(CHROOT + "/cluster")
+        if not k.exists(CHROOT + "/cluster/id"):
+            k.create(CHROOT + "/cluster/id", json.dumps({"version": "1", "id": CLUSTER_ID}).encode(),
+                     acl=[make_digest_acl("kadmin", "pw", all=True)])
+    finally:
+        k.stop()
+        k.close()
+
+
+@pytest.fixture(scope="module")
+def unified(tmp_path_factory, certs):
+    """A standalone ZooKeeper whose plain client port also speaks TLS."""
+    s = ZkServer(tmp_path_factory.mktemp("zkunified"), free_port(), tick_ms=250,
+                 extra_cfg=tls_config(free_port(), certs / "server.pem", certs / "ca.pem", port_unification=True))
+    s.write_config()
+    s.start()
+    deadline = time.monotonic() + 60
+    while s.mode() is None:
+        assert time.monotonic() < deadline and s.alive(), "port-unified ZooKeeper did not start"
+        time.sleep(0.05)
+    yield s
+    s.stop()
+
+
+@pytest.fixture
+def tls_connections(mocker):
+    """Every ZkCluster built during the command, by its connection settings."""
+    return mocker.spy(ZkCluster, "__init__")
+
+
+def describe(run_nozk, certs, tmp_path, port: int):
+    auth = tmp_path / "zk-auth"
+    auth.write_text("digest:kadmin:pw\n")
+    return run_nozk("quorum", "describe", "--status", "-z", f"127.0.0.1:{port}{CHROOT}", "--zk-tls",
+                    "--zk-tls-ca", str(certs / "ca.pem"), "--zk-auth", f"@{auth}", "-o", "json", "--timeout", "5")
+
+
+def assert_all_tls(spy) -> None:
+    conns = [call.args[1] for call in spy.call_args_list]
+    assert conns, "no ZooKeeper connection was made"
+    assert all(c.use_tls and c.tls_ca and c.auth for c in conns), conns
+
+
+def test_describe_over_a_tls_only_port(tls_zk, certs, run_nozk, tmp_path, tls_connections):
+    server, secure = tls_zk
+    seed(server.client_port)
+    r = describe(run_nozk, certs, tmp_path, secure)
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout)["data"]["cluster_id"] == CLUSTER_ID
+    assert_all_tls(tls_connections)
+
+
+def test_describe_on_a_port_unified_server_never_falls_back_to_plaintext(unified, certs, run_nozk, tmp_path,
+                                                                         tls_connections):
+    seed(unified.client_port)
+    r = describe(run_nozk, certs, tmp_path, unified.client_port)
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout)["data"]["cluster_id"] == CLUSTER_ID
+    assert_all_tls(tls_connections)

@@ -1,0 +1,154 @@
+"""Timeouts mean what they say, and a watch is never silently disconnected.
+
+A loopback TCP server that accepts connections and never answers is a hung ZooKeeper. A proxy in
+front of the real ZooKeeper lets a test cut every connection and see kadmin say so on stderr.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from kadmin.sandbox.fleet import BrokerSpec
+from kadmin.sandbox.zkserver import four_letter_word
+
+pytestmark = pytest.mark.integration
+
+TIMEOUT = 2.0
+SLACK = 1.5  # thread start-up and a loaded machine; the defects took 2.7x (lists) and 10 s (waits)
+
+
+class Hung:
+    """Accepts TCP connections and never sends a byte."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.conns: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                self.conns.append(self.sock.accept()[0])
+
+    def close(self) -> None:
+        self.sock.close()
+        for c in self.conns:
+            c.close()
+
+
+@pytest.fixture
+def hung() -> Iterator[Hung]:
+    h = Hung()
+    yield h
+    h.close()
+
+
+@pytest.mark.parametrize("argv", [
+    ["brokers", "list", "--timeout", str(TIMEOUT)],
+    ["partitions", "list", "--timeout", str(TIMEOUT)],
+    ["brokers", "wait", "1", "--registered", "--timeout", str(TIMEOUT)],
+    ["brokers", "wait", "1", "--in-sync", "--timeout", str(TIMEOUT)],
+    ["brokers", "watch", "--timeout", str(TIMEOUT)],
+])
+def test_a_hung_server_costs_the_timeout_not_more(run_nozk, hung, argv):
+    start = time.monotonic()
+    r = run_nozk(*argv, "-z", f"127.0.0.1:{hung.port}")
+    elapsed = time.monotonic() - start
+    assert r.exit_code == 4, r.stderr
+    assert elapsed < TIMEOUT + SLACK, f"{argv} took {elapsed:.1f}s with --timeout {TIMEOUT}"
+
+
+class Proxy:
+    """TCP proxy to one ZooKeeper; `cut()` drops every connection through it (new ones still pass)."""
+
+    def __init__(self, target: tuple[str, int]) -> None:
+        self.target = target
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.pairs: list[tuple[socket.socket, socket.socket]] = []
+        self.lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                client = self.sock.accept()[0]
+                upstream = socket.create_connection(self.target)
+                with self.lock:
+                    self.pairs.append((client, upstream))
+                for a, b in ((client, upstream), (upstream, client)):
+                    threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(a: socket.socket, b: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while data := a.recv(65536):
+                b.sendall(data)
+        for s in (a, b):
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+
+    def cut(self) -> None:
+        with self.lock:
+            pairs, self.pairs = self.pairs, []
+        for a, b in pairs:
+            for s in (a, b):
+                with contextlib.suppress(OSError):
+                    s.shutdown(socket.SHUT_RDWR)
+                s.close()
+
+    def close(self) -> None:
+        self.sock.close()
+        self.cut()
+
+
+def watchers(server, path: str) -> set[str]:
+    """Sessions with a data watch on `path` (ZooKeeper 3.8's `wchp` lists data watches, not child ones)."""
+    out, current, sessions = four_letter_word("127.0.0.1", server.client_port, "wchp"), None, set()
+    for line in out.splitlines():
+        if line.startswith("/"):
+            current = line.strip()
+        elif current == path and line.strip():
+            sessions.add(line.strip())
+    return sessions
+
+
+def wait_for_new_watcher(server, path: str, before: set[str], timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not watchers(server, path) - before:
+        assert time.monotonic() < deadline, f"no new session watched {path}"
+        time.sleep(0.05)
+
+
+def test_watch_says_when_the_connection_is_lost_and_regained(zk_server, chroot, fleet):
+    server = zk_server.servers[0]
+    fleet.register(BrokerSpec(1))
+    before = watchers(server, f"{chroot}/brokers/ids/1")
+    proxy = Proxy(("127.0.0.1", server.client_port))
+    p = subprocess.Popen(
+        [sys.executable, "-m", "kadmin", "brokers", "watch", "-z", f"127.0.0.1:{proxy.port}{chroot}"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        wait_for_new_watcher(server, f"{chroot}/brokers/ids/1", before)
+        proxy.cut()
+        lost = p.stderr.readline()
+        assert "lost the connection" in lost, lost
+        back = p.stderr.readline()
+        assert "reconnected" in back, back
+    finally:
+        p.send_signal(signal.SIGINT)
+        p.communicate(timeout=30)
+        proxy.close()
