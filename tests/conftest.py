@@ -123,16 +123,21 @@ def certs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def tls_zk(tmp_path_factory: pytest.TempPathFactory, certs: Path) -> Iterator[tuple[ZkServer, int]]:
     """A standalone ZooKeeper with a plain client port and a TLS one (Netty, PEM): (server, TLS port)."""
     secure = free_port()
-    s = ZkServer(tmp_path_factory.mktemp("zktls"), free_port(), tick_ms=250,
-                 extra_cfg=tls_config(secure, certs / "server.pem", certs / "ca.pem"))
-    s.write_config()
-    s.start()
-    deadline = time.monotonic() + 60
-    while s.mode() is None:
-        assert time.monotonic() < deadline and s.alive(), "TLS ZooKeeper did not start"
-        time.sleep(0.05)
+    s = started(ZkServer(tmp_path_factory.mktemp("zktls"), free_port(), tick_ms=250,
+                         extra_cfg=tls_config(secure, certs / "server.pem", certs / "ca.pem")))
     yield s, secure
     s.stop()
+
+
+def started(s: ZkServer, timeout: float = 60) -> ZkServer:
+    """Write the server's config, start it and return it once it serves (its `srvr` names a mode)."""
+    s.write_config()
+    s.start()
+    deadline = time.monotonic() + timeout
+    while s.mode() is None:
+        assert time.monotonic() < deadline and s.alive(), f"ZooKeeper on port {s.client_port} did not start"
+        time.sleep(0.05)
+    return s
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,7 @@
 """Synchronise a test with another process's ZooKeeper watches, as bench/brokers.py does.
 
-`wchp` lists, per watched path, the sessions holding a watch on it (data and child watches alike).
+`wchp` lists, per watched path, the sessions holding a data watch on it (ZooKeeper 3.8 does not list
+child watches there).
 A test that starts `kadmin brokers wait` in a subprocess waits until a session it did not see
 before watches the broker's znode, instead of sleeping and hoping the process got that far.
 """

@@ -11,49 +11,32 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
 from kadmin.cluster.zookeeper import ZkCluster
 from kadmin.sandbox.fleet import BrokerSpec
-from kadmin.sandbox.zkserver import four_letter_word
+from tests.zkwatch import wait_for_new_watcher, watchers
 
 pytestmark = pytest.mark.integration
 
 
-def watchers(server, path: str) -> set[str]:
-    """Sessions with a data watch on `path` (ZooKeeper 3.8's `wchp` lists data watches, not child ones)."""
-    out, current, sessions = four_letter_word("127.0.0.1", server.client_port, "wchp"), None, set()
-    for line in out.splitlines():
-        if line.startswith("/"):
-            current = line.strip()
-        elif current == path and line.strip():
-            sessions.add(line.strip())
-    return sessions
-
-
-def wait_for_new_watcher(server, path: str, before: set[str], timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not watchers(server, path) - before:
-        assert time.monotonic() < deadline, f"no new session watched {path}"
-        time.sleep(0.05)
 
 
 def test_watch_json_ended_by_ctrl_c_prints_the_events_seen(zk_server, zk, chroot, fleet):
     server = zk_server.servers[0]
     ids = f"{chroot}/brokers/ids"
     fleet.register(BrokerSpec(1))
-    before = watchers(server, f"{ids}/1")
+    before = watchers(server.client_port, f"{ids}/1")
     p = subprocess.Popen([sys.executable, "-m", "kadmin", "brokers", "watch", "-z", zk, "-o", "json"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        wait_for_new_watcher(server, f"{ids}/1", before)  # the watch has read the brokers
+        wait_for_new_watcher(server.client_port, f"{ids}/1", before)  # the watch has read the brokers
         fleet.register(BrokerSpec(2))
-        wait_for_new_watcher(server, f"{ids}/2", before)
+        wait_for_new_watcher(server.client_port, f"{ids}/2", before)
         # The watch reads broker 3 only after the CLI took broker 2's event: the generator is lazy.
         fleet.register(BrokerSpec(3))
-        wait_for_new_watcher(server, f"{ids}/3", before)
+        wait_for_new_watcher(server.client_port, f"{ids}/3", before)
     finally:
         p.send_signal(signal.SIGINT)
         out, err = p.communicate(timeout=30)

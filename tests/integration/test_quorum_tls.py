@@ -8,7 +8,6 @@ plaintext, digest credentials included. Both servers here hold /cluster/id under
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 from kazoo.client import KazooClient
@@ -16,6 +15,7 @@ from kazoo.security import make_digest_acl
 
 from kadmin.cluster.zookeeper import ZkCluster
 from kadmin.sandbox.zkserver import ZkServer, free_port, tls_config
+from tests.conftest import started
 
 pytestmark = pytest.mark.integration
 
@@ -40,14 +40,9 @@ def seed(port: int) -> None:
 @pytest.fixture(scope="module")
 def unified(tmp_path_factory, certs):
     """A standalone ZooKeeper whose plain client port also speaks TLS."""
-    s = ZkServer(tmp_path_factory.mktemp("zkunified"), free_port(), tick_ms=250,
-                 extra_cfg=tls_config(free_port(), certs / "server.pem", certs / "ca.pem", port_unification=True))
-    s.write_config()
-    s.start()
-    deadline = time.monotonic() + 60
-    while s.mode() is None:
-        assert time.monotonic() < deadline and s.alive(), "port-unified ZooKeeper did not start"
-        time.sleep(0.05)
+    s = started(ZkServer(tmp_path_factory.mktemp("zkunified"), free_port(), tick_ms=250,
+                         extra_cfg=tls_config(free_port(), certs / "server.pem", certs / "ca.pem",
+                                              port_unification=True)))
     yield s
     s.stop()
 

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 import pytest
 
 from kadmin.sandbox.fleet import BrokerSpec
-from kadmin.sandbox.zkserver import four_letter_word
+from tests.zkwatch import wait_for_new_watcher, watchers
 
 pytestmark = pytest.mark.integration
 
@@ -113,28 +113,12 @@ class Proxy:
         self.cut()
 
 
-def watchers(server, path: str) -> set[str]:
-    """Sessions with a data watch on `path` (ZooKeeper 3.8's `wchp` lists data watches, not child ones)."""
-    out, current, sessions = four_letter_word("127.0.0.1", server.client_port, "wchp"), None, set()
-    for line in out.splitlines():
-        if line.startswith("/"):
-            current = line.strip()
-        elif current == path and line.strip():
-            sessions.add(line.strip())
-    return sessions
-
-
-def wait_for_new_watcher(server, path: str, before: set[str], timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not watchers(server, path) - before:
-        assert time.monotonic() < deadline, f"no new session watched {path}"
-        time.sleep(0.05)
 
 
 def test_watch_says_when_the_connection_is_lost_and_regained(zk_server, chroot, fleet):
     server = zk_server.servers[0]
     fleet.register(BrokerSpec(1))
-    before = watchers(server, f"{chroot}/brokers/ids/1")
+    before = watchers(server.client_port, f"{chroot}/brokers/ids/1")
     proxy = Proxy(("127.0.0.1", server.client_port))
     p = subprocess.Popen(
         [sys.executable, "-m", "kadmin", "brokers", "watch", "-z", f"127.0.0.1:{proxy.port}{chroot}"],
@@ -142,7 +126,7 @@ def test_watch_says_when_the_connection_is_lost_and_regained(zk_server, chroot, 
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
     try:
-        wait_for_new_watcher(server, f"{chroot}/brokers/ids/1", before)
+        wait_for_new_watcher(server.client_port, f"{chroot}/brokers/ids/1", before)
         proxy.cut()
         lost = p.stderr.readline()
         assert "lost the connection" in lost, lost
