@@ -330,14 +330,6 @@ class ZkCluster:
         return b, problems
 
     # ------------------------------------------------------------------ partitions
-    def live_broker_ids(self) -> frozenset[int]:
-        ids, _ = self._ids(self._children(IDS))
-        return frozenset(ids)
-
-    def _live_ids_and_problems(self) -> tuple[frozenset[int], list[Problem]]:
-        ids, problems = self._ids(self._children(IDS))
-        return frozenset(ids), problems
-
     def scan_partitions(
         self, topics: Sequence[str] | None = None, progress: Progress | None = None, min_isr_default: int = 1
     ) -> PartitionScan:
@@ -347,7 +339,8 @@ class ZkCluster:
         an unparsable /config/topics/<t> or min.insync.replicas gives each of t's partitions a
         `problem` (its min ISR is unknown, so verdicts must not assume the default).
         """
-        live, problems = self._live_ids_and_problems()
+        ids, problems = self._ids(self._children(IDS))
+        live = frozenset(ids)
         names = sorted(self._children(TOPICS)) if topics is None else list(topics)
         assignments: dict[str, znodes.TopicAssignment] = {}
         unreadable: dict[str, str] = {}
