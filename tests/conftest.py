@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import time
 import uuid
@@ -20,6 +21,13 @@ from typer.testing import CliRunner
 from kadmin.cli.app import app
 from kadmin.sandbox.fleet import ThreadedFleet
 from kadmin.sandbox.zkserver import Ensemble, ZkServer, free_port, tls_config
+
+# A runner that starts the suite as a background job without job control (nohup, `cmd &` in a
+# script, some CI agents) hands it SIGINT ignored, and an ignored signal stays ignored across exec:
+# kadmin would then rightly ignore Ctrl-C too, in this process and in every child it starts. The
+# Ctrl-C tests are about a user's terminal, where SIGINT interrupts: give the suite that.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True)
