@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast system venv lint completions docs bench clean
+.PHONY: demo test test-fast system venv lint completions docs bench clean kafka
 
 system:
 	@scripts/ensure-system.sh
@@ -21,7 +21,7 @@ venv: $(STAMP)
 demo: system venv
 	@PATH="$(CURDIR)/$(VENV)/bin:$$PATH" scripts/demo.sh
 
-test: system venv
+test: system venv kafka
 	$(PY) -m pytest -q
 	$(VENV)/bin/ruff check kadmin tests bench
 	$(VENV)/bin/mypy
@@ -30,6 +30,12 @@ test: system venv
 # The unit and CLI tests only (no ZooKeeper, no Spark): under a minute.
 test-fast: venv
 	$(PY) -m pytest -q tests/unit tests/cli
+
+# Real Apache Kafka for tests/kafka (Maven Central -> ~/.cache/kadmin/kafka/<version>/libs): the last
+# ZooKeeper-mode line and the newest 4.x. Idempotent; KADMIN_KAFKA_CACHE moves the cache.
+kafka:
+	scripts/fetch-kafka.sh 3.9.1
+	scripts/fetch-kafka.sh 4.3.1
 
 lint: venv
 	$(VENV)/bin/ruff check kadmin tests bench

@@ -1,0 +1,260 @@
+"""kadmin against three real Apache Kafka 3.9.1 brokers in ZooKeeper mode (not emulated ones).
+
+The brokers run once for the module, against the session's ZooKeeper under one chroot. Each test
+first waits until all three are registered, so the tests do not depend on each other's order.
+What is compared is what Kafka itself wrote or says: the raw znodes, the brokers' own log lines,
+and Kafka's TopicCommand.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
+
+from kadmin.sandbox.zkserver import Ensemble
+from tests.conftest import Run
+from tests.support.kafka import ZkModeBroker, kafka_home, stop_all, tool
+from tests.zkwatch import wait_for_new_watcher, watchers
+
+pytestmark = [pytest.mark.kafka, pytest.mark.integration, pytest.mark.slow]
+
+IDS = (1, 2, 3)
+TOPIC_COMMAND = "org.apache.kafka.tools.TopicCommand"
+T = TypeVar("T")
+
+
+def wait_for(check: Callable[[], T | None], timeout: float, what: str, interval: float = 0.1) -> T:
+    """Poll an observable condition until it returns something truthy; fail after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = check()
+        if got:
+            return got
+        assert time.monotonic() < deadline, f"timed out after {timeout:g}s waiting for {what}"
+        time.sleep(interval)
+
+
+@dataclass
+class RealCluster:
+    home: Path
+    zk_server: Ensemble
+    chroot: str
+    brokers: dict[int, ZkModeBroker]
+    kz: KazooClient
+    run: Run
+
+    @property
+    def zk(self) -> str:
+        return self.zk_server.connect_string + self.chroot
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(b.bootstrap for b in self.brokers.values())
+
+    def controller(self) -> int | None:
+        try:
+            return int(json.loads(self.kz.get("/controller")[0])["brokerid"])
+        except NoNodeError:
+            return None
+
+    def registrations(self) -> dict[int, tuple[dict[str, Any], Any]]:
+        out = {}
+        for bid, b in self.brokers.items():
+            got = b.registration(self.kz)
+            if got is not None:
+                out[bid] = got
+        return out
+
+    def ready(self, timeout: float = 180.0) -> None:
+        """All brokers registered (restarting any a test left stopped) and a controller elected."""
+        for b in self.brokers.values():
+            if not b.alive():
+                b.start()
+        for b in self.brokers.values():
+            b.wait_registered(self.kz, timeout=timeout)
+        wait_for(lambda: self.controller() in self.brokers, timeout, "a controller among the brokers")
+
+
+@pytest.fixture(scope="module")
+def kafka(zk_server: Ensemble, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealCluster]:
+    home = kafka_home("3.9")
+    chroot = f"/kafka-{uuid.uuid4().hex[:10]}"
+    base = tmp_path_factory.mktemp("kafka39")
+    brokers = {i: ZkModeBroker(home, i, zk_server.connect_string + chroot, base, replication=len(IDS))
+               for i in IDS}
+    root = KazooClient(hosts=zk_server.connect_string)
+    root.start(timeout=30)
+    root.ensure_path(chroot)  # Kafka would create it too; a kazoo client on a missing chroot warns
+    root.stop()
+    root.close()
+    kz = KazooClient(hosts=zk_server.connect_string + chroot)
+    kz.start(timeout=30)
+    try:
+        for b in brokers.values():  # all three JVMs start together
+            b.start()
+        cluster = RealCluster(home, zk_server, chroot, brokers, kz, Run(zk_server.connect_string + chroot))
+        cluster.ready(timeout=240)
+        yield cluster
+    finally:
+        # The whole cluster goes: a controlled shutdown has nowhere to move leaders (see stop_all).
+        stop_all(brokers.values(), graceful=False)
+        kz.stop()
+        kz.close()
+
+
+def logged_epochs(b: ZkModeBroker) -> list[int]:
+    """The epochs the broker logged at each registration: "... czxid (broker epoch): N" (KafkaZkClient)."""
+    return [int(m) for m in re.findall(r"czxid \(broker epoch\): (\d+)", b.server_log.read_text(errors="replace"))]
+
+
+def test_brokers_list_is_what_the_real_brokers_registered(kafka: RealCluster) -> None:
+    kafka.ready()
+    before = kafka.registrations()
+    code, doc, err = kafka.run.json("brokers", "list")
+    after = kafka.registrations()
+    assert code == 0, err
+    assert {b: s.czxid for b, (_, s) in before.items()} == {b: s.czxid for b, (_, s) in after.items()}, \
+        "a broker re-registered while the test read (a ZooKeeper session expired under load?)"
+    rows = {r["id"]: r for r in doc["data"]}
+    assert sorted(rows) == sorted(after) == list(IDS)
+    controller = kafka.controller()
+    for bid, (znode, stat) in after.items():
+        row, broker = rows[bid], kafka.brokers[bid]
+        # what a real 3.9.1 broker writes
+        assert znode["version"] == 5
+        assert znode["port"] == broker.port and znode["host"] == "127.0.0.1"
+        assert znode["endpoints"] == [f"PLAINTEXT://127.0.0.1:{broker.port}"]
+        assert stat.version == 1  # CheckedEphemeral: create(null) + setData(version 0)
+        # kadmin reports exactly that
+        assert row["host"] == znode["host"]
+        assert row["port"] == znode["port"]
+        assert row["endpoints"] == znode["endpoints"]
+        assert row["listener_security_protocol_map"] == znode["listener_security_protocol_map"]
+        assert row["jmx_port"] == znode["jmx_port"]
+        assert row["version"] == znode["version"]
+        assert row["features"] == znode["features"]
+        assert row["timestamp_ms"] == int(znode["timestamp"])
+        assert row["rack"] == znode.get("rack")
+        assert row["epoch"] == stat.czxid
+        assert row["epoch"] == logged_epochs(broker)[-1]  # the broker's own word for its epoch
+        assert row["session"] == f"0x{stat.ephemeralOwner:x}"
+        assert row["is_controller"] is (bid == controller)
+        assert row["state"] == "registered"
+
+
+def test_a_real_graceful_restart_is_a_bounce(kafka: RealCluster, tmp_path: Path) -> None:
+    kafka.ready()
+    controller = kafka.controller()
+    victim = kafka.brokers[min(b for b in IDS if b != controller)]
+    saved = tmp_path / "before.json"
+    listed = kafka.run("brokers", "list", "-o", "json")
+    assert listed.exit_code == 0, listed.stderr
+    saved.write_text(listed.stdout)
+    old = next(r["epoch"] for r in json.loads(listed.stdout)["data"] if r["id"] == victim.id)
+
+    # A rolling-bounce script's wait, started before the restart: its watch must see the new epoch.
+    port, path = kafka.zk_server.servers[0].client_port, kafka.chroot + victim.znode
+    seen = watchers(port, path)
+    env = {**os.environ, "KADMIN_ZOOKEEPER": kafka.zk}
+    waiter = subprocess.Popen([sys.executable, "-m", "kadmin", "brokers", "wait", str(victim.id), "--epoch-gt",
+                               str(old), "--timeout", "400", "-o", "json"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        wait_for_new_watcher(port, path, seen, alive=lambda: waiter.poll() is None, timeout=120)
+        t0 = time.monotonic()
+        before_restart, new = victim.restart(kafka.kz)  # SIGTERM, exit, start, registered again
+        restart_s = time.monotonic() - t0
+        out, err = waiter.communicate(timeout=120)
+    finally:
+        if waiter.poll() is None:
+            waiter.kill()
+            waiter.wait()
+    assert before_restart == old and new > old
+    assert waiter.returncode == 0, err
+    assert json.loads(out)["data"]["epoch"] == new
+    assert logged_epochs(victim)[-1] == new
+
+    code, doc, err = kafka.run.json("brokers", "diff", "--since", str(saved))
+    assert code == 0, err
+    assert doc["data"] == {"new": [], "dead": [],
+                           "bounced": [{"id": victim.id, "old_epoch": old, "new_epoch": new}],
+                           "unchanged": sorted(b for b in IDS if b != victim.id)}, f"restart took {restart_s:.1f}s"
+    again = kafka.run("brokers", "wait", str(victim.id), "--epoch-gt", str(old), "--timeout", "30")
+    assert again.exit_code == 0, again.stderr
+
+
+def int_list(s: str) -> list[int]:
+    return [int(x) for x in s.split(",") if x]
+
+
+def describe(kafka: RealCluster, topic: str) -> dict[str, Any]:
+    """TopicCommand --describe, parsed: {"topic_id": ..., "partitions": {p: (leader, replicas, isr)}}."""
+    out = tool(kafka.home, TOPIC_COMMAND, "--bootstrap-server", kafka.bootstrap, "--describe",
+               "--topic", topic).stdout
+    # Topic: t	TopicId: X	PartitionCount: 3	ReplicationFactor: 3	Configs: ...
+    # 	Topic: t	Partition: 0	Leader: 2	Replicas: 2,3,1	Isr: 2,3,1	Elr: N/A	LastKnownElr: N/A
+    topic_id, parts = None, {}
+    for line in out.splitlines():
+        fields = dict(f.split(": ", 1) for f in line.strip().split("\t") if ": " in f)
+        if "Partition" in fields:
+            leader = -1 if fields["Leader"] == "none" else int(fields["Leader"])
+            parts[int(fields["Partition"])] = (leader, int_list(fields["Replicas"]), int_list(fields["Isr"]))
+        elif "TopicId" in fields:
+            topic_id = fields["TopicId"]
+    return {"topic_id": topic_id, "partitions": parts, "raw": out}
+
+
+def test_partitions_list_agrees_with_topic_command(kafka: RealCluster) -> None:
+    kafka.ready()
+    topic, n = "t", 3
+    tool(kafka.home, TOPIC_COMMAND, "--bootstrap-server", kafka.bootstrap, "--create", "--if-not-exists",
+         "--topic", topic, "--partitions", str(n), "--replication-factor", "3")
+
+    def states() -> dict[int, tuple[int, int]] | None:
+        """{partition: (leader, state znode version)} once every partition has a leader."""
+        got = {}
+        for p in range(n):
+            try:
+                data, stat = kafka.kz.get(f"/brokers/topics/{topic}/partitions/{p}/state")
+            except NoNodeError:
+                return None
+            leader = json.loads(data)["leader"]
+            if leader < 0:
+                return None
+            got[p] = (leader, stat.version)
+        return got
+
+    # The controller writes the state znodes after TopicCommand returns, and the brokers learn them
+    # after that (UpdateMetadata). Compare once ZooKeeper did not change while both were read and
+    # TopicCommand's answer is complete; a real disagreement shows at the deadline.
+    deadline = time.monotonic() + 180
+    while True:
+        v1 = wait_for(states, 120, f"leaders for all partitions of {topic}")
+        code, doc, err = kafka.run.json("partitions", "list", "--topic", topic)
+        assert code == 0, err
+        desc = describe(kafka, topic)
+        v2 = states()
+        mine = {r["partition"]: (r["leader"], r["replicas"], r["isr"]) for r in doc["data"]}
+        theirs = desc["partitions"]
+        if v1 == v2 and len(theirs) == n and mine == theirs:
+            break
+        if time.monotonic() > deadline:
+            assert mine == theirs, f"kadmin (ZooKeeper) vs TopicCommand (broker metadata):\n{desc['raw']}"
+            pytest.fail(f"ZooKeeper kept changing: {v1} then {v2}")
+        time.sleep(0.5)
+    assert sorted(mine) == list(range(n))
+    assert all(len(replicas) == 3 and sorted(isr) == sorted(replicas) for _, replicas, isr in mine.values())
+    assert {r["topic_id"] for r in doc["data"]} == {desc["topic_id"]}

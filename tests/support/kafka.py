@@ -1,0 +1,390 @@
+"""Real Apache Kafka in the loop: a classpath fetched from Maven Central, Kafka's own tools, ZK-mode brokers.
+
+- `kafka_home(version)`: a directory whose `libs/*.jar` is a Kafka distribution's classpath. Taken from
+  `KADMIN_KAFKA_HOME_<major>_<minor>` (e.g. `KADMIN_KAFKA_HOME_3_9`) or `KADMIN_KAFKA_HOME`, else from
+  the cache that `scripts/fetch-kafka.sh` fills (`KADMIN_KAFKA_CACHE`, default ~/.cache/kadmin/kafka),
+  running the script when needed. Without Kafka a test is skipped locally, and fails under CI=true.
+- `tool(home, main_class, *args)`: one of Kafka's command-line tools, as `bin/kafka-run-class.sh` runs it.
+- `ZkModeBroker`: one 3.9 broker in ZooKeeper mode on loopback (its own dir, port, logs), started and
+  stopped as an operator would (SIGTERM runs Kafka's controlled shutdown; SIGKILL is a crash), with waits
+  on what ZooKeeper shows (its /brokers/ids/<id> znode), never on sleeps.
+
+Every broker process started here is killed at interpreter exit if a fixture did not stop it.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kadmin.sandbox.zkserver import free_port, java_binary
+
+REPO = Path(__file__).resolve().parents[2]
+FETCH_SCRIPT = REPO / "scripts" / "fetch-kafka.sh"
+
+KAFKA_3_9 = "3.9.1"  # the last line with ZooKeeper mode
+KAFKA_4 = "4.3.1"  # the newest 4.x whose kafka_2.13 and kafka-tools Maven Central both serve
+ALIASES = {"3.9": KAFKA_3_9, "4": KAFKA_4, "4.x": KAFKA_4}
+
+# The project's JVM flags for short-lived processes on small machines (kadmin/sandbox/zkserver.py).
+TOOL_JVM = ["-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true"]
+BROKER_JVM = ["-Xmx384m", "-Xms64m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true"]
+
+# Kafka's tools log warnings to stderr (the distribution's tools-log4j.properties): reload4j for 3.9,
+# log4j2 for 4.x. Both files are passed; each logging backend reads its own.
+TOOLS_LOG4J = """\
+log4j.rootLogger=WARN, stderr
+log4j.appender.stderr=org.apache.log4j.ConsoleAppender
+log4j.appender.stderr.layout=org.apache.log4j.PatternLayout
+log4j.appender.stderr.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.appender.stderr.Target=System.err
+"""
+TOOLS_LOG4J2 = """\
+appender.stderr.type=Console
+appender.stderr.name=STDERR
+appender.stderr.target=SYSTEM_ERR
+appender.stderr.layout.type=PatternLayout
+appender.stderr.layout.pattern=[%d] %p %m (%c)%n
+rootLogger.level=WARN
+rootLogger.appenderRef.stderr.ref=STDERR
+"""
+
+
+class KafkaUnavailable(RuntimeError):
+    """No Kafka classpath could be found or fetched."""
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
+
+
+def unavailable(message: str) -> None:
+    """Skip the test locally; under CI a missing Kafka fails it (CI must not go green without testing)."""
+    if in_ci():
+        pytest.fail(f"real Kafka unavailable under CI: {message}", pytrace=False)
+    pytest.skip(f"real Kafka unavailable: {message}")
+
+
+def resolve_version(version: str) -> str:
+    return ALIASES.get(version, version)
+
+
+def _check_home(home: Path, version: str) -> Path:
+    jars = sorted((home / "libs").glob("kafka_2.13-*.jar"))
+    major_minor = ".".join(version.split(".")[:2])
+    if not any(j.name.startswith(f"kafka_2.13-{major_minor}.") for j in jars):
+        found = ", ".join(j.name for j in jars) or "no kafka_2.13 jar"
+        raise KafkaUnavailable(f"{home}/libs holds {found}, not Kafka {major_minor}")
+    return home
+
+
+def kafka_home(version: str = KAFKA_3_9) -> Path:
+    """The home of Kafka `version` (3.9.1, 4.3.1, or 3.9 / 4): env override, else the fetched cache."""
+    version = resolve_version(version)
+    major_minor = "_".join(version.split(".")[:2])
+    for var in (f"KADMIN_KAFKA_HOME_{major_minor}", "KADMIN_KAFKA_HOME"):
+        if os.environ.get(var):
+            try:
+                return _check_home(Path(os.environ[var]), version)
+            except KafkaUnavailable as e:
+                unavailable(f"${var}: {e}")
+    try:
+        java_binary()
+        proc = subprocess.run([str(FETCH_SCRIPT), version], capture_output=True, text=True, timeout=900)
+    except Exception as e:  # no java, no bash, a hung Maven
+        unavailable(f"{FETCH_SCRIPT.name} {version}: {e}")
+        raise  # unreachable: unavailable() skips or fails
+    if proc.returncode != 0:
+        unavailable(f"{FETCH_SCRIPT.name} {version} exited {proc.returncode}: {proc.stderr.strip()[-800:]}")
+    home = Path(proc.stdout.strip().splitlines()[-1])
+    try:
+        return _check_home(home, version)
+    except KafkaUnavailable as e:
+        unavailable(str(e))
+        raise
+
+
+_tools_dir: Path | None = None
+
+
+def _tools_logging() -> list[str]:
+    global _tools_dir
+    if _tools_dir is None:
+        d = Path(tempfile.mkdtemp(prefix="kadmin-kafka-tools-"))
+        (d / "tools-log4j.properties").write_text(TOOLS_LOG4J)
+        (d / "tools-log4j2.properties").write_text(TOOLS_LOG4J2)
+        atexit.register(shutil.rmtree, d, ignore_errors=True)
+        _tools_dir = d
+    return [f"-Dlog4j.configuration=file:{_tools_dir / 'tools-log4j.properties'}",
+            f"-Dlog4j2.configurationFile={_tools_dir / 'tools-log4j2.properties'}"]
+
+
+def tool(home: Path, main_class: str, *args: str, timeout: float = 180.0,
+         check: bool = True) -> subprocess.CompletedProcess[str]:
+    """Run a Kafka tool: `java -cp 'HOME/libs/*' MAIN ARGS` (what bin/kafka-run-class.sh does).
+
+    e.g. `tool(home, "org.apache.kafka.tools.TopicCommand", "--bootstrap-server", b, "--list")`.
+    With `check`, a non-zero exit raises AssertionError carrying the tool's stderr.
+    """
+    cmd = [java_binary(), *TOOL_JVM, *_tools_logging(), "-cp", f"{home}/libs/*", main_class, *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{main_class} {' '.join(args)} exited {proc.returncode}:\n"
+                             f"{proc.stderr.strip()[-2000:]}\n{proc.stdout.strip()[-1000:]}")
+    return proc
+
+
+# ---------------------------------------------------------------------------------------------------
+# Brokers
+
+_live: set[ZkModeBroker] = set()
+
+
+@atexit.register
+def _kill_leftovers() -> None:
+    for b in list(_live):
+        b.kill()
+
+
+BROKER_LOG4J = """\
+log4j.rootLogger=INFO, kafkaAppender
+log4j.appender.kafkaAppender=org.apache.log4j.FileAppender
+log4j.appender.kafkaAppender.File={log}
+log4j.appender.kafkaAppender.layout=org.apache.log4j.PatternLayout
+log4j.appender.kafkaAppender.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.logger.org.apache.zookeeper=WARN
+log4j.logger.kafka.request.logger=WARN
+log4j.logger.kafka.log.LogCleaner=WARN
+log4j.logger.state.change.logger=INFO
+"""
+
+
+class ZkModeBroker:
+    """One Kafka 3.9 broker in ZooKeeper mode on 127.0.0.1, living in `base_dir`.
+
+    `zk_connect` is `HOST:PORT[,...]/CHROOT` (Kafka creates the chroot). `replication` sets the internal
+    topics' replication factors (offsets, transactions): at most the number of brokers.
+    The port is chosen once, so a restarted broker registers the same endpoint with a new epoch.
+    """
+
+    def __init__(self, home: Path, broker_id: int, zk_connect: str, base_dir: Path, replication: int = 1,
+                 port: int | None = None, extra: Mapping[str, str] | None = None,
+                 session_timeout_ms: int = 6000) -> None:
+        self.home = Path(home)
+        self.id = broker_id
+        self.zk_connect = zk_connect
+        self.dir = Path(base_dir) / f"broker-{broker_id}"
+        self.port = port if port is not None else free_port()
+        self.replication = replication
+        self.extra = dict(extra or {})
+        self.session_timeout_ms = session_timeout_ms
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def __repr__(self) -> str:
+        return f"ZkModeBroker(id={self.id}, port={self.port}, pid={self.pid})"
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc is not None else None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def znode(self) -> str:
+        """The registration path, relative to the chroot."""
+        return f"/brokers/ids/{self.id}"
+
+    @property
+    def server_log(self) -> Path:
+        return self.dir / "logs" / "server.log"
+
+    def properties(self) -> dict[str, str]:
+        r = str(self.replication)
+        props = {
+            "broker.id": str(self.id),
+            "zookeeper.connect": self.zk_connect,
+            "zookeeper.session.timeout.ms": str(self.session_timeout_ms),
+            "zookeeper.connection.timeout.ms": "60000",
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "log.dirs": str(self.dir / "data"),
+            "num.partitions": "1",
+            "offsets.topic.replication.factor": r,
+            "offsets.topic.num.partitions": "3",
+            "transaction.state.log.replication.factor": r,
+            "transaction.state.log.min.isr": "1",
+            "transaction.state.log.num.partitions": "3",
+            "group.initial.rebalance.delay.ms": "0",
+            "controlled.shutdown.enable": "true",
+            # smaller thread pools and buffers: two busy cores run three brokers
+            "num.network.threads": "2",
+            "num.io.threads": "2",
+            "num.recovery.threads.per.data.dir": "1",
+            "background.threads": "2",
+            "log.cleaner.enable": "false",
+        }
+        props.update(self.extra)
+        return props
+
+    def write_config(self) -> Path:
+        (self.dir / "logs").mkdir(parents=True, exist_ok=True)
+        cfg = self.dir / "server.properties"
+        cfg.write_text("".join(f"{k}={v}\n" for k, v in self.properties().items()))
+        (self.dir / "log4j.properties").write_text(BROKER_LOG4J.format(log=self.server_log))
+        return cfg
+
+    def start(self) -> int:
+        """Launch the JVM (returns at once; see wait_registered). Returns the pid."""
+        if self.alive():
+            raise RuntimeError(f"broker {self.id} is already running (pid {self.pid})")
+        cfg = self.write_config()
+        cmd = [java_binary(), *BROKER_JVM,
+               f"-Dlog4j.configuration=file:{self.dir / 'log4j.properties'}",
+               f"-Dkafka.logs.dir={self.dir / 'logs'}",
+               "-cp", f"{self.home}/libs/*", "kafka.Kafka", str(cfg)]
+        with open(self.dir / "logs" / "stdout.log", "ab") as out:
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                         start_new_session=True)
+        _live.add(self)
+        return self.proc.pid
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def log_tail(self, chars: int = 3000) -> str:
+        parts = []
+        for f in (self.dir / "logs" / "stdout.log", self.server_log):
+            if f.exists():
+                parts.append(f"--- {f} ---\n{f.read_text(errors='replace')[-chars:]}")
+        return "\n".join(parts)
+
+    def registration(self, zk: Any) -> tuple[dict[str, Any], Any] | None:
+        """(JSON, Stat) of this broker's znode, or None while it is absent."""
+        from kazoo.exceptions import NoNodeError
+
+        try:
+            data, stat = zk.get(self.znode)
+        except NoNodeError:
+            return None
+        return json.loads(data), stat
+
+    def wait_registered(self, zk: Any, timeout: float = 180.0, epoch_gt: int | None = None) -> int:
+        """Wait until /brokers/ids/<id> holds this broker's port (and an epoch > `epoch_gt`); the epoch.
+
+        `zk` is a started KazooClient on the chroot, or a connect string `HOSTS/CHROOT`. Fails at once
+        if the process exits, showing its log.
+        """
+        with _kazoo(zk) as k:
+            deadline = time.monotonic() + timeout
+            while True:
+                got = self.registration(k)
+                if got is not None:
+                    doc, stat = got
+                    if doc.get("port") == self.port and (epoch_gt is None or stat.czxid > epoch_gt):
+                        return int(stat.czxid)
+                if not self.alive():
+                    code = self.proc.returncode if self.proc is not None else None
+                    raise AssertionError(f"broker {self.id} exited ({code}) before registering\n{self.log_tail()}")
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"broker {self.id} did not register within {timeout:g}s "
+                                         f"(last znode: {got})\n{self.log_tail()}")
+                time.sleep(0.1)
+
+    def stop(self, graceful: bool = True, timeout: float = 120.0) -> int | None:
+        """SIGTERM (Kafka's shutdown hook runs a controlled shutdown) and wait for the exit; SIGKILL
+        after `timeout`. `graceful=False` is kill(). Returns the exit status (None if not running)."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            if not graceful:
+                return self.kill()
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.kill()
+                raise AssertionError(f"broker {self.id} did not stop within {timeout:g}s of SIGTERM; "
+                                     f"killed\n{self.log_tail()}") from None
+        _live.discard(self)
+        return self.proc.returncode
+
+    def kill(self) -> int | None:
+        """SIGKILL the broker's process group (a crash: its ZooKeeper session lingers until it expires)."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=30)
+        _live.discard(self)
+        return self.proc.returncode
+
+    def restart(self, zk: Any, graceful: bool = True, timeout: float = 180.0) -> tuple[int, int]:
+        """Stop (SIGTERM, or SIGKILL when not graceful), start, wait for the new registration.
+
+        Returns (old epoch, new epoch): the czxids of the registration before and after.
+        """
+        with _kazoo(zk) as k:
+            got = self.registration(k)
+            assert got is not None, f"broker {self.id} is not registered"
+            old = int(got[1].czxid)
+            self.stop(graceful=graceful, timeout=timeout)
+            self.start()
+            return old, self.wait_registered(k, timeout=timeout, epoch_gt=old)
+
+
+def stop_all(brokers: Iterable[ZkModeBroker], graceful: bool = True, timeout: float = 60.0) -> None:
+    """Stop brokers together: SIGTERM to all, then wait; any still running after `timeout` is killed.
+    `graceful=False` kills them all at once.
+
+    When a whole cluster stops, its last brokers cannot move their leaders anywhere: their controlled
+    shutdowns retry (3 x 5 s by default) and give up. A fixture's teardown kills instead.
+    """
+    brokers = [b for b in brokers if b.alive()]
+    if not graceful:
+        for b in brokers:
+            b.kill()
+        return
+    procs = [(b, b.proc) for b in brokers if b.proc is not None]
+    for _, p in procs:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(p.pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    for b, p in procs:
+        try:
+            p.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            b.kill()
+        _live.discard(b)
+
+
+@contextlib.contextmanager
+def _kazoo(zk: Any) -> Any:
+    """Use a started KazooClient as is, or open one on a connect string for the duration."""
+    if not isinstance(zk, str):
+        yield zk
+        return
+    from kazoo.client import KazooClient
+
+    k = KazooClient(hosts=zk)
+    k.start(timeout=30)
+    try:
+        yield k
+    finally:
+        k.stop()
+        k.close()
