@@ -14,105 +14,25 @@ import re
 import subprocess
 import sys
 import time
-import uuid
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
 
 import pytest
-from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
 from kadmin.sandbox.zkserver import Ensemble
-from tests.conftest import Run
-from tests.support.kafka import ZkModeBroker, kafka_home, stop_all, tool
+from tests.support.kafka import TOPIC_COMMAND, RealCluster, ZkModeBroker, describe, tool, wait_for, zk_mode_cluster
 from tests.zkwatch import wait_for_new_watcher, watchers
 
 pytestmark = [pytest.mark.kafka, pytest.mark.integration, pytest.mark.slow]
 
 IDS = (1, 2, 3)
-TOPIC_COMMAND = "org.apache.kafka.tools.TopicCommand"
-T = TypeVar("T")
-
-
-def wait_for(check: Callable[[], T | None], timeout: float, what: str, interval: float = 0.1) -> T:
-    """Poll an observable condition until it returns something truthy; fail after `timeout`."""
-    deadline = time.monotonic() + timeout
-    while True:
-        got = check()
-        if got:
-            return got
-        assert time.monotonic() < deadline, f"timed out after {timeout:g}s waiting for {what}"
-        time.sleep(interval)
-
-
-@dataclass
-class RealCluster:
-    home: Path
-    zk_server: Ensemble
-    chroot: str
-    brokers: dict[int, ZkModeBroker]
-    kz: KazooClient
-    run: Run
-
-    @property
-    def zk(self) -> str:
-        return self.zk_server.connect_string + self.chroot
-
-    @property
-    def bootstrap(self) -> str:
-        return ",".join(b.bootstrap for b in self.brokers.values())
-
-    def controller(self) -> int | None:
-        try:
-            return int(json.loads(self.kz.get("/controller")[0])["brokerid"])
-        except NoNodeError:
-            return None
-
-    def registrations(self) -> dict[int, tuple[dict[str, Any], Any]]:
-        out = {}
-        for bid, b in self.brokers.items():
-            got = b.registration(self.kz)
-            if got is not None:
-                out[bid] = got
-        return out
-
-    def ready(self, timeout: float = 180.0) -> None:
-        """All brokers registered (restarting any a test left stopped) and a controller elected."""
-        for b in self.brokers.values():
-            if not b.alive():
-                b.start()
-        for b in self.brokers.values():
-            b.wait_registered(self.kz, timeout=timeout)
-        wait_for(lambda: self.controller() in self.brokers, timeout, "a controller among the brokers")
 
 
 @pytest.fixture(scope="module")
 def kafka(zk_server: Ensemble, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealCluster]:
-    home = kafka_home("3.9")
-    chroot = f"/kafka-{uuid.uuid4().hex[:10]}"
-    base = tmp_path_factory.mktemp("kafka39")
-    brokers = {i: ZkModeBroker(home, i, zk_server.connect_string + chroot, base, replication=len(IDS))
-               for i in IDS}
-    root = KazooClient(hosts=zk_server.connect_string)
-    root.start(timeout=30)
-    root.ensure_path(chroot)  # Kafka would create it too; a kazoo client on a missing chroot warns
-    root.stop()
-    root.close()
-    kz = KazooClient(hosts=zk_server.connect_string + chroot)
-    kz.start(timeout=30)
-    try:
-        for b in brokers.values():  # all three JVMs start together
-            b.start()
-        cluster = RealCluster(home, zk_server, chroot, brokers, kz, Run(zk_server.connect_string + chroot))
-        cluster.ready(timeout=240)
+    with zk_mode_cluster(zk_server, tmp_path_factory.mktemp("kafka39"), IDS) as cluster:
         yield cluster
-    finally:
-        # The whole cluster goes: a controlled shutdown has nowhere to move leaders (see stop_all).
-        stop_all(brokers.values(), graceful=False)
-        kz.stop()
-        kz.close()
 
 
 def logged_epochs(b: ZkModeBroker) -> list[int]:
@@ -194,27 +114,6 @@ def test_a_real_graceful_restart_is_a_bounce(kafka: RealCluster, tmp_path: Path)
                            "unchanged": sorted(b for b in IDS if b != victim.id)}, f"restart took {restart_s:.1f}s"
     again = kafka.run("brokers", "wait", str(victim.id), "--epoch-gt", str(old), "--timeout", "30")
     assert again.exit_code == 0, again.stderr
-
-
-def int_list(s: str) -> list[int]:
-    return [int(x) for x in s.split(",") if x]
-
-
-def describe(kafka: RealCluster, topic: str) -> dict[str, Any]:
-    """TopicCommand --describe, parsed: {"topic_id": ..., "partitions": {p: (leader, replicas, isr)}}."""
-    out = tool(kafka.home, TOPIC_COMMAND, "--bootstrap-server", kafka.bootstrap, "--describe",
-               "--topic", topic).stdout
-    # Topic: t	TopicId: X	PartitionCount: 3	ReplicationFactor: 3	Configs: ...
-    # 	Topic: t	Partition: 0	Leader: 2	Replicas: 2,3,1	Isr: 2,3,1	Elr: N/A	LastKnownElr: N/A
-    topic_id, parts = None, {}
-    for line in out.splitlines():
-        fields = dict(f.split(": ", 1) for f in line.strip().split("\t") if ": " in f)
-        if "Partition" in fields:
-            leader = -1 if fields["Leader"] == "none" else int(fields["Leader"])
-            parts[int(fields["Partition"])] = (leader, int_list(fields["Replicas"]), int_list(fields["Isr"]))
-        elif "TopicId" in fields:
-            topic_id = fields["TopicId"]
-    return {"topic_id": topic_id, "partitions": parts, "raw": out}
 
 
 def test_partitions_list_agrees_with_topic_command(kafka: RealCluster) -> None:

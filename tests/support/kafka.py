@@ -7,7 +7,10 @@
 - `tool(home, main_class, *args)`: one of Kafka's command-line tools, as `bin/kafka-run-class.sh` runs it.
 - `ZkModeBroker`: one 3.9 broker in ZooKeeper mode on loopback (its own dir, port, logs), started and
   stopped as an operator would (SIGTERM runs Kafka's controlled shutdown; SIGKILL is a crash), with waits
-  on what ZooKeeper shows (its /brokers/ids/<id> znode), never on sleeps.
+  on what ZooKeeper shows (its /brokers/ids/<id> znode), never on sleeps. With `request_log`, the broker
+  logs every request it completes as Kafka's JSON request log (`requests()` reads it back).
+- `zk_mode_cluster(...)`: a context manager running N such brokers under a fresh chroot of a ZooKeeper
+  (a module fixture's body), yielding a `RealCluster`; `describe()` parses TopicCommand --describe.
 
 Every broker process started here is killed at interpreter exit if a fixture did not stop it.
 """
@@ -23,9 +26,11 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterable, Mapping
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -170,6 +175,16 @@ log4j.logger.kafka.log.LogCleaner=WARN
 log4j.logger.state.change.logger=INFO
 """
 
+# Kafka's request log (KIP-673 JSON, one "Completed request:{...}" line per request at DEBUG), to its own file.
+REQUEST_LOG4J = """\
+log4j.logger.kafka.request.logger=DEBUG, requestAppender
+log4j.additivity.kafka.request.logger=false
+log4j.appender.requestAppender=org.apache.log4j.FileAppender
+log4j.appender.requestAppender.File={log}
+log4j.appender.requestAppender.layout=org.apache.log4j.PatternLayout
+log4j.appender.requestAppender.layout.ConversionPattern=%m%n
+"""
+
 
 class ZkModeBroker:
     """One Kafka 3.9 broker in ZooKeeper mode on 127.0.0.1, living in `base_dir`.
@@ -181,7 +196,7 @@ class ZkModeBroker:
 
     def __init__(self, home: Path, broker_id: int, zk_connect: str, base_dir: Path, replication: int = 1,
                  port: int | None = None, extra: Mapping[str, str] | None = None,
-                 session_timeout_ms: int = 6000) -> None:
+                 session_timeout_ms: int = 6000, request_log: bool = False) -> None:
         self.home = Path(home)
         self.id = broker_id
         self.zk_connect = zk_connect
@@ -190,6 +205,7 @@ class ZkModeBroker:
         self.replication = replication
         self.extra = dict(extra or {})
         self.session_timeout_ms = session_timeout_ms
+        self.request_log = request_log
         self.proc: subprocess.Popen[bytes] | None = None
 
     def __repr__(self) -> str:
@@ -211,6 +227,32 @@ class ZkModeBroker:
     @property
     def server_log(self) -> Path:
         return self.dir / "logs" / "server.log"
+
+    @property
+    def request_log_file(self) -> Path:
+        return self.dir / "logs" / "kafka-request.log"
+
+    def requests(self, api_key: int | None = None, client_id: str | None = None) -> list[dict[str, Any]]:
+        """The requests this broker completed, from its JSON request log (needs `request_log=True`):
+        each `{"requestHeader": {"requestApiKey", "requestApiVersion", "clientId", ...}, "request": {...},
+        "response": {...}, ...}`, optionally only those of one API key and client id."""
+        if not self.request_log_file.exists():
+            return []
+        out = []
+        for line in self.request_log_file.read_text(errors="replace").splitlines():
+            if not line.startswith("Completed request:"):
+                continue
+            try:
+                doc = json.loads(line[len("Completed request:"):])
+            except ValueError:  # a line being written
+                continue
+            header = doc.get("requestHeader", {})
+            if api_key is not None and header.get("requestApiKey") != api_key:
+                continue
+            if client_id is not None and header.get("clientId") != client_id:
+                continue
+            out.append(doc)
+        return out
 
     def properties(self) -> dict[str, str]:
         r = str(self.replication)
@@ -243,7 +285,10 @@ class ZkModeBroker:
         (self.dir / "logs").mkdir(parents=True, exist_ok=True)
         cfg = self.dir / "server.properties"
         cfg.write_text("".join(f"{k}={v}\n" for k, v in self.properties().items()))
-        (self.dir / "log4j.properties").write_text(BROKER_LOG4J.format(log=self.server_log))
+        log4j = BROKER_LOG4J.format(log=self.server_log)
+        if self.request_log:  # java.util.Properties: a later key overrides the WARN above
+            log4j += REQUEST_LOG4J.format(log=self.request_log_file)
+        (self.dir / "log4j.properties").write_text(log4j)
         return cfg
 
     def start(self) -> int:
@@ -388,3 +433,156 @@ def _kazoo(zk: Any) -> Any:
     finally:
         k.stop()
         k.close()
+
+
+# ---------------------------------------------------------------------------------------------------
+# Clusters
+
+T = TypeVar("T")
+TOPIC_COMMAND = "org.apache.kafka.tools.TopicCommand"
+
+
+def wait_for(check: Callable[[], T | None], timeout: float, what: str, interval: float = 0.1) -> T:
+    """Poll an observable condition until it returns something truthy; fail after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = check()
+        if got:
+            return got
+        assert time.monotonic() < deadline, f"timed out after {timeout:g}s waiting for {what}"
+        time.sleep(interval)
+
+
+@dataclass
+class RealCluster:
+    """Real ZK-mode brokers under one chroot: `kz` is a kazoo client on the chroot, `run` runs kadmin on it."""
+
+    home: Path
+    zk_server: Any  # kadmin.sandbox.zkserver.Ensemble
+    chroot: str
+    brokers: dict[int, ZkModeBroker]
+    kz: Any  # kazoo.client.KazooClient
+    run: Any  # tests.conftest.Run
+
+    @property
+    def zk(self) -> str:
+        return self.zk_server.connect_string + self.chroot
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(b.bootstrap for b in self.brokers.values())
+
+    def controller(self) -> int | None:
+        from kazoo.exceptions import NoNodeError
+
+        try:
+            return int(json.loads(self.kz.get("/controller")[0])["brokerid"])
+        except NoNodeError:
+            return None
+
+    def registrations(self) -> dict[int, tuple[dict[str, Any], Any]]:
+        out = {}
+        for bid, b in self.brokers.items():
+            got = b.registration(self.kz)
+            if got is not None:
+                out[bid] = got
+        return out
+
+    def ready(self, timeout: float = 180.0) -> None:
+        """All brokers registered (restarting any a test left stopped) and a controller elected."""
+        for b in self.brokers.values():
+            if not b.alive():
+                b.start()
+        for b in self.brokers.values():
+            b.wait_registered(self.kz, timeout=timeout)
+        wait_for(lambda: self.controller() in self.brokers, timeout, "a controller among the brokers")
+
+    def partition_states(self, topics: Iterable[str] | None = None) -> dict[tuple[str, int], dict[str, Any]]:
+        """{(topic, partition): the state znode's JSON plus "replicas"} for `topics` (default: all),
+        read from ZooKeeper as the controller wrote them. A partition without a state znode is left out."""
+        from kazoo.exceptions import NoNodeError
+
+        names = list(topics) if topics is not None else self.kz.get_children("/brokers/topics")
+        out: dict[tuple[str, int], dict[str, Any]] = {}
+        for t in names:
+            try:
+                assignment = json.loads(self.kz.get(f"/brokers/topics/{t}")[0])["partitions"]
+            except NoNodeError:
+                continue
+            for p, replicas in assignment.items():
+                try:
+                    state = json.loads(self.kz.get(f"/brokers/topics/{t}/partitions/{p}/state")[0])
+                except NoNodeError:
+                    continue
+                out[(t, int(p))] = {**state, "replicas": replicas}
+        return out
+
+    def topic_config(self, topic: str) -> dict[str, str]:
+        """The topic's config overrides as ZooKeeper holds them (/config/topics/<t>)."""
+        from kazoo.exceptions import NoNodeError
+
+        try:
+            return dict(json.loads(self.kz.get(f"/config/topics/{topic}")[0])["config"])
+        except NoNodeError:
+            return {}
+
+
+@contextlib.contextmanager
+def zk_mode_cluster(zk_server: Any, base_dir: Path, ids: Iterable[int] = (1, 2, 3), chroot_prefix: str = "kafka",
+                    timeout: float = 240.0, **broker_kw: Any) -> Iterator[RealCluster]:
+    """Brokers `ids` of Kafka 3.9 under a fresh chroot of `zk_server` (an Ensemble), started together and
+    ready (all registered, a controller elected); killed on exit (a whole cluster cannot shut down
+    gracefully: see stop_all). `broker_kw` goes to each ZkModeBroker (e.g. request_log=True)."""
+    from kazoo.client import KazooClient
+
+    from tests.conftest import Run
+
+    ids = list(ids)
+    home = kafka_home(KAFKA_3_9)
+    chroot = f"/{chroot_prefix}-{uuid.uuid4().hex[:10]}"
+    broker_kw.setdefault("replication", len(ids))
+    brokers = {i: ZkModeBroker(home, i, zk_server.connect_string + chroot, base_dir, **broker_kw) for i in ids}
+    root = KazooClient(hosts=zk_server.connect_string)
+    root.start(timeout=30)
+    try:
+        root.ensure_path(chroot)  # Kafka would create it too; a kazoo client on a missing chroot warns
+    finally:
+        root.stop()
+        root.close()
+    kz = KazooClient(hosts=zk_server.connect_string + chroot)
+    kz.start(timeout=30)
+    try:
+        for b in brokers.values():  # all JVMs start together
+            b.start()
+        cluster = RealCluster(home, zk_server, chroot, brokers, kz, Run(zk_server.connect_string + chroot))
+        cluster.ready(timeout=timeout)
+        yield cluster
+    finally:
+        stop_all(brokers.values(), graceful=False)
+        kz.stop()
+        kz.close()
+
+
+def int_list(s: str) -> list[int]:
+    return [int(x) for x in s.split(",") if x]
+
+
+def describe(cluster: RealCluster, topic: str, *flags: str, bootstrap: str | None = None) -> dict[str, Any]:
+    """TopicCommand --describe --topic T [FLAGS], parsed: {"topic_id", "configs": {k: v},
+    "partitions": {p: (leader, replicas, isr)}, "raw"}; a leader of "none" is -1. With a filter flag
+    (--under-min-isr-partitions, --at-min-isr-partitions, ...) Kafka prints only the matching partition
+    lines (no topic line, so no topic_id or configs)."""
+    out = tool(cluster.home, TOPIC_COMMAND, "--bootstrap-server", bootstrap or cluster.bootstrap, "--describe",
+               "--topic", topic, *flags).stdout
+    # Topic: t	TopicId: X	PartitionCount: 3	ReplicationFactor: 3	Configs: min.insync.replicas=2
+    # 	Topic: t	Partition: 0	Leader: 2	Replicas: 2,3,1	Isr: 2,3,1	Elr: N/A	LastKnownElr: N/A
+    topic_id, configs, parts = None, {}, {}
+    for line in out.splitlines():
+        fields = dict(f.split(": ", 1) if ": " in f else (f.rstrip(":"), "") for f in line.strip().split("\t"))
+        if "Partition" in fields:
+            leader = -1 if fields["Leader"] == "none" else int(fields["Leader"])
+            parts[int(fields["Partition"])] = (leader, int_list(fields["Replicas"]), int_list(fields["Isr"]))
+        elif "TopicId" in fields:
+            topic_id = fields["TopicId"]
+            configs = dict(kv.split("=", 1) for kv in fields.get("Configs", "").split(",") if "=" in kv)
+    return {"topic_id": topic_id, "configs": configs, "partitions": parts, "raw": out}
