@@ -48,12 +48,13 @@ completions: venv
 docs: venv
 	$(PY) -m kadmin.cli.docs README.md
 
-bench: system venv
+bench: system venv kafka
 	$(PY) bench/brokers.py
 	$(PY) bench/scan.py
 	$(PY) bench/partitions.py
 	$(PY) bench/ids.py
 	$(PY) bench/history.py
+	$(PY) bench/realkafka.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache
