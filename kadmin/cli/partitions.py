@@ -13,8 +13,11 @@ from kadmin.services import partitions as svc
 app = typer.Typer(name="partitions", help="Partition leaders, ISRs and health (under-replicated, offline, min ISR).",
                   no_args_is_help=True)
 
-MinIsrDefault = Annotated[int, typer.Option("--min-isr-default", min=1, max=INT32_MAX, metavar="N",
-                                            help="min.insync.replicas for topics without their own.")]
+MinIsrDefault = Annotated[int, typer.Option(
+    "--min-isr-default", min=1, max=INT32_MAX, metavar="N",
+    help="The brokers' static min.insync.replicas (server.properties, not in ZooKeeper): used by partitions "
+         "without a topic value, a dynamic value of their leader (/config/brokers/<id>) or a dynamic "
+         "cluster default (/config/brokers/<default>).")]
 
 
 @command(app, "list")
@@ -24,17 +27,22 @@ def list_(
                                               show_default=False)] = None,
     broker: Annotated[int | None, typer.Option("--broker", metavar="ID", help="Only partitions with a replica on ID.",
                                                show_default=False, callback=check_broker_id)] = None,
-    under_replicated: Annotated[bool, typer.Option("--under-replicated", help="ISR smaller than the replicas.")]
+    under_replicated: Annotated[bool, typer.Option(
+        "--under-replicated", help="ISR smaller than the replicas (replicas a reassignment is adding do not count).")]
     = False,
-    offline: Annotated[bool, typer.Option("--offline", help="No live leader.")] = False,
-    under_min_isr: Annotated[bool, typer.Option("--under-min-isr", help="ISR below min.insync.replicas.")] = False,
-    at_min_isr: Annotated[bool, typer.Option("--at-min-isr", help="ISR exactly at min.insync.replicas.")] = False,
+    offline: Annotated[bool, typer.Option("--offline", "--unavailable", help="No live leader.")] = False,
+    under_min_isr: Annotated[bool, typer.Option(
+        "--under-min-isr", help="No live leader, or ISR below the effective min ISR: min(min.insync.replicas, "
+        "replicas), what the leader enforces since Kafka 3.7.")] = False,
+    at_min_isr: Annotated[bool, typer.Option("--at-min-isr", help="ISR exactly at the effective min ISR.")] = False,
     min_isr_default: MinIsrDefault = 1,
 ) -> int:
     """List partitions: leader, epochs, replicas, ISR, reassignments and min ISR.
 
-    Health filters combine with OR; --topic and --broker narrow the set. The partition epoch is
-    the state znode's version.
+    Health filters combine with OR, as kafka-topics' --under-replicated-partitions,
+    --unavailable-partitions, --under-min-isr-partitions and --at-min-isr-partitions do; --topic and
+    --broker narrow the set. The partition epoch is the state znode's version. Topics queued for
+    deletion are listed, marked "deleting".
     """
     f = svc.Filters(topic, broker, under_replicated, offline, under_min_isr, at_min_isr)
     with ScanProgress() as progress:
@@ -46,7 +54,8 @@ def list_(
 def check(inv: Invocation, min_isr_default: MinIsrDefault = 1) -> int:
     """Check every partition. Exit 0 healthy, 1 some under-replicated, 2 some offline or under min ISR.
 
-    These are the monitoring (Nagios) codes; each finding names the partition and why.
+    These are the monitoring (Nagios) codes; each finding names the partition and why. Topics queued
+    for deletion are left out, as Kafka's controller leaves them out.
     """
     with ScanProgress() as progress:
         result = svc.check(inv.cluster(), progress=progress, min_isr_default=min_isr_default)

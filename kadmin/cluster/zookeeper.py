@@ -29,12 +29,17 @@ from kadmin import interrupts
 from kadmin.cluster.base import BrokerListing, Contention, IdState, PartitionScan, Problem, Progress, WatchTick, Znode
 from kadmin.cluster.bulk import BulkReader, client_ssl_context, parse_hosts
 from kadmin.domain import znodes
-from kadmin.domain.models import Broker, Controller, Generation, PartitionState, Stat
+from kadmin.domain.addresses import host_port
+from kadmin.domain.models import Broker, Controller, Generation, MinIsrConfig, PartitionState, Stat
+from kadmin.domain.partitions import current_min_isr
 from kadmin.errors import AuthFailed, ClusterUnreachable, KadminError, WrongChroot
 
 IDS = "/brokers/ids"
 TOPICS = "/brokers/topics"
 CONFIG_TOPICS = "/config/topics"
+CONFIG_BROKERS = "/config/brokers"
+DEFAULT_ENTITY = "<default>"  # ZooKeeper's name of the cluster-wide default entity (ZooKeeperInternals.DEFAULT_STRING)
+DELETE_TOPICS = "/admin/delete_topics"
 RESYNC = "\0resync"
 HOSTS = "/brokers/hosts"
 SEQID = "/brokers/seqid"
@@ -55,6 +60,7 @@ class ZkConnection:
     tls_ca: str | None = None
     tls_cert: str | None = None
     tls_key: str | None = None
+    tls_check_hostname: bool = True  # the server's certificate must name the host (IP SAN for an address)
 
     @property
     def connect_string(self) -> str:
@@ -92,7 +98,8 @@ class ZkCluster:
         self._down = False
         kw: dict[str, Any] = {}
         if conn.use_tls:
-            kw.update(use_ssl=True, ca=conn.tls_ca, certfile=conn.tls_cert, keyfile=conn.tls_key, verify_certs=True)
+            kw.update(use_ssl=True, ca=conn.tls_ca, certfile=conn.tls_cert, keyfile=conn.tls_key, verify_certs=True,
+                      check_hostname=conn.tls_check_hostname)
         self.zk = KazooClient(
             hosts=conn.connect_string,
             # The session timeout: at least 4 s (a short one expires on a blip), at most what servers
@@ -111,7 +118,7 @@ class ZkCluster:
         """The pipelined reader every scan without a watch goes through (kadmin/cluster/bulk.py)."""
         if self._bulk_reader is None:
             c = self.conn
-            ctx = client_ssl_context(c.tls_ca, c.tls_cert, c.tls_key) if c.use_tls else None
+            ctx = client_ssl_context(c.tls_ca, c.tls_cert, c.tls_key, c.tls_check_hostname) if c.use_tls else None
             self._bulk_reader = BulkReader(parse_hosts(c.hosts), chroot=c.chroot, auth=c.auth,
                                            ssl_context=ctx, timeout=c.timeout, window=WINDOW)
         return self._bulk_reader
@@ -133,6 +140,9 @@ class ZkCluster:
             # hung server for the whole session timeout: stop it in the background (its threads are
             # daemons), so --timeout is the time this takes.
             threading.Thread(target=self._quiet_stop, name="kadmin-zk-stop", daemon=True).start()
+            refused = self._tls_refusal() if self.conn.use_tls else None
+            if refused:
+                raise ClusterUnreachable(f"cannot connect to {self.conn.where}: {refused}") from e
             raise ClusterUnreachable(
                 f"cannot reach {self.conn.where} within {self.conn.timeout:g}s"
             ) from e
@@ -145,6 +155,33 @@ class ZkCluster:
         self._started = True
         self.zk.add_listener(self._report_state)
         return self
+
+    def _tls_refusal(self, timeout: float = 2.0) -> str | None:
+        """Why TLS failed, when kazoo gave up without saying: kazoo retries a certificate it refuses
+        (host name mismatch, unknown CA) until the time-out. One handshake per member says why."""
+        import socket
+        import ssl
+
+        c = self.conn
+        try:
+            ctx = client_ssl_context(c.tls_ca, c.tls_cert, c.tls_key, c.tls_check_hostname)
+        except (OSError, ValueError) as e:
+            return f"TLS settings: {e}"
+        for host, port in parse_hosts(c.hosts)[:3]:
+            try:
+                with socket.create_connection((host, port), timeout=timeout) as raw, \
+                        ctx.wrap_socket(raw, server_hostname=host):
+                    pass
+            except ssl.SSLCertVerificationError as e:
+                why = " ".join(str(e.verify_message or e.reason or e).split())
+                hint = (" (the certificate must name the host connected to; --zk-tls-no-hostname-check skips that "
+                        "check)") if "mismatch" in why.lower() or "match" in why.lower() else ""
+                return f"TLS: {host_port(host, port)} presented a certificate kadmin refuses: {why}{hint}"
+            except ssl.SSLError as e:
+                return f"TLS: {host_port(host, port)}: {e.reason or e}"
+            except OSError:
+                continue
+        return None
 
     def _quiet_stop(self) -> None:
         with contextlib.suppress(Exception):
@@ -173,7 +210,7 @@ class ZkCluster:
             host, port = sock.getpeername()[:2]  # type: ignore[union-attr]
         except (AttributeError, OSError):
             return None
-        return f"{host}:{port}"
+        return host_port(host, port)
 
     def close(self) -> None:
         if self._bulk_reader is not None:
@@ -335,17 +372,26 @@ class ZkCluster:
     ) -> PartitionScan:
         """Every partition's assignment, state and min.insync.replicas, read with pipelined reads.
 
+        min.insync.replicas as Kafka resolves it: the topic's own value, else the dynamic config of the
+        partition's leader (/config/brokers/<id>), else the dynamic cluster default
+        (/config/brokers/<default>), else the static value (`min_isr_default`, not in ZooKeeper).
+        Topics queued in /admin/delete_topics are marked `deleting`.
+
         What cannot be read is never dropped: an unparsable topic znode makes the topic `unreadable`;
         an unparsable /config/topics/<t> or min.insync.replicas gives each of t's partitions a
-        `problem` (its min ISR is unknown, so verdicts must not assume the default).
+        `problem` (its min ISR is unknown, so verdicts must not assume the default), and so does an
+        unparsable broker-level value a partition without its own value could use (the cluster
+        default, or the per-broker value of any of its replicas: any of them may lead it).
         """
         ids, problems = self._ids(self._children(IDS))
         live = frozenset(ids)
         names = sorted(self._children(TOPICS)) if topics is None else list(topics)
         assignments: dict[str, znodes.TopicAssignment] = {}
         unreadable: dict[str, str] = {}
-        min_isr: dict[str, int] = {}
+        min_isr: dict[str, int | None] = {}
         config_problem: dict[str, str] = {}
+        broker_min_isr, bad_default, bad_brokers = self._broker_min_isr(problems)
+        deleting = self._queued_for_deletion()
         if progress:
             progress("topics", len(names), 0)
         for path, node in self.get_many(f"{TOPICS}/{t}" for t in names):
@@ -363,7 +409,7 @@ class ZkCluster:
                 unreadable[name] = f"unreadable topic znode {path}: {e}"
         for path, node in self.get_many(f"{CONFIG_TOPICS}/{t}" for t in assignments):
             name = path.rsplit("/", 1)[1]
-            min_isr[name] = min_isr_default
+            min_isr[name] = None
             if node is None:
                 continue
             try:
@@ -377,33 +423,103 @@ class ZkCluster:
         if progress:
             progress("partitions", len(wanted), 0)
         out: list[PartitionState] = []
+        configs: dict[str, MinIsrConfig] = {}  # one per topic
         paths = (f"{TOPICS}/{t}/partitions/{p}/state" for t, p in wanted)
         for (t, p), (path, node) in zip(wanted, self.get_many(paths), strict=True):
             a = assignments[t]
+            replicas = a["partitions"][p]
+            cfg = configs.get(t)
+            if cfg is None:
+                cfg = configs[t] = MinIsrConfig(topic=min_isr[t], brokers=broker_min_isr,
+                                                cluster_default=bad_default[0], static=min_isr_default)
+            problem = config_problem.get(t)
+            if problem is None and cfg.topic is None:  # a broker-level value it may use is unreadable
+                why = [bad_default[1]] if bad_default[1] else []
+                why += [bad_brokers[r] for r in replicas if r in bad_brokers]
+                problem = f"min.insync.replicas unknown: {why[0]}" if why else None
             base = dict(
-                topic=t, partition=p, replicas=a["partitions"][p], adding_replicas=a["adding"].get(p, ()),
-                removing_replicas=a["removing"].get(p, ()), min_isr=min_isr[t], topic_id=a["topic_id"],
+                topic=t, partition=p, replicas=replicas, adding_replicas=a["adding"].get(p, ()),
+                removing_replicas=a["removing"].get(p, ()), topic_id=a["topic_id"], min_isr_config=cfg,
+                deleting=t in deleting,
             )
             if progress:
                 progress("partitions", len(wanted), 1)
             if node is None:
                 problems.append(Problem("missing_state", f"{path}: no state znode (the partition has no leader)",
                                         topic=t, partition=p))
-                out.append(PartitionState(**base, problem="no state znode"))  # type: ignore[arg-type]
+                mi, mi_source = current_min_isr(cfg, None, replicas)
+                out.append(PartitionState(**base, min_isr=mi, min_isr_source=mi_source,  # type: ignore[arg-type]
+                                          problem="no state znode"))
                 continue
             try:
                 st = znodes.decode_partition_state(node.data)
             except znodes.ZnodeFormatError as e:
                 problems.append(Problem("invalid_znode", f"{path}: {e}", topic=t, partition=p))
-                out.append(PartitionState(**base, problem=f"invalid state: {e}"))  # type: ignore[arg-type]
+                mi, mi_source = current_min_isr(cfg, None, replicas)
+                out.append(PartitionState(**base, min_isr=mi, min_isr_source=mi_source,  # type: ignore[arg-type]
+                                          problem=f"invalid state: {e}"))
                 continue
+            mi, mi_source = current_min_isr(cfg, st["leader"], replicas)
             out.append(PartitionState(
                 **base,  # type: ignore[arg-type]
                 isr=st["isr"], leader=st["leader"], leader_epoch=st["leader_epoch"],
                 partition_epoch=node.stat.version, controller_epoch=st["controller_epoch"],
-                leader_recovery_state=st["leader_recovery_state"], problem=config_problem.get(t),
+                leader_recovery_state=st["leader_recovery_state"], problem=problem,
+                min_isr=mi, min_isr_source=mi_source,
             ))
         return PartitionScan(out, live, problems, unreadable)
+
+    def _broker_min_isr(
+        self, problems: list[Problem]
+    ) -> tuple[tuple[tuple[int, int], ...], tuple[int | None, str | None], dict[int, str]]:
+        """The dynamic broker-level min.insync.replicas: ((id, value), ...) per broker, (the cluster
+        default or None, why it is unreadable or None), and {id: why} for unreadable per-broker values.
+        Children of /config/brokers that are neither <default> nor a broker id are not Kafka's: skipped."""
+        try:
+            children = self._children(CONFIG_BROKERS)
+        except NoNodeError:
+            return (), (None, None), {}
+        entities: dict[str, int | None] = {}
+        for c in children:
+            if c == DEFAULT_ENTITY:
+                entities[c] = None
+            else:
+                try:
+                    entities[c] = znodes.broker_id_from_name(c)
+                except znodes.ZnodeFormatError:
+                    continue
+        per_broker: list[tuple[int, int]] = []
+        default: int | None = None
+        bad_default: str | None = None
+        bad: dict[int, str] = {}
+        for path, node in self.get_many(f"{CONFIG_BROKERS}/{c}" for c in sorted(entities)):
+            broker = entities[path.rsplit("/", 1)[1]]
+            if node is None:
+                continue
+            try:
+                raw = znodes.decode_config(node.data).get("min.insync.replicas")
+                value = znodes.parse_min_isr(raw) if raw is not None else None
+            except znodes.ZnodeFormatError as e:
+                problems.append(Problem("invalid_znode", f"{path}: {e}"))
+                if broker is None:
+                    bad_default = f"{path}: {e}"
+                else:
+                    bad[broker] = f"{path}: {e}"
+                continue
+            if value is None:
+                continue
+            if broker is None:
+                default = value
+            else:
+                per_broker.append((broker, value))
+        return tuple(sorted(per_broker)), (default, bad_default), bad
+
+    def _queued_for_deletion(self) -> frozenset[str]:
+        """The topics queued in /admin/delete_topics (none when the znode does not exist)."""
+        try:
+            return frozenset(self._children(DELETE_TOPICS))
+        except NoNodeError:
+            return frozenset()
 
     def watch_states(
         self, keys: Sequence[tuple[str, int]], timeout: float | None

@@ -101,11 +101,27 @@ class Generation:
 
 
 @dataclass(frozen=True)
+class MinIsrConfig:
+    """Every level min.insync.replicas can come from, in Kafka's order of precedence: the topic's own
+    value (/config/topics/<t>), the dynamic per-broker value of the partition's leader
+    (/config/brokers/<id>), the dynamic cluster default (/config/brokers/<default>), and the brokers'
+    static server.properties value (not in ZooKeeper: `--min-isr-default`). None: not set there."""
+
+    topic: int | None = None
+    brokers: tuple[tuple[int, int], ...] = ()  # (broker id, value), sorted by id
+    cluster_default: int | None = None
+    static: int = 1
+
+
+@dataclass(frozen=True)
 class PartitionState:
     """One partition: its assignment (topic znode) and its state (the state znode).
 
     `leader` is None when the state znode is missing or unreadable (then `problem` says why);
     `partition_epoch` is the state znode's dataVersion, Kafka's partition epoch.
+    `min_isr` is the configured min.insync.replicas that applies now (the leader's, see MinIsrConfig),
+    `min_isr_source` where it came from; `min_isr_config` (when known) gives the value under any
+    other leader. `deleting`: the topic is queued in /admin/delete_topics.
     """
 
     topic: str
@@ -122,3 +138,6 @@ class PartitionState:
     min_isr: int = 1
     topic_id: str | None = None
     problem: str | None = None
+    min_isr_source: str = "static (--min-isr-default)"
+    min_isr_config: MinIsrConfig | None = None
+    deleting: bool = False

@@ -1,4 +1,12 @@
-"""Partition health and "can this broker stop safely?". Pure functions over PartitionState."""
+"""Partition health and "can this broker stop safely?". Pure functions over PartitionState.
+
+The rules are Kafka 3.9's (ZooKeeper mode): TopicCommand's --under-replicated-partitions,
+--under-min-isr-partitions, --at-min-isr-partitions and --unavailable-partitions, and the broker's own
+min ISR check, with one deliberate difference: since Kafka 3.7 (KAFKA-15583) a leader enforces
+`min(min.insync.replicas, replica count)`, and so does kadmin, while TopicCommand 3.9 compares the ISR
+with the configured value (a partition whose replication factor is below its min.insync.replicas is
+"under min ISR" for TopicCommand even with every replica in sync, yet the broker accepts acks=all writes).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +14,56 @@ from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass
 from enum import IntEnum
 
-from kadmin.domain.models import PartitionState
+from kadmin.domain.models import MinIsrConfig, PartitionState
+
+STATIC = "static (--min-isr-default)"
+
+
+def min_isr_for(cfg: MinIsrConfig, leader: int | None) -> tuple[int, str]:
+    """The configured min.insync.replicas of a partition led by `leader`, and where it comes from.
+
+    A leader checks writes against its own log config: the topic's value, else the leader broker's
+    dynamic value (/config/brokers/<id>), else the dynamic cluster default, else the static one.
+    """
+    if cfg.topic is not None:
+        return cfg.topic, "topic"
+    if leader is not None:
+        for broker, value in cfg.brokers:
+            if broker == leader:
+                return value, f"broker:{broker}"
+    if cfg.cluster_default is not None:
+        return cfg.cluster_default, "cluster-default"
+    return cfg.static, STATIC
+
+
+def current_min_isr(cfg: MinIsrConfig, leader: int | None, replicas: Iterable[int]) -> tuple[int, str]:
+    """The leader's min.insync.replicas; without a leader, the strictest value any replica would
+    apply once elected (ties: the first replica's source)."""
+    if leader is not None and leader >= 0:
+        return min_isr_for(cfg, leader)
+    best: tuple[int, str] | None = None
+    for r in replicas:
+        got = min_isr_for(cfg, r)
+        if best is None or got[0] > best[0]:
+            best = got
+    return best if best is not None else min_isr_for(cfg, None)
+
+
+def effective_min_isr(p: PartitionState, min_isr: int | None = None) -> int:
+    """What the leader enforces since Kafka 3.7 (KAFKA-15583): min(min.insync.replicas, replica count),
+    the replicas being every assigned one (adding replicas included, as Partition.scala counts them)."""
+    return min(p.min_isr if min_isr is None else min_isr, max(1, len(p.replicas)))
+
+
+def replication_factor(p: PartitionState) -> int:
+    """The replicas minus those being added by a reassignment (TopicCommand's getReplicationFactor)."""
+    adding = set(p.adding_replicas)
+    return sum(1 for r in p.replicas if r not in adding)
+
+
+def has_leader(p: PartitionState, live: Set[int] | None = None) -> bool:
+    """A leader that is a broker (and, given `live`, a registered one: a metadata answer names no other)."""
+    return p.leader is not None and p.leader >= 0 and (live is None or p.leader in live)
 
 
 def is_offline(p: PartitionState, live: Set[int]) -> bool:
@@ -15,15 +72,18 @@ def is_offline(p: PartitionState, live: Set[int]) -> bool:
 
 
 def is_under_replicated(p: PartitionState) -> bool:
-    return len(p.isr) < len(p.replicas)
+    """ISR smaller than the replication factor; the replicas a reassignment is adding do not count."""
+    return len(p.isr) < replication_factor(p)
 
 
-def is_under_min_isr(p: PartitionState) -> bool:
-    return p.leader is None or len(p.isr) < p.min_isr
+def is_under_min_isr(p: PartitionState, live: Set[int] | None = None) -> bool:
+    """No (live) leader, or an ISR below the effective min ISR (TopicCommand: no leader counts too)."""
+    return not has_leader(p, live) or len(p.isr) < effective_min_isr(p)
 
 
 def is_at_min_isr(p: PartitionState) -> bool:
-    return p.leader is not None and len(p.isr) == p.min_isr
+    """The ISR is exactly the effective min ISR (a partition without a state znode has no known ISR)."""
+    return p.leader is not None and len(p.isr) == effective_min_isr(p)
 
 
 class Health(IntEnum):
@@ -46,18 +106,21 @@ NO_TOPICS: Mapping[str, str] = {}
 
 def findings(partitions: Iterable[PartitionState], live: Set[int],
              unreadable: Mapping[str, str] = NO_TOPICS) -> list[Finding]:
-    """What is wrong, partition by partition; `unreadable` topics (name -> why) come first, whole."""
+    """What is wrong, partition by partition; `unreadable` topics (name -> why) come first, whole.
+    Topics queued for deletion are left out, as Kafka's controller leaves them out of its counts."""
     out = [Finding(t, None, (why,)) for t, why in sorted(unreadable.items())]
     for p in partitions:
+        if p.deleting:
+            continue
         reasons = []
         if p.problem:
             reasons.append(p.problem)
         if is_offline(p, live):
             reasons.append("offline" if p.leader is None or p.leader < 0 else f"leader {p.leader} is not live")
-        if p.leader is not None and is_under_min_isr(p):
-            reasons.append(f"under min ISR ({len(p.isr)} < {p.min_isr})")
+        if p.leader is not None and len(p.isr) < effective_min_isr(p):
+            reasons.append(f"under min ISR ({len(p.isr)} < {effective_min_isr(p)})")
         if is_under_replicated(p):
-            reasons.append(f"under-replicated (ISR {len(p.isr)} of {len(p.replicas)})")
+            reasons.append(f"under-replicated (ISR {len(p.isr)} of {replication_factor(p)})")
         if reasons:
             out.append(Finding(p.topic, p.partition, tuple(reasons)))
     return out
@@ -65,12 +128,15 @@ def findings(partitions: Iterable[PartitionState], live: Set[int],
 
 def health(partitions: Iterable[PartitionState], live: Set[int], unreadable: Mapping[str, str] = NO_TOPICS) -> Health:
     """CRITICAL also when anything it depends on could not be read: an unreadable topic, or a partition
-    with a `problem` (its state or its topic's min.insync.replicas): a partial read never passes."""
+    with a `problem` (its state or its min.insync.replicas): a partial read never passes.
+    Topics queued for deletion are left out."""
     if unreadable:
         return Health.CRITICAL
     worst = Health.OK
     for p in partitions:
-        if p.problem or is_offline(p, live) or is_under_min_isr(p):
+        if p.deleting:
+            continue
+        if p.problem or is_offline(p, live) or is_under_min_isr(p, live):
             return Health.CRITICAL
         if is_under_replicated(p):
             worst = Health.WARNING
@@ -89,7 +155,10 @@ class StopVerdict:
     broker_id: int
     hosted: int  # partitions that list the broker as a replica
     blocking: tuple[Blocker, ...]
-    never: tuple[Blocker, ...]  # replication factor below min ISR: can never pass
+    # Kept for the JSON contract (never_satisfiable), always empty now: before Kafka 3.7 a partition whose
+    # replication factor is below min.insync.replicas could never take acks=all writes; since KAFKA-15583
+    # the leader enforces min(min ISR, replica count), so such a partition is judged like any other.
+    never: tuple[Blocker, ...] = ()
 
     @property
     def safe(self) -> bool:
@@ -101,39 +170,46 @@ def can_stop(partitions: Iterable[PartitionState], broker_id: int, live: Set[int
     """Would every partition hosted by `broker_id` keep a leader and at least min ISR without it?
 
     After the stop the ISR is the live ISR members other than the broker (the controller shrinks
-    the ISR of a stopped replica); the leader is kept if it is another live broker, else the first
-    remaining ISR member takes over. Partitions whose replication factor is below min ISR are
-    reported apart: no broker order can ever make them pass.
+    the ISR of a stopped replica); the leader is kept if it is another live broker, else the
+    controller elects the first replica in assignment order that is still in that ISR (Kafka's
+    controlled-shutdown and offline elections). The min ISR is then the one the leader after the stop
+    enforces: its own configured value (per-broker configs differ), capped by the replica count.
+    Topics queued for deletion are left out, as the controller leaves them out.
 
-    What could not be read blocks: a hosted partition with a `problem` (its state, or its topic's
+    What could not be read blocks: a hosted partition with a `problem` (its state, or its
     min.insync.replicas), and every `unreadable` topic (name -> why), which may host the broker.
     """
     blocking: list[Blocker] = [Blocker(t, None, why) for t, why in sorted(unreadable.items())]
-    never: list[Blocker] = []
     hosted = 0
     remaining_live = set(live) - {broker_id}
     for p in partitions:
-        if broker_id not in p.replicas:
+        if broker_id not in p.replicas or p.deleting:
             continue
         hosted += 1
         if p.problem:
             blocking.append(Blocker(p.topic, p.partition, p.problem))
             continue
-        if len(p.replicas) < p.min_isr:
-            never.append(Blocker(p.topic, p.partition,
-                                 f"replication factor {len(p.replicas)} is below min.insync.replicas {p.min_isr}"))
-            continue
         if p.leader is None:
-            blocking.append(Blocker(p.topic, p.partition, p.problem or "no partition state"))
+            blocking.append(Blocker(p.topic, p.partition, "no partition state"))
             continue
         isr_after = [r for r in p.isr if r in remaining_live]
         if not isr_after:
             blocking.append(Blocker(p.topic, p.partition, "would go offline: no other live replica in the ISR"))
-        elif len(isr_after) < p.min_isr:
+            continue
+        leader = p.leader if p.leader in remaining_live else next((r for r in p.replicas if r in isr_after), None)
+        if leader is None:  # the ISR names a live broker that is no replica: no election can pick it
+            blocking.append(Blocker(p.topic, p.partition, "would go offline: no live replica in the ISR"))
+            continue
+        configured, source = (min_isr_for(p.min_isr_config, leader) if p.min_isr_config is not None
+                              else (p.min_isr, p.min_isr_source))
+        need = effective_min_isr(p, configured)
+        if len(isr_after) < need:
+            # a broker-level value depends on the leader: say whose (the topic's or static one does not)
+            whose = f" (leader {leader}, {source})" if source.startswith(("broker:", "cluster-default")) else ""
             blocking.append(Blocker(p.topic, p.partition,
                                     f"ISR would drop to {len(isr_after)} ({','.join(map(str, isr_after))}), "
-                                    f"below min.insync.replicas {p.min_isr}"))
-    return StopVerdict(broker_id, hosted, tuple(blocking), tuple(never))
+                                    f"below min.insync.replicas {need}{whose}"))
+    return StopVerdict(broker_id, hosted, tuple(blocking))
 
 
 def out_of_sync(partitions: Iterable[PartitionState], broker_id: int) -> list[PartitionState]:

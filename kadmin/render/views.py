@@ -117,17 +117,32 @@ def _generic(data: Any) -> View:
 
 
 def _sandbox(data: dict[str, Any]) -> View:
-    v = View(["ID", "EPOCH", "CONTROLLER"], [[b, e, b == data.get("controller")] for b, e in data["brokers"].items()])
-    v.text = data["zookeeper"]
+    if data.get("engine") == "kafka" and data.get("processes"):
+        # real JVMs: one row per process (an epoch exists only in ZooKeeper mode)
+        v = View(["ROLE", "ID", "PID", "PORT", "ALIVE", "REGISTERED", "EPOCH"],
+                 [[p["role"], p["id"], p["pid"], p["port"], p["alive"], p["registered"],
+                   data["brokers"].get(p["id"], data["brokers"].get(str(p["id"]))) if p["role"] == "broker" else None]
+                  for p in data["processes"]])
+    else:
+        v = View(["ID", "EPOCH", "CONTROLLER"],
+                 [[b, e, b == data.get("controller")] for b, e in data["brokers"].items()])
+    v.text = data.get("zookeeper") or data.get("bootstrap_servers")
     return v
 
 
+def _min_isr_source(source: str) -> str:
+    """One word per cell: "static (--min-isr-default)" is "static" in a table."""
+    return "static" if source.startswith("static") else source
+
+
 def _partitions(data: list[dict[str, Any]]) -> View:
+    # MIN_ISR_SOURCE and DELETING come after the original columns, so scripts cutting fields keep working
     return View(
         ["TOPIC", "PARTITION", "LEADER", "LEADER_EPOCH", "PARTITION_EPOCH", "REPLICAS", "ISR", "MIN_ISR", "ADDING",
-         "REMOVING"],
+         "REMOVING", "MIN_ISR_SOURCE", "DELETING"],
         [[r["topic"], r["partition"], r["leader"], r["leader_epoch"], r["partition_epoch"], r["replicas"], r["isr"],
-          r["min_isr"], r["adding_replicas"], r["removing_replicas"]] for r in data],
+          r["min_isr"], r["adding_replicas"], r["removing_replicas"], _min_isr_source(r["min_isr_source"]),
+          "deleting" if r["deleting"] else "-"] for r in data],
     )
 
 

@@ -29,6 +29,12 @@ def partition_json(p: PartitionState) -> dict[str, Any]:
         "removing_replicas": list(p.removing_replicas),
         "min_isr": p.min_isr,
         "topic_id": p.topic_id,
+        # added keys: where min_isr comes from ("topic", "broker:<id>", "cluster-default" or
+        # "static (--min-isr-default)"), what the leader enforces (min(min_isr, replicas), Kafka 3.7+),
+        # and whether the topic is queued for deletion (left out of `check` and `can-stop`)
+        "min_isr_source": p.min_isr_source,
+        "effective_min_isr": rules.effective_min_isr(p),
+        "deleting": p.deleting,
     }
 
 
@@ -47,7 +53,7 @@ class Filters:
         health = [
             (self.under_replicated, rules.is_under_replicated(p)),
             (self.offline, rules.is_offline(p, live)),
-            (self.under_min_isr, rules.is_under_min_isr(p)),
+            (self.under_min_isr, rules.is_under_min_isr(p, live)),
             (self.at_min_isr, rules.is_at_min_isr(p)),
         ]
         asked = [hit for on, hit in health if on]
@@ -97,15 +103,18 @@ def check(cluster: Cluster, progress: Progress | None = None, min_isr_default: i
     if s.problems:
         health = rules.Health.CRITICAL  # e.g. a /brokers/ids child that is no broker id: the live set is in doubt
     found = rules.findings(s.partitions, s.live, s.unreadable)
+    deleting = sorted({p.topic for p in s.partitions if p.deleting})
     data = {
         "status": health.name.lower(),
         "partitions": len(s.partitions),
         "findings": [{"topic": f.topic, "partition": f.partition, "reasons": list(f.reasons)} for f in found],
+        "deleting": deleting,  # topics queued for deletion: not checked, as Kafka's controller skips them
     }
     bad = sum(1 for f in found if f.partition is not None)
     unreadable = f"; {len(s.unreadable)} topics unreadable" if s.unreadable else ""
+    skipped = f" ({len(deleting)} topics queued for deletion not checked)" if deleting else ""
     summary = {
-        rules.Health.OK: f"OK: {len(s.partitions)} partitions healthy",
+        rules.Health.OK: f"OK: {len(s.partitions)} partitions healthy{skipped}",
         rules.Health.WARNING: f"WARNING: {len(found)} of {len(s.partitions)} partitions under-replicated",
         rules.Health.CRITICAL: f"CRITICAL: {bad} of {len(s.partitions)} partitions need attention "
         f"(offline, under min ISR or unreadable){unreadable}"

@@ -13,7 +13,7 @@ from tests.zkwatch import wait_for_new_watcher, watchers
 pytestmark = pytest.mark.integration
 
 ROW_KEYS = {"topic", "partition", "leader", "leader_epoch", "partition_epoch", "replicas", "isr", "adding_replicas",
-            "removing_replicas", "min_isr", "topic_id"}
+            "removing_replicas", "min_isr", "topic_id", "min_isr_source", "effective_min_isr", "deleting"}
 
 
 def state(leader, isr, leader_epoch=0, controller_epoch=1, lrs=None):
@@ -80,11 +80,13 @@ def test_list_reads_topic_versions_states_and_configs(run, cluster):
 
 
 @pytest.mark.parametrize("flags, expected", [
-    (["--under-replicated"], {("legacy", 1), ("moving", 0), ("orders", 1), ("orders", 2), ("orders", 3)}),
+    # moving-0: ISR 1,2 of replicas 1,2,3 while 3 is being added: not under-replicated (TopicCommand's RF is 3 - 1)
+    (["--under-replicated"], {("legacy", 1), ("orders", 1), ("orders", 2), ("orders", 3)}),
     (["--offline"], {("orders", 1), ("orders", 3)}),
     (["--under-min-isr"], {("orders", 1), ("orders", 3)}),
     (["--at-min-isr"], {("legacy", 1), ("orders", 2)}),  # legacy-1: ISR [2] with the default min ISR 1
     (["--offline", "--at-min-isr"], {("legacy", 1), ("orders", 1), ("orders", 2), ("orders", 3)}),
+    (["--unavailable"], {("orders", 1), ("orders", 3)}),  # kafka-topics' name for --offline
     (["--broker", "1", "--topic", "legacy"], {("legacy", 0)}),
 ])
 def test_filters(run, cluster, flags, expected):
@@ -128,8 +130,10 @@ def test_can_stop(run, fleet, kz):
     put_topic(kz, "rf1", {"version": 3, "partitions": {"0": [1]}}, {0: state(1, [1])}, min_isr=2)
     code, doc, err = run.json("brokers", "can-stop", "1")
     assert code == 1 and doc["data"]["safe"] is False and doc["data"]["hosted_partitions"] == 3
-    assert [(b["topic"], b["partition"]) for b in doc["data"]["blocking"]] == [("tight", 0)]
-    assert [(b["topic"], b["partition"]) for b in doc["data"]["never_satisfiable"]] == [("rf1", 0)]
+    # rf1: RF 1 below min ISR 2 is writable since Kafka 3.7 (effective min ISR 1); stopping 1 takes it offline
+    assert [(b["topic"], b["partition"], b["reason"].split(":")[0]) for b in doc["data"]["blocking"]] == [
+        ("rf1", 0, "would go offline"), ("tight", 0, "ISR would drop to 1 (2), below min.insync.replicas 2")]
+    assert doc["data"]["never_satisfiable"] == []
     assert "cannot stop safely" in err
     assert run("brokers", "can-stop", "3").exit_code == 0  # 3 is not in tight's ISR, not in rf1
 
@@ -167,9 +171,117 @@ def test_wait_in_sync_follows_isr_changes(run, fleet, kz, zk_server, chroot):
 def test_plain_outputs_of_the_partition_commands(run, cluster):
     r = run("partitions", "list", "--topic", "orders")
     assert r.stdout.splitlines()[0].split() == ["TOPIC", "PARTITION", "LEADER", "LEADER_EPOCH", "PARTITION_EPOCH",
-                                                "REPLICAS", "ISR", "MIN_ISR", "ADDING", "REMOVING"]
-    assert r.stdout.splitlines()[1].split()[:7] == ["orders", "0", "1", "3", "0", "1,2,3", "1,2,3"]
+                                                "REPLICAS", "ISR", "MIN_ISR", "ADDING", "REMOVING", "MIN_ISR_SOURCE",
+                                                "DELETING"]
+    assert r.stdout.splitlines()[1].split() == ["orders", "0", "1", "3", "0", "1,2,3", "1,2,3", "2", "-", "-",
+                                                "topic", "-"]
     r = run("brokers", "wait", "1", "--in-sync", "--timeout", "0.3")
     assert r.exit_code == 1 and r.stdout.startswith("1\tin_sync\tnot-met\t")
     r = run("brokers", "can-stop", "2", "-o", "table")
     assert "VERDICT" in r.stdout
+
+
+def config(values):
+    return json.dumps({"version": 1, "config": values}, separators=(",", ":")).encode()
+
+
+def test_min_isr_falls_back_to_the_leaders_broker_config_then_the_cluster_default(run, fleet, kz):
+    """Kafka's order: /config/topics/<t>, /config/brokers/<leader>, /config/brokers/<default>, static."""
+    for i in (1, 2, 3):
+        fleet.register(BrokerSpec(i))
+    put_topic(kz, "own", {"version": 3, "partitions": {"0": [1, 2, 3]}}, {0: state(1, [1, 2, 3])}, min_isr=1)
+    put_topic(kz, "t", {"version": 3, "partitions": {"0": [1, 2, 3], "1": [2, 3, 1], "2": [3, 1, 2], "3": [2, 1]}},
+              {0: state(1, [1, 2, 3]), 1: state(2, [2, 3, 1]), 2: state(3, [3, 1, 2]), 3: state(-1, [2])})
+    rows = rows_by_key(run.json("partitions", "list", "--min-isr-default", "2")[1])
+    assert {r["min_isr_source"] for r in rows.values() if r["topic"] == "t"} == {"static (--min-isr-default)"}
+    kz.create("/config/brokers/<default>", config({"min.insync.replicas": "2", "log.retention.ms": "1000"}),
+              makepath=True)
+    kz.create("/config/brokers/1", config({"min.insync.replicas": "3"}))
+    kz.create("/config/brokers/2", config({"leader.replication.throttled.rate": "1"}))  # no min ISR of its own
+    code, doc, err = run.json("partitions", "list")
+    assert code == 0, err
+    got = {k: (r["min_isr"], r["min_isr_source"], r["effective_min_isr"]) for k, r in rows_by_key(doc).items()}
+    assert got == {
+        ("own", 0): (1, "topic", 1),
+        ("t", 0): (3, "broker:1", 3),  # led by 1
+        ("t", 1): (2, "cluster-default", 2),  # led by 2
+        ("t", 2): (2, "cluster-default", 2),
+        ("t", 3): (3, "broker:1", 2),  # no leader: the strictest replica (1) would apply 3, capped by RF 2
+    }
+    assert set(rows_by_key(run.json("partitions", "list", "--at-min-isr")[1])) == {("t", 0)}  # ISR 3 = broker 1's 3
+    r = run("partitions", "list", "--topic", "t")
+    assert [line.split()[-2] for line in r.stdout.splitlines()[1:]] == ["broker:1", "cluster-default",
+                                                                       "cluster-default", "broker:1"]
+    # can-stop judges with the min ISR of the leader after the stop. Stopping 3: 1 keeps leading t-0 with
+    # ISR 1,2 below its 3, and 1 (first in t-2's assignment still in sync) takes t-2 over, with its 3 too;
+    # t-1 stays with 2 (the default 2: ISR 2,1 is enough)
+    code, doc, _ = run.json("brokers", "can-stop", "3")
+    assert code == 1 and [(b["topic"], b["partition"]) for b in doc["data"]["blocking"]] == [("t", 0), ("t", 2)]
+    assert all(b["reason"].endswith("below min.insync.replicas 3 (leader 1, broker:1)")
+               for b in doc["data"]["blocking"])
+    # stopping 1: 2 takes t-0 over (default 2: ISR 2,3 is enough); only t-3 (ISR 2 alone, no leader) blocks
+    code, doc, _ = run.json("brokers", "can-stop", "1")
+    assert code == 1 and [(b["topic"], b["partition"]) for b in doc["data"]["blocking"]] == [("t", 3)]
+
+
+def test_unparsable_broker_level_min_isr_is_named_and_blocks(run, fleet, kz):
+    for i in (1, 2, 3):
+        fleet.register(BrokerSpec(i))
+    put_topic(kz, "own", {"version": 3, "partitions": {"0": [1, 2, 3]}}, {0: state(1, [1, 2, 3])}, min_isr=1)
+    put_topic(kz, "t", {"version": 3, "partitions": {"0": [1, 3], "1": [2, 3]}},
+              {0: state(1, [1, 3]), 1: state(2, [2, 3])})
+    kz.create("/config/brokers/2", config({"min.insync.replicas": "two"}), makepath=True)
+    code, doc, err = run.json("partitions", "check")
+    assert code == 2 and "/config/brokers/2: min.insync.replicas is" in err
+    # t-1 may be led by 2: its min ISR is unknown; t-0 and own are not concerned
+    assert [(f["topic"], f["partition"]) for f in doc["data"]["findings"]] == [("t", 1)]
+    assert run("brokers", "can-stop", "3").exit_code == 1  # t-1 is hosted by 3: the verdict is not safe
+    kz.set("/config/brokers/2", config({"min.insync.replicas": "1"}))
+    kz.create("/config/brokers/<default>", b"{not json")
+    code, doc, err = run.json("partitions", "check")
+    assert code == 2 and "/config/brokers/<default>" in err
+    # every partition without a value of its own may fall back to the default (t-1 if 3 leads it); not own
+    assert [(f["topic"], f["partition"]) for f in doc["data"]["findings"]] == [("t", 0), ("t", 1)]
+
+
+def test_topics_queued_for_deletion_are_listed_marked_and_not_checked(run, fleet, kz):
+    for i in (1, 2, 3):
+        fleet.register(BrokerSpec(i))
+    put_topic(kz, "fine", {"version": 3, "partitions": {"0": [1, 2, 3]}}, {0: state(1, [1, 2, 3])}, min_isr=2)
+    put_topic(kz, "gone", {"version": 3, "partitions": {"0": [1, 3], "1": [3, 1]}},
+              {0: state(-1, [1]), 1: state(-1, [1])})
+    assert run("partitions", "check").exit_code == 2  # offline: critical while it is not being deleted
+    kz.create("/admin/delete_topics/gone", makepath=True)
+    code, doc, err = run.json("partitions", "check")
+    assert code == 0 and doc["data"]["findings"] == [] and doc["data"]["deleting"] == ["gone"], err
+    assert "1 topics queued for deletion not checked" in err
+    rows = rows_by_key(run.json("partitions", "list")[1])
+    assert {k: r["deleting"] for k, r in rows.items()} == {("fine", 0): False, ("gone", 0): True, ("gone", 1): True}
+    assert set(rows_by_key(run.json("partitions", "list", "--offline")[1])) == {("gone", 0), ("gone", 1)}
+    r = run("partitions", "list", "--topic", "gone")
+    assert [line.split()[-1] for line in r.stdout.splitlines()[1:]] == ["deleting", "deleting"]
+    code, doc, _ = run.json("brokers", "can-stop", "3")
+    assert code == 0 and doc["data"]["hosted_partitions"] == 1  # only fine-0 counts
+
+
+def test_leaderless_partition_is_under_min_isr_whatever_its_isr(run, fleet, kz):
+    """TopicCommand --under-min-isr-partitions: `!hasLeader() || isr.size() < minIsrCount()`."""
+    for i in (1, 2, 3):
+        fleet.register(BrokerSpec(i))
+    put_topic(kz, "t", {"version": 3, "partitions": {"0": [1, 2], "1": [1, 2]}},
+              {0: state(-1, [1, 2]), 1: state(4, [4, 1])})  # 1: the leader is not registered
+    assert set(rows_by_key(run.json("partitions", "list", "--under-min-isr")[1])) == {("t", 0), ("t", 1)}
+
+
+def test_replication_factor_below_min_isr_is_writable_since_kafka_3_7(run, fleet, kz):
+    """KAFKA-15583: a leader enforces min(min.insync.replicas, replicas); RF 2 with min ISR 3 in full sync is
+    at min ISR, not under it, and `check` is OK (TopicCommand 3.9 would list it under min ISR)."""
+    for i in (1, 2, 3):
+        fleet.register(BrokerSpec(i))
+    put_topic(kz, "t", {"version": 3, "partitions": {"0": [1, 2]}}, {0: state(1, [1, 2])}, min_isr=3)
+    r = run("partitions", "check")
+    assert r.exit_code == 0, r.stdout + r.stderr
+    assert set(rows_by_key(run.json("partitions", "list", "--at-min-isr")[1])) == {("t", 0)}
+    assert set(rows_by_key(run.json("partitions", "list", "--under-min-isr")[1])) == set()
+    kz.set("/brokers/topics/t/partitions/0/state", state(1, [1]))
+    assert run("partitions", "check").exit_code == 2

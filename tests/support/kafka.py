@@ -382,6 +382,9 @@ class ZkModeBroker:
     def restart(self, zk: Any, graceful: bool = True, timeout: float = 180.0) -> tuple[int, int]:
         """Stop (SIGTERM, or SIGKILL when not graceful), start, wait for the new registration.
 
+        After a SIGKILL it first waits until ZooKeeper expires the dead session (its /brokers/ids/<id>
+        znode goes): a 3.9 broker started while that znode is still held fails its checked ephemeral
+        create (NODEEXISTS, owner != current session) and exits at startup.
         Returns (old epoch, new epoch): the czxids of the registration before and after.
         """
         with _kazoo(zk) as k:
@@ -389,6 +392,8 @@ class ZkModeBroker:
             assert got is not None, f"broker {self.id} is not registered"
             old = int(got[1].czxid)
             self.stop(graceful=graceful, timeout=timeout)
+            if not graceful:
+                wait_for(lambda: self.registration(k) is None, timeout, f"broker {self.id}'s session to expire")
             self.start()
             return old, self.wait_registered(k, timeout=timeout, epoch_gt=old)
 
@@ -586,3 +591,80 @@ def describe(cluster: RealCluster, topic: str, *flags: str, bootstrap: str | Non
             topic_id = fields["TopicId"]
             configs = dict(kv.split("=", 1) for kv in fields.get("Configs", "").split(",") if "=" in kv)
     return {"topic_id": topic_id, "configs": configs, "partitions": parts, "raw": out}
+
+
+# ---------------------------------------------------------------------------------------------------
+# Crash restarts (SIGKILL bounces; appended for tests/kafka/test_real_zk_bounces.py and test_real_zk_history.py)
+
+
+def crash_restart(broker: ZkModeBroker, zk: Any, timeout: float = 240.0) -> tuple[int, int]:
+    """SIGKILL the broker, wait until ZooKeeper expires its session, start it, wait for the new
+    registration: `broker.restart(zk, graceful=False)`. (old epoch, new epoch)."""
+    return broker.restart(zk, graceful=False, timeout=timeout)
+
+
+# ---------------------------------------------------------------------------------------------------
+# More of Kafka's tools (partition health: tests/kafka/test_real_zk_partitions.py)
+
+CONFIG_COMMAND = "kafka.admin.ConfigCommand"
+REASSIGN_COMMAND = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
+
+
+def parse_partition_lines(out: str) -> dict[tuple[str, int], dict[str, str]]:
+    """The partition lines of TopicCommand --describe output, all topics: {(topic, partition): fields}.
+
+    A partition line is tab-separated `Name: value` fields with a `Partition` field (filtered output,
+    e.g. --under-min-isr-partitions, has only those); topic lines and anything else are skipped.
+    """
+    parts: dict[tuple[str, int], dict[str, str]] = {}
+    for line in out.splitlines():
+        fields: dict[str, str] = {}
+        for f in line.strip().split("\t"):
+            name, _, value = f.partition(": ")
+            fields[name.rstrip(":")] = value
+        if "Partition" in fields and "Topic" in fields:
+            parts[(fields["Topic"], int(fields["Partition"]))] = fields
+    return parts
+
+
+def describe_all(cluster: RealCluster, *flags: str,
+                 bootstrap: str | None = None) -> dict[tuple[str, int], dict[str, str]]:
+    """TopicCommand --describe over all topics (internal ones included) with `flags`, e.g.
+    --under-replicated-partitions: {(topic, partition): that partition line's fields}."""
+    out = tool(cluster.home, TOPIC_COMMAND, "--bootstrap-server", bootstrap or cluster.bootstrap, "--describe",
+               *flags).stdout
+    return parse_partition_lines(out)
+
+
+def config_command(cluster: RealCluster, *args: str, bootstrap: str | None = None) -> subprocess.CompletedProcess[str]:
+    """kafka-configs: `config_command(c, "--entity-type", "brokers", "--entity-default", "--alter",
+    "--add-config", "min.insync.replicas=2")` (the bootstrap servers are added)."""
+    return tool(cluster.home, CONFIG_COMMAND, "--bootstrap-server", bootstrap or cluster.bootstrap, *args)
+
+
+def reassign(cluster: RealCluster, plan: Mapping[tuple[str, int], list[int]], *args: str,
+             work_dir: Path) -> subprocess.CompletedProcess[str]:
+    """kafka-reassign-partitions with a plan {(topic, partition): target replicas}, e.g.
+    `reassign(c, {("t", 0): [2, 3]}, "--execute", "--throttle", "1", work_dir=tmp)`."""
+    doc = {"version": 1, "partitions": [{"topic": t, "partition": p, "replicas": list(r), "log_dirs": ["any"] * len(r)}
+                                        for (t, p), r in sorted(plan.items())]}
+    f = Path(work_dir) / f"reassign-{uuid.uuid4().hex[:8]}.json"
+    f.write_text(json.dumps(doc))
+    return tool(cluster.home, REASSIGN_COMMAND, "--bootstrap-server", cluster.bootstrap,
+                "--reassignment-json-file", str(f), *args)
+
+
+def produce(cluster: RealCluster, topic: str, partition: int, count: int, size: int = 1000) -> None:
+    """Write `count` records of `size` bytes to one partition (acks=1) with kafka-python; all acknowledged."""
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap, acks=1, linger_ms=20, batch_size=256 * 1024,
+                             max_request_size=2 * 1024 * 1024)
+    try:
+        value = os.urandom(size)  # incompressible, and no compression anyway
+        futures = [producer.send(topic, value=value, partition=partition) for _ in range(count)]
+        producer.flush(timeout=120)
+        for f in futures:
+            f.get(timeout=120)
+    finally:
+        producer.close(timeout=30)
