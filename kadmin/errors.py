@@ -70,3 +70,10 @@ class InvalidData(KadminError):
 
     code = "invalid_znode"
     exit_code = ExitCode.PARTIAL
+
+
+class Unsupported(KadminError):
+    """The cluster does not serve the operation (a KRaft controller during migration, an API it lacks)."""
+
+    code = "unsupported"
+    exit_code = ExitCode.UNSUPPORTED

@@ -14,6 +14,7 @@ class ExitCode(IntEnum):
     PARTIAL = 5
     REJECTED = 6
     UNSAFE = 7
+    UNSUPPORTED = 8
     INTERRUPTED = 130
 
 
@@ -31,6 +32,10 @@ DESCRIPTIONS: dict[ExitCode, str] = {
     ExitCode.UNSAFE: (
         "refused as unsafe (repeat with --force to override), or `history ingest` found the table locked by "
         "another ingest (`--wait-lock` waits)"
+    ),
+    ExitCode.UNSUPPORTED: (
+        "the cluster does not serve this operation (a KRaft controller is active during a ZooKeeper to KRaft "
+        "migration, or the controller lacks the API)"
     ),
     ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
 }

@@ -161,8 +161,9 @@ def can_stop(
 ) -> int:
     """Exit 0 when stopping the broker leaves every partition it hosts with a leader and at least min ISR.
 
-    Otherwise exit 1 listing the blocking partitions; partitions whose replication factor is below
-    min.insync.replicas are reported apart (they can never pass).
+    Otherwise exit 1 listing the blocking partitions. The min ISR is what the leader after the stop
+    enforces: its min.insync.replicas (topic, its dynamic broker value, the cluster default, then
+    --min-isr-default) capped by the replica count (Kafka 3.7+). Topics queued for deletion are left out.
     """
     from kadmin.render.progress import ScanProgress
     from kadmin.services.partitions import can_stop as check
@@ -195,7 +196,19 @@ def shutdown(
     Reads the broker's epoch (its czxid) and the active controller from ZooKeeper and asks the
     controller to move the broker's leaderships away. Refuses with exit 7 when `can-stop` fails
     unless --force. Exit 6 when the controller rejects it: STALE_BROKER_EPOCH means the broker has
-    re-registered since that epoch. Exit 1 when partitions remain led by the broker.
+    re-registered since that epoch. Exit 1 when partitions remain led by the broker. Exit 8 when the
+    cluster does not serve it: /controller names a KRaft controller (a ZooKeeper to KRaft migration)
+    or the controller lacks the API (Kafka 4.0 removed it).
+
+    Once accepted, the broker stays in the controller's shutting-down set until it restarts (a new
+    registration): it is dropped from every ISR it follows and is not elected leader, even if it
+    keeps running. Stop the broker after this; it is no way to drain a broker that stays up. A
+    partition whose whole ISR is that broker cannot move meanwhile (the controller refuses to grow an
+    ISR naming a shutting-down broker): such partitions are named (`isr_only_this_broker`).
+
+    The principal needs the CLUSTER_ACTION permission on the cluster resource. A controller that
+    speaks only ControlledShutdown v1 (Kafka 2.0/2.1) gets no epoch: fencing does not apply (a warning
+    says so). With --wait, a controller that dies is followed to its successor (re-reading /controller).
     """
     from kadmin.cluster.kafka import client_config
     from kadmin.config import read_properties

@@ -39,6 +39,7 @@ from typing import NoReturn, TypeAlias, TypeVar
 from kazoo.exceptions import EXCEPTIONS
 from kazoo.protocol.serialization import Auth, Connect, GetChildren
 
+from kadmin.domain.addresses import host_port
 from kadmin.domain.models import Stat
 from kadmin.errors import AuthFailed, ClusterUnreachable, KadminError, NotFound
 
@@ -102,11 +103,13 @@ def parse_hosts(hosts: str, default_port: int = 2181) -> list[tuple[str, int]]:
 
 
 def client_ssl_context(
-    ca: str | None = None, cert: str | None = None, key: str | None = None, check_hostname: bool = False
+    ca: str | None = None, cert: str | None = None, key: str | None = None, check_hostname: bool = True
 ) -> ssl.SSLContext:
-    """A TLS client context for `--zk-tls`: like the one kazoo builds for ZkCluster, the server's
-    certificate is verified but its host name only when `check_hostname`. Unlike kazoo, a given `ca`
-    replaces the system CAs instead of adding to them. `cert`/`key`: a client certificate."""
+    """A TLS client context for `--zk-tls`: the server's certificate is verified against `ca` and,
+    unless `check_hostname` is off (--zk-tls-no-hostname-check), must name the host connected to, as
+    Kafka's zookeeper.ssl.endpoint.identification.algorithm=HTTPS wants (an IP SAN for an address).
+    Unlike kazoo, a given `ca` replaces the system CAs instead of adding to them. `cert`/`key`: a
+    client certificate."""
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     ctx.check_hostname = check_hostname
     ctx.verify_mode = ssl.CERT_REQUIRED
@@ -177,7 +180,7 @@ class _Link:
                 self.events = events
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise _LinkDown(f"no reply from {self.address[0]}:{self.address[1]} within {timeout:g}s")
+                raise _LinkDown(f"no reply from {host_port(*self.address)} within {timeout:g}s")
             ready = self.selector.select(remaining)
             if not ready:
                 continue
@@ -193,7 +196,7 @@ class _Link:
     def _read(self) -> bytes:
         data = self.sock.recv(RECV_SIZE)
         if not data:
-            raise _LinkDown(f"{self.address[0]}:{self.address[1]} closed the connection")
+            raise _LinkDown(f"{host_port(*self.address)} closed the connection")
         if self.tls is not None:
             # One TLS recv returns at most one record (16 KiB): take what is already decrypted.
             parts = [data]
@@ -265,7 +268,7 @@ class _BulkSession:
     # ------------------------------------------------------------------ connection
     @property
     def where(self) -> str:
-        hosts = ",".join(f"{h}:{p}" for h, p in self.hosts)
+        hosts = ",".join(host_port(h, p) for h, p in self.hosts)
         return f"ZooKeeper {hosts}" + (f" (chroot {self.chroot})" if self.chroot else "")
 
     @property
@@ -295,7 +298,7 @@ class _BulkSession:
                 except AuthFailed:
                     raise
                 except (OSError, _LinkDown, struct.error) as e:
-                    last = f"{host}:{port}: {_one_line(e)}"
+                    last = f"{host_port(host, port)}: {_one_line(e)}"
                     self._host_index += 1
                     continue
                 self._xid = 0
@@ -319,7 +322,7 @@ class _BulkSession:
             sock.sendall(_INT.pack(len(request)) + request)
             response, _ = Connect.deserialize(_recv_frame(sock), 0)
             if response.time_out <= 0:
-                raise _LinkDown(f"{host}:{port} refused to open a session")
+                raise _LinkDown(f"{host_port(host, port)} refused to open a session")
             for scheme, credential in self.auth:
                 body = bytes(Auth(0, scheme, credential).serialize())
                 sock.sendall(_LEN_XID.pack(len(body) + 8, XID_AUTH) + _INT.pack(OP_AUTH) + body)
@@ -442,7 +445,7 @@ class _BulkSession:
                     elif xid >= 0 and (not pending or xid > pending[0][0]):
                         self._drop_link()  # out of step with the server: never reuse this connection
                         raise KadminError(
-                            f"ZooKeeper protocol error from {link.address[0]}:{link.address[1]}: "
+                            f"ZooKeeper protocol error from {host_port(*link.address)}: "
                             f"reply xid {xid}, expected {pending[0][0] if pending else 'none'}"
                         )
                     # else: a notification (xid < 0) or the reply to a request of an abandoned

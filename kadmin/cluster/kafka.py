@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kadmin.errors import AuthFailed, ClusterUnreachable, ConfigError, KadminError
+from kadmin.errors import AuthFailed, ClusterUnreachable, KadminError, Unsupported
 
 _log = logging.getLogger("kafka")
 _log.addHandler(logging.NullHandler())
@@ -42,49 +42,24 @@ def error_name(code: int) -> str:
     return ERROR_NAMES.get(code, f"ERROR_{code}")
 
 
-def client_config(props: Mapping[str, str]) -> dict[str, Any]:
-    """Kafka client properties (a --command-config file) → kafka-python settings.
+def client_config(props: Mapping[str, str], warn: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Kafka's Java client properties (a --command-config file) → kafka-python settings.
 
-    Supported: security.protocol; ssl.truststore.location/ssl.keystore.location as PEM files
-    (ssl.truststore.type / ssl.keystore.type PEM), ssl.key.password,
-    ssl.endpoint.identification.algorithm (empty: no host name check); sasl.mechanism PLAIN,
-    SCRAM-SHA-256 or SCRAM-SHA-512 with sasl.jaas.config's username and password.
+    security.protocol, the ssl.* keys of Kafka's Java clients (PKCS12 and PEM stores, in-line PEM,
+    ssl.endpoint.identification.algorithm) as one `ssl_context`, and sasl.mechanism PLAIN,
+    SCRAM-SHA-256/512, GSSAPI or OAUTHBEARER (unsecured login): see kadmin/cluster/kafka_security.py.
+    `warn` hears about settings kadmin does not apply (default: stderr).
     """
-    cfg: dict[str, Any] = {}
-    proto = props.get("security.protocol", "PLAINTEXT").upper()
-    if proto not in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"):
-        raise ConfigError(f"security.protocol {proto!r} is not one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL")
-    cfg["security_protocol"] = proto
-    for kind, key in (("truststore", "ssl_cafile"), ("keystore", "ssl_certfile")):
-        loc = props.get(f"ssl.{kind}.location")
-        if loc:
-            typ = props.get(f"ssl.{kind}.type", "PEM" if loc.endswith((".pem", ".crt")) else "JKS").upper()
-            if typ != "PEM":
-                raise ConfigError(f"ssl.{kind}.type {typ}: kadmin reads PEM files only (convert with keytool/openssl)")
-            cfg[key] = loc
-            if kind == "keystore":
-                cfg["ssl_keyfile"] = props.get("ssl.key.location", loc)
-    if props.get("ssl.key.password"):
-        cfg["ssl_password"] = props["ssl.key.password"]
-    if props.get("ssl.endpoint.identification.algorithm", "https") == "":
-        cfg["ssl_check_hostname"] = False
-    if proto.startswith("SASL"):
-        mech = props.get("sasl.mechanism", "GSSAPI").upper()
-        if mech not in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"):
-            raise ConfigError(f"sasl.mechanism {mech} is not supported by kadmin (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)")
-        jaas = props.get("sasl.jaas.config", "")
-        user, password = _jaas_value(jaas, "username"), _jaas_value(jaas, "password")
-        if user is None or password is None:
-            raise ConfigError("sasl.jaas.config must carry username=\"...\" and password=\"...\"")
-        cfg.update(sasl_mechanism=mech, sasl_plain_username=user, sasl_plain_password=password)
-    return cfg
+    from kadmin.cluster.kafka_security import client_settings
+
+    return client_settings(props, warn)
 
 
 def _jaas_value(jaas: str, key: str) -> str | None:
-    import re
+    """One option of a sasl.jaas.config value (quoted or bare), as Kafka's JaasConfig reads it."""
+    from kadmin.cluster.kafka_security import parse_jaas
 
-    m = re.search(rf'\b{key}\s*=\s*"((?:[^"\\]|\\.)*)"', jaas)
-    return m.group(1) if m else None
+    return parse_jaas(jaas)[1].get(key)
 
 
 @dataclass(frozen=True)
@@ -147,6 +122,6 @@ def _translate(e: Exception, where: str) -> KadminError:
     if isinstance(e, (ke.SaslAuthenticationFailedError, ke.ClusterAuthorizationFailedError)):
         return AuthFailed(f"the controller at {where} refused us: {e}")
     if isinstance(e, ke.IncompatibleBrokerVersion):
-        return KadminError(f"the broker at {where} does not support ControlledShutdown (Kafka 4.0 removed it; "
+        return Unsupported(f"the broker at {where} does not support ControlledShutdown (Kafka 4.0 removed it; "
                            "KRaft clusters shut down through BrokerHeartbeat)", code="unsupported_version")
     return KadminError(f"the controller at {where} failed: {type(e).__name__}: {e}")

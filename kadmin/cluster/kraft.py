@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kadmin.cluster.kafka import ERROR_NAMES, error_name
+from kadmin.domain.addresses import host_port
 from kadmin.domain.quorum import QuorumState, ReplicaState
 from kadmin.errors import AuthFailed, ClusterUnreachable, KadminError, NotFound, Rejected
 
@@ -175,7 +176,7 @@ class KraftClient:
             # Only the raft leader answers DescribeQuorum; DescribeCluster named it.
             leader = next((b for b in cluster.brokers if b.id == cluster.controller_id), None)
             if leader is not None:
-                at = f"{leader.host}:{leader.port}"
+                at = host_port(leader.host, leader.port)
                 addresses = [at] + [a for a in addresses if a != at]
         last_error: KadminError | None = None
         for address in addresses:

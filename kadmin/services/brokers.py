@@ -12,6 +12,7 @@ from typing import Any, Literal
 from kadmin import interrupts
 from kadmin.cluster.base import Cluster
 from kadmin.domain import epochs
+from kadmin.domain.addresses import host_port
 from kadmin.domain.models import Broker, Generation
 from kadmin.domain.znodes import INT32_MAX, INT64_MAX, INT64_MIN, loads_strict, show_value
 from kadmin.errors import ConditionNotMet, NotFound, UsageError
@@ -275,7 +276,7 @@ def kraft_broker_json(b: Any) -> dict[str, Any]:
         "host": b.host,
         "port": b.port,
         "rack": b.rack,
-        "endpoints": [f"{b.host}:{b.port}"],
+        "endpoints": [host_port(b.host, b.port)],
         "listener_security_protocol_map": {},
         "jmx_port": None,
         "version": None,

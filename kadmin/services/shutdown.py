@@ -3,6 +3,11 @@
 The request carries the broker's epoch (the czxid of its registration). A controller that has
 since seen the broker re-register answers STALE_BROKER_EPOCH, so a retried or delayed shutdown can
 never drain a broker that has already restarted.
+
+What an accepted request leaves behind: the controller puts the broker in its shutting-down set,
+which only a new registration (a restart) clears. Until then the broker is taken out of every ISR it
+follows and is never elected leader, even if it keeps running. So it is the first step of a stop,
+never a way to "drain" a broker that stays up.
 """
 
 from __future__ import annotations
@@ -14,8 +19,9 @@ from typing import Any, Protocol
 from kadmin import interrupts
 from kadmin.cluster.base import Problem, Progress
 from kadmin.cluster.kafka import ShutdownReply, error_name
+from kadmin.domain.addresses import host_port
 from kadmin.domain.znodes import parse_endpoint
-from kadmin.errors import ClusterUnreachable, ConfigError, NotFound
+from kadmin.errors import ClusterUnreachable, ConfigError, KadminError, NotFound, Unsupported
 from kadmin.exit_codes import ExitCode
 from kadmin.services.partitions import (
     describe_keys,
@@ -30,6 +36,13 @@ from kadmin.services.result import Result
 NOT_CONTROLLER_CODES = {11, 41}  # STALE_CONTROLLER_EPOCH (what a ZK-mode non-controller says), NOT_CONTROLLER
 STALE_BROKER_EPOCH = 77
 BROKER_NOT_AVAILABLE = 8
+CLUSTER_AUTHORIZATION_FAILED = 31
+FIRST_EPOCH_VERSION = 2  # ControlledShutdown v2 (Kafka 2.2, KIP-380) added BrokerEpoch
+
+SHUTTING_DOWN_NOTE = (
+    "broker {id} stays in the controller's shutting-down set until it restarts (re-registers): it is out of "
+    "every ISR it follows and will not be elected leader, so stop it now"
+)
 
 
 class Connection(Protocol):
@@ -58,7 +71,7 @@ def pick_endpoint(endpoints: tuple[str, ...], protocol_map: Mapping[str, str], s
         if (listener and name == listener) or (not listener and protocol_map.get(name, name) == security_protocol):
             if host is None:
                 raise ConfigError(f"the controller's {name} listener has no host: {ep}")
-            return f"{host}:{port}"
+            return host_port(host, port)
     want = f"listener {listener}" if listener else f"{security_protocol} listener"
     raise ConfigError(f"the controller registers no {want} (it has {', '.join(endpoints) or 'no endpoints'}); "
                       "use --listener NAME or security.protocol in --command-config")
@@ -81,6 +94,7 @@ def shutdown(
     clock: Callable[[], float] = time.monotonic,
 ) -> Result:
     deadline = clock() + timeout
+    _refuse_kraft_controller(cluster)
     broker, _ = cluster.get_broker(broker_id)
     if epoch is None:
         if broker is None:
@@ -133,38 +147,61 @@ def shutdown(
     backoff = 0.2
     conn: Connection | None = None
     conn_key: tuple[int, str] | None = None
+    data["shutting_down_until_restart"] = False
+    data["epoch_fenced"] = None  # known once the controller answered: False for ControlledShutdown v0/v1
     try:
         while True:
-            controller_id, endpoint = _controller_endpoint(cluster, security_protocol, listener)
-            data["controller_id"] = controller_id
-            if conn is None or conn_key != (controller_id, endpoint):
-                if conn is not None:
-                    conn.close()
-                    conn = None
-                conn = connect(endpoint, controller_id)
-                conn_key = (controller_id, endpoint)
+            try:
+                controller_id, endpoint = _controller_endpoint(cluster, security_protocol, listener)
+                data["controller_id"] = controller_id
+                if conn is None or conn_key != (controller_id, endpoint):
+                    if conn is not None:
+                        conn.close()
+                        conn = None
+                    conn = connect(endpoint, controller_id)
+                    conn_key = (controller_id, endpoint)
+            except ClusterUnreachable as e:
+                # No controller now (absent between elections) or it cannot be reached: with --wait,
+                # wait until /controller names one that answers; else this is the verdict.
+                if not wait:
+                    raise
+                backoff = _wait_out(e, data, deadline, backoff, timeout, sleep, clock)
+                continue
             data["attempts"] += 1
             # From the moment the request is sent the controller may act on it: a Ctrl-C is held back
             # until the outcome is reported (kadmin/interrupts.py), unless the controller refused.
             interrupts.arm()
             try:
                 reply = conn.controlled_shutdown(broker_id, epoch)
-            except ClusterUnreachable:
+            except ClusterUnreachable as e:
                 interrupts.disarm()
                 conn.close()
                 conn, conn_key = None, None
-                moved = _controller_endpoint(cluster, security_protocol, listener)
-                if moved == (controller_id, endpoint) or clock() + backoff > deadline:
-                    raise
-                sleep(backoff)
+                if not wait:  # one more try only if /controller already names another controller
+                    moved = _controller_endpoint(cluster, security_protocol, listener)
+                    if moved == (controller_id, endpoint) or clock() + backoff > deadline:
+                        raise
+                    sleep(backoff)
+                    continue
+                backoff = _wait_out(e, data, deadline, backoff, timeout, sleep, clock)
                 continue
             data["remaining_partitions"] = [{"topic": t, "partition": p} for t, p in reply.remaining]
+            data["epoch_fenced"] = reply.version >= FIRST_EPOCH_VERSION
+            if reply.version < FIRST_EPOCH_VERSION:
+                unfenced = (f"controller {controller_id} speaks ControlledShutdown v{reply.version} only (Kafka "
+                            "before 2.2): the request carries no broker epoch, so epoch fencing does not apply "
+                            "(a delayed or repeated request drains the broker even after it restarts)")
+                if unfenced not in warnings:
+                    warnings.append(unfenced)
             code = reply.error_code
+            if code == 0:
+                data["shutting_down_until_restart"] = True
             if code == 0 and not reply.remaining:
                 data["error"] = None  # an earlier attempt's NOT_CONTROLLER is no error of the result
                 return Result(command="brokers shutdown", data=data, warnings=warnings,
                               message=f"controller {controller_id} moved every leadership off broker {broker_id} "
-                              f"(epoch {epoch}, ControlledShutdown v{reply.version}, {data['attempts']} attempts)")
+                              f"(epoch {epoch}, ControlledShutdown v{reply.version}, {data['attempts']} attempts); "
+                              + SHUTTING_DOWN_NOTE.format(id=broker_id))
             if code != 0:
                 interrupts.disarm()  # refused: nothing was done, so a Ctrl-C that came meanwhile interrupts now
             if code in NOT_CONTROLLER_CODES:
@@ -186,16 +223,25 @@ def shutdown(
                 data["error"] = error_name(code)
                 what = ("the controller says broker is not available" if code == BROKER_NOT_AVAILABLE
                         else f"the controller answered {error_name(code)}")
+                if code == CLUSTER_AUTHORIZATION_FAILED:
+                    what += " (ControlledShutdown needs the CLUSTER_ACTION permission on the cluster resource)"
                 return Result(command="brokers shutdown", data=data, warnings=warnings, exit_code=ExitCode.REJECTED,
                               message=f"{what} (broker {broker_id}, epoch {epoch})")
             # Accepted, but the broker still leads some partitions.
             data["error"] = None
             keys = reply.remaining
             if not wait or interrupts.pending() or clock() + backoff > deadline:
+                alone = _led_alone(cluster, broker_id, keys)
+                data["isr_only_this_broker"] = [{"topic": t, "partition": p} for t, p in alone]
                 return Result(command="brokers shutdown", data=data, warnings=warnings,
                               exit_code=ExitCode.CONDITION_NOT_MET,
                               message=f"broker {broker_id} still leads {len(keys)} partitions: {describe_keys(keys)}"
-                              + ("" if not wait or interrupts.pending() else f" after {timeout:g}s"))
+                              + ("" if not wait or interrupts.pending() else f" after {timeout:g}s")
+                              + (f"; {describe_keys(alone)} {'has' if len(alone) == 1 else 'have'} only broker "
+                                 f"{broker_id} in the ISR, and the controller refuses to grow an ISR while it is "
+                                 "shutting down: they move only after it restarts (or the controller changes)"
+                                 if alone else "")
+                              + "; " + SHUTTING_DOWN_NOTE.format(id=broker_id))
             sleep(backoff)
             backoff = min(backoff * 2, 2.0)
     finally:
@@ -203,8 +249,47 @@ def shutdown(
             conn.close()
 
 
-def _controller_endpoint(cluster: Any, security_protocol: str, listener: str | None) -> tuple[int, str]:
+def _led_alone(cluster: Any, broker_id: int, keys: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    """Which of `keys` have the broker as their whole ISR (per the state znodes). Kafka 3.9's controller
+    refuses AlterPartition when the new ISR names a shutting-down broker, the leader itself included,
+    so these cannot move until the broker re-registers. Best effort: [] when the read fails."""
+    try:
+        scan = cluster.scan_partitions(sorted({t for t, _ in keys}))
+    except KadminError:
+        return []
+    wanted = set(keys)
+    return sorted((p.topic, p.partition) for p in scan.partitions
+                  if (p.topic, p.partition) in wanted and tuple(p.isr) == (broker_id,))
+
+
+def _wait_out(error: ClusterUnreachable, data: dict[str, Any], deadline: float, backoff: float, timeout: float,
+              sleep: Callable[[float], None], clock: Callable[[], float]) -> float:
+    """--wait and the controller is gone: sleep and re-read /controller (a new one is elected once the
+    dead one's ZooKeeper session expires), or give the verdict at the deadline. The next backoff."""
+    if interrupts.pending() or clock() + backoff > deadline:
+        raise ClusterUnreachable(f"{error.message}; no reachable controller within {timeout:g}s"
+                                 + (f" ({data['attempts']} requests sent)" if data["attempts"] else ""))
+    sleep(backoff)
+    return min(backoff * 2, 2.0)
+
+
+def _refuse_kraft_controller(cluster: Any) -> Any:
+    """During a ZooKeeper to KRaft migration /controller names the active KRaft controller (KIP-866:
+    kraftControllerEpoch >= 0; a ZooKeeper controller writes -1 or, before 3.4, nothing). A KRaft
+    controller does not serve ZooKeeper-mode ControlledShutdown: say so, do not try to reach it.
+    Returns /controller's content (None when absent or unreadable)."""
     controller, _ = cluster.controller()
+    if controller is not None and controller.kraft_controller_epoch >= 0:
+        raise Unsupported(
+            f"/controller names KRaft controller {controller.broker_id} (kraftControllerEpoch "
+            f"{controller.kraft_controller_epoch}): a ZooKeeper to KRaft migration is under way and a KRaft "
+            "controller does not serve ControlledShutdown; stop the broker itself (SIGTERM) instead"
+        )
+    return controller
+
+
+def _controller_endpoint(cluster: Any, security_protocol: str, listener: str | None) -> tuple[int, str]:
+    controller = _refuse_kraft_controller(cluster)
     if controller is None:
         raise ClusterUnreachable("there is no active controller (/controller is absent)")
     broker, _ = cluster.get_broker(controller.broker_id)

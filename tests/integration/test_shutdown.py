@@ -78,7 +78,9 @@ def test_shutdown_moves_leadership_with_the_czxid_as_epoch(run, kc):
     assert {k: d[k] for k in ("broker_id", "broker_epoch", "controller_id", "attempts", "remaining_partitions",
                               "error")} == {"broker_id": 2, "broker_epoch": epoch2, "controller_id": 1,
                                             "attempts": 1, "remaining_partitions": [], "error": None}
-    assert set(d) == {"broker_id", "broker_epoch", "controller_id", "attempts", "remaining_partitions", "error"}
+    assert set(d) == {"broker_id", "broker_epoch", "controller_id", "attempts", "remaining_partitions", "error",
+                      "shutting_down_until_restart", "epoch_fenced"}
+    assert d["shutting_down_until_restart"] is True and d["epoch_fenced"] is True and "fencing" not in err
     # what crossed the wire, decoded by the test controller's own codec
     req = [r for r in kc.servers[1].requests if r.api_key == CS]
     assert len(req) == 1 and req[0].api_version == 3
@@ -164,6 +166,8 @@ def test_remaining_partitions_and_wait(run, kc):
     code, doc, err = run.json("brokers", "shutdown", "2", "--force")
     assert code == 1 and doc["data"]["remaining_partitions"] == [{"topic": "stuck", "partition": 0}]
     assert "still leads 1 partitions: stuck-0" in err
+    assert doc["data"]["isr_only_this_broker"] == [{"topic": "stuck", "partition": 0}]  # ISR [2]
+    assert "stuck-0 has only broker 2 in the ISR" in err and "move only after it restarts" in err
     start = time.monotonic()
     code, doc, err = run.json("brokers", "shutdown", "2", "--force", "--wait", "--timeout", "1.5")
     assert code == 1 and doc["data"]["attempts"] > 1 and time.monotonic() - start < 10
@@ -182,3 +186,72 @@ def test_shutdown_over_ssl(run, kc, certs, tmp_path):
     assert kc.state("t", 0)[0]["leader"] == 1
     plain = run("brokers", "shutdown", "2", "--force")  # no PLAINTEXT listener registered
     assert plain.exit_code == 3 and "registers no PLAINTEXT listener" in plain.stderr
+
+
+def fake_migration(kc, kraft_id=3000, kraft_epoch=5):
+    """What a KRaft controller writes when it takes over during a migration (KIP-866): /controller v2,
+    PERSISTENT, brokerid = the KRaft controller's id (no /brokers/ids registration), kraftControllerEpoch >= 0.
+    Replaced in one multi, as KafkaZkClient.tryRegisterKRaftControllerAsActiveController does."""
+    tx = kc.kz.transaction()
+    tx.delete("/controller")
+    tx.create("/controller", znodes.encode_controller(kraft_id, int(time.time() * 1000), kraft_epoch))
+    assert all(r is True or isinstance(r, str) for r in tx.commit())
+    assert json.loads(kc.kz.get("/controller")[0]) == {"version": 2, "brokerid": kraft_id,
+                                                       "timestamp": json.loads(kc.kz.get("/controller")[0])[
+                                                           "timestamp"], "kraftControllerEpoch": kraft_epoch}
+
+
+@pytest.mark.parametrize("flags", [(), ("--dry-run",), ("--force", "--wait", "--timeout", "5")])
+def test_a_kraft_controller_during_migration_is_unsupported_not_unreachable(run, kc, flags):
+    three_brokers(kc)
+    fake_migration(kc)
+    code, doc, err = run.json("brokers", "shutdown", "2", *flags)
+    assert code == 8, err
+    assert doc["status"] == "error" and doc["errors"][0]["code"] == "unsupported"
+    assert len(err.strip().splitlines()) == 1, err
+    assert "KRaft controller 3000 (kraftControllerEpoch 5)" in err and "migration" in err
+    assert "unreachable" not in err and "cannot reach" not in err
+    assert not [r for s in kc.servers.values() for r in s.requests if r.api_key == CS]
+    # a ZooKeeper controller writes kraftControllerEpoch -1: served as usual
+    tx = kc.kz.transaction()
+    tx.delete("/controller")
+    tx.create("/controller", znodes.encode_controller(1, int(time.time() * 1000), -1))
+    tx.commit()
+    assert run("brokers", "shutdown", "2", "--dry-run").exit_code == 0
+
+
+def test_a_v1_only_controller_gets_no_epoch_and_kadmin_says_fencing_does_not_apply(run, kc):
+    kc.add(1, controlled_shutdown_versions=(0, 1))  # Kafka 2.0/2.1
+    kc.add(2)
+    kc.fleet.create_topic("t", {0: [2, 1]})
+    code, doc, err = run.json("brokers", "shutdown", "2", "--force")
+    assert code == 0, err
+    (req,) = [x for x in kc.servers[1].requests if x.api_key == CS]
+    # v1 has no BrokerEpoch field: the controller's codec reads Kafka's default, -1 ("no epoch": never fenced)
+    assert req.api_version == 1 and req.body == {"broker_id": 2, "broker_epoch": -1}
+    assert doc["data"]["epoch_fenced"] is False
+    assert "ControlledShutdown v1 only" in err and "epoch fencing does not apply" in err
+    assert kc.state("t", 0)[0]["leader"] == 1
+    assert "warning" in err.splitlines()[0]  # on stderr before the result; v2+ (above) has no such warning
+
+
+def test_the_success_message_says_the_broker_stays_shutting_down(run, kc):
+    three_brokers(kc)
+    code, doc, err = run.json("brokers", "shutdown", "2")
+    assert code == 0, err
+    assert doc["data"]["shutting_down_until_restart"] is True
+    assert "stays in the controller's shutting-down set until it restarts" in err
+    r = run("brokers", "shutdown", "3", "--dry-run", "-o", "json")
+    assert "shutting_down_until_restart" not in json.loads(r.stdout)["data"]  # nothing was sent
+
+
+def test_a_controller_without_controlled_shutdown_is_unsupported(run, kc):
+    """Kafka 4.0 removed ControlledShutdown: the controller's ApiVersions lists no key 7. Exit 8, one line."""
+    kc.add(1, controlled_shutdown_versions=None)
+    kc.add(2)
+    kc.fleet.create_topic("t", {0: [2, 1]})
+    code, doc, err = run.json("brokers", "shutdown", "2", "--force")
+    assert code == 8, err
+    assert doc["errors"][0]["code"] == "unsupported_version" and len(err.strip().splitlines()) == 1
+    assert "does not support ControlledShutdown (Kafka 4.0 removed it" in err
+    assert kc.state("t", 0)[0]["leader"] == 2

@@ -11,13 +11,29 @@ observable: znodes, Kafka's tools' output, a process's exit.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from kadmin.sandbox.zkserver import Ensemble
-from tests.support.kafka import TOPIC_COMMAND, RealCluster, describe, tool, wait_for, zk_mode_cluster
+from kadmin.sandbox.zkserver import Ensemble, free_port
+from tests.conftest import Run
+from tests.support.kafka import (
+    KAFKA_3_9,
+    TOPIC_COMMAND,
+    RealCluster,
+    ZkModeBroker,
+    describe,
+    kafka_home,
+    tool,
+    wait_for,
+    zk_mode_cluster,
+)
 
 pytestmark = [pytest.mark.kafka, pytest.mark.integration, pytest.mark.slow]
 
@@ -319,3 +335,275 @@ def test_can_stop_agrees_with_the_real_cluster(kafka: RealCluster) -> None:
     healthy(kafka)
     assert kafka.run("brokers", "can-stop", str(asked)).exit_code == 0
     assert json.loads(kafka.run("brokers", "can-stop", str(stopped), "-o", "json").stdout)["data"]["safe"] is True
+
+
+# ---------------------------------------------------------------------------------------------------
+# The shutting-down set, the controller itself, a controller killed mid --wait, IPv6
+
+LEADER_ELECTION = "org.apache.kafka.tools.LeaderElectionCommand"
+
+
+def server_log(kafka: RealCluster, broker_id: int) -> str:
+    return kafka.brokers[broker_id].server_log.read_text(errors="replace")
+
+
+def wait_topic_command(kafka: RealCluster, expected: dict[tuple[str, int], dict[str, Any]],
+                       what: str) -> dict[tuple[str, int], Any]:
+    """Wait until TopicCommand (the brokers' metadata) shows the state znodes' leaders and ISRs."""
+    want = {k: (st["leader"], st["replicas"], st["isr"]) for k, st in expected.items()}
+    return wait_for(lambda: (lambda tc: tc if tc == want else None)(topic_command(kafka)), WAIT, what, interval=0.5)
+
+
+def test_a_shut_down_broker_left_running_stays_out_of_isrs_and_leadership_until_it_restarts(
+        kafka: RealCluster) -> None:
+    before = healthy(kafka)
+    victim = non_controllers(kafka)[0]
+    controller = kafka.controller()
+    if not any(st["leader"] == victim for st in before.values()):
+        # so the controller moves leaderships off it: it then follows their new leaders (fetching)
+        before = preferred_leaders(kafka)
+    preferred = {k for k, st in before.items() if st["replicas"][0] == victim}
+    assert preferred, before  # TopicCommand spreads preferred replicas: the victim is first of some
+    epoch = epoch_of(kafka, victim)
+    log_from = {b: len(server_log(kafka, b)) for b in IDS}
+
+    code, doc, err = kafka.run.json("brokers", "shutdown", str(victim))
+    try:
+        assert code == 0, err
+        assert doc["data"]["shutting_down_until_restart"] is True and doc["data"]["epoch_fenced"] is True
+        assert f"broker {victim} stays in the controller's shutting-down set until it restarts" in err
+
+        # Out of every ISR (followed and formerly led) and leading nothing, per ZooKeeper and TopicCommand.
+        after = states(kafka)
+        assert set(after) == all_partitions()
+        assert all(victim not in st["isr"] and st["leader"] in IDS and st["leader"] != victim
+                   for st in after.values()), after
+        wait_topic_command(kafka, after, f"TopicCommand to show broker {victim} in no ISR")
+
+        # It stays so, though it keeps fetching as a follower of the partitions it led (the controller
+        # stopped only its other replicas, StopReplica) and of any partition whose leader changes. Make
+        # leaders change: restart the other non-controller for real (its own controlled shutdown moves
+        # its leaderships; back, it rejoins every ISR: it is eligible). The leaders try to take the
+        # caught-up victim back into their ISRs (in ZooKeeper mode only the controller checks the
+        # shutting-down set): the controller refuses each AlterPartition with INELIGIBLE_REPLICA.
+        (other,) = (b for b in IDS if b not in (victim, controller))
+        restart(kafka, other)
+        wait_for(lambda: all(other in st["isr"] for st in states(kafka).values()), WAIT,
+                 f"broker {other} back in every ISR")
+
+        def refused() -> str | None:
+            for b in IDS:
+                if b == victim:
+                    continue
+                for line in server_log(kafka, b)[log_from[b]:].splitlines():
+                    if (f"Failed to alter partition to PendingExpandIsr(newInSyncReplicaId={victim}," in line
+                            and "since the controller rejected the request with INELIGIBLE_REPLICA" in line):
+                        return line
+            return None
+
+        wait_for(refused, WAIT, f"a leader's ISR expansion with broker {victim} to be refused", interval=0.5)
+
+        # A preferred leader election does not make it leader where it is the preferred replica.
+        election = tool(kafka.home, LEADER_ELECTION, "--bootstrap-server", kafka.bootstrap,
+                        "--election-type", "PREFERRED", "--all-topic-partitions", check=False)
+        out = election.stdout + election.stderr
+        for t, p in preferred:
+            assert f"{t}-{p}" in out, out  # named among the failed elections
+        assert "Preferred replica not available" in out or "PreferredLeaderNotAvailable" in out, out
+        still = states(kafka)
+        assert all(victim not in st["isr"] and st["leader"] != victim for st in still.values()), still
+        assert kafka.brokers[victim].alive() and epoch_of(kafka, victim) == epoch
+        assert kafka.controller() == controller
+    finally:
+        restart(kafka, victim)  # a new registration: the controller forgets the shutting-down state
+    back = healthy(kafka)  # it rejoins every ISR
+    assert all(victim in st["isr"] for st in back.values())
+    led = preferred_leaders(kafka)  # and can lead again
+    assert {k for k, st in led.items() if st["leader"] == victim} == preferred
+
+
+def test_shutdown_of_the_controller_broker_itself(kafka: RealCluster) -> None:
+    before = healthy(kafka)
+    controller = kafka.controller()
+    assert controller is not None
+    if not any(st["leader"] == controller for st in before.values()):
+        before = preferred_leaders(kafka)
+    led_before = {k for k, st in before.items() if st["leader"] == controller}
+    assert led_before, before
+    epoch = epoch_of(kafka, controller)
+    sent_before = len(kadmin_shutdowns(kafka))
+
+    code, doc, err = kafka.run.json("brokers", "shutdown", str(controller))
+    try:
+        assert code == 0, err
+        d = doc["data"]
+        assert d["broker_id"] == d["controller_id"] == controller and d["broker_epoch"] == epoch
+        assert d["remaining_partitions"] == [] and d["shutting_down_until_restart"] is True
+        (req,) = kadmin_shutdowns(kafka)[sent_before:]  # the controller answered about itself
+        assert req["request"] == {"brokerId": controller, "brokerEpoch": epoch}
+        assert req["response"] == {"errorCode": 0, "remainingPartitions": []}
+        assert req in kafka.brokers[controller].requests(CONTROLLED_SHUTDOWN, client_id="kadmin")
+        assert f"[Controller id={controller}] Shutting down broker {controller}" in server_log(kafka, controller)
+
+        # Kafka 3.9 moves the leaderships off the controller broker and takes it out of every ISR...
+        after = states(kafka)
+        assert all(st["leader"] in IDS and st["leader"] != controller and controller not in st["isr"]
+                   for st in after.values()), after
+        wait_topic_command(kafka, after, f"TopicCommand to show broker {controller} leading nothing")
+        # ...but the controller role stays where it is until that broker stops.
+        assert kafka.controller() == controller and epoch_of(kafka, controller) == epoch
+        assert kafka.brokers[controller].alive()
+    finally:
+        restart(kafka, controller)
+    wait_for(lambda: kafka.controller() in IDS, WAIT, "a controller")
+    healthy(kafka)
+
+
+def kadmin_process(kafka: RealCluster, *args: str) -> subprocess.Popen[str]:
+    """kadmin as an operator runs it, in the background (a separate process: its own signals)."""
+    env = {**os.environ, "KADMIN_ZOOKEEPER": kafka.zk}
+    return subprocess.Popen([sys.executable, "-m", "kadmin", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env, stdin=subprocess.DEVNULL)
+
+
+def test_wait_follows_a_new_controller_when_the_controller_is_killed(kafka: RealCluster) -> None:
+    """A partition whose only other replica is out of its ISR cannot move: the real controller answers
+    with it in remainingPartitions (on record in its request log), so `--wait` keeps asking. And it stays
+    stuck while that controller lives: Kafka 3.9's controller refuses every AlterPartition whose new ISR
+    names a shutting-down broker, the leader itself included, so the ISR cannot grow back. Then the
+    controller is killed (SIGKILL): kadmin must re-read /controller, follow the new one and finish. A new
+    controller starts with an empty shutting-down set: the ISR can grow and the partition move; should
+    kadmin's request reach the new controller first (it then refuses the expansion too), deleting the
+    topic empties the answer. Either way kadmin ends at the new controller with nothing left."""
+    healthy(kafka)
+    old_controller = kafka.controller()
+    assert old_controller is not None
+    victim, follower = non_controllers(kafka)
+    topic = f"pinned-{uuid.uuid4().hex[:8]}"
+    tool(kafka.home, TOPIC_COMMAND, "--bootstrap-server", kafka.bootstrap, "--create", "--topic", topic,
+         "--replica-assignment", f"{victim}:{follower}")
+    key = (topic, 0)
+    wait_for(lambda: (lambda s: s.get(key, {}).get("leader") == victim and sorted(s[key]["isr"]) ==
+                      sorted([victim, follower]))(kafka.partition_states([topic])), WAIT, f"{topic}-0 led by {victim}")
+    proc: subprocess.Popen[str] | None = None
+    f = kafka.brokers[follower]
+    try:
+        f.stop(graceful=True, timeout=WAIT)
+        wait_for(lambda: f.registration(kafka.kz) is None, WAIT, f"/brokers/ids/{follower} to go")
+        wait_for(lambda: kafka.partition_states([topic]).get(key, {}).get("isr") == [victim], WAIT,
+                 f"{topic}-0's ISR to shrink to [{victim}]")
+        log_from = len(server_log(kafka, old_controller))
+
+        # Without --wait: the controller's answer names the partition, whose whole ISR is the victim.
+        code, doc, err = kafka.run.json("brokers", "shutdown", str(victim), "--force")
+        assert code == 1, err
+        assert doc["data"]["remaining_partitions"] == doc["data"]["isr_only_this_broker"] == [
+            {"topic": topic, "partition": 0}]
+        assert f"{topic}-0 has only broker {victim} in the ISR" in err
+
+        proc = kadmin_process(kafka, "brokers", "shutdown", str(victim), "--force", "--wait", "--timeout", "900",
+                              "-o", "json")
+
+        def answered(broker_id: int) -> dict[str, Any] | None:
+            for r in kafka.brokers[broker_id].requests(CONTROLLED_SHUTDOWN, client_id="kadmin"):
+                if r["request"]["brokerId"] == victim and r["response"]["errorCode"] == 0 and (
+                        {"topicName": topic, "partitionIndex": 0} in r["response"]["remainingPartitions"]):
+                    return r
+            return None
+
+        wait_for(lambda: answered(old_controller), WAIT, f"controller {old_controller} to answer {topic}-0 remains")
+        assert proc.poll() is None  # --wait: still asking
+
+        # The follower comes back, but the controller will not let the shutting-down leader grow the ISR.
+        f.start()
+        f.wait_registered(kafka.kz, timeout=WAIT)
+        refusal = (f"[Controller id={old_controller}] Rejecting AlterPartition request from node {victim} for "
+                   f"{topic}-0 because it specified ineligible replicas Set({victim}) in the new ISR")
+        wait_for(lambda: refusal in server_log(kafka, old_controller)[log_from:], WAIT, "the ISR expansion refused")
+        assert kafka.partition_states([topic])[key]["isr"] == [victim] and proc.poll() is None
+
+        kafka.brokers[old_controller].kill()  # a crash: /controller stays until its ZooKeeper session expires
+        new_controller = wait_for(lambda: (lambda c: c if c in (victim, follower) else None)(kafka.controller()),
+                                  WAIT, "a new controller")
+        # kadmin asks the new controller (or has already finished there).
+        wait_for(lambda: proc.poll() is not None or kafka.brokers[new_controller].requests(
+            CONTROLLED_SHUTDOWN, client_id="kadmin"), WAIT, f"kadmin to reach the new controller {new_controller}")
+        if proc.poll() is None and kafka.partition_states([topic])[key]["leader"] == victim:
+            tool(kafka.home, TOPIC_COMMAND, "--bootstrap-server", kafka.brokers[follower].bootstrap, "--delete",
+                 "--topic", topic)
+        out, err = proc.communicate(timeout=WAIT * 2)
+        assert proc.returncode == 0, err
+        d = json.loads(out)["data"]
+        assert d["controller_id"] == new_controller != old_controller
+        assert d["remaining_partitions"] == [] and d["error"] is None and d["shutting_down_until_restart"] is True
+        assert d["attempts"] >= 2
+        last = kafka.brokers[new_controller].requests(CONTROLLED_SHUTDOWN, client_id="kadmin")[-1]
+        assert last["request"] == {"brokerId": victim, "brokerEpoch": epoch_of(kafka, victim)}
+        assert last["response"] == {"errorCode": 0, "remainingPartitions": []}
+        s = kafka.partition_states([topic, *TOPICS])
+        assert all(st["leader"] != victim for st in s.values()), s
+    finally:
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        for b in (follower, old_controller):
+            if not kafka.brokers[b].alive():
+                kafka.brokers[b].start()
+        for b in (follower, old_controller):
+            kafka.brokers[b].wait_registered(kafka.kz, timeout=WAIT)
+        restart(kafka, victim)
+        tool(kafka.home, TOPIC_COMMAND, "--bootstrap-server", kafka.bootstrap, "--delete", "--if-exists",
+             "--topic", topic, check=False)
+    healthy(kafka)
+
+
+def ipv6_loopback() -> bool:
+    import socket
+
+    try:
+        with socket.socket(socket.AF_INET6) as s:
+            s.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+def test_shutdown_reaches_a_controller_on_an_ipv6_listener(zk_server: Ensemble, tmp_path: Path) -> None:
+    if not ipv6_loopback():
+        pytest.skip("this machine has no IPv6 loopback (::1)")
+    from kazoo.client import KazooClient
+
+    home = kafka_home(KAFKA_3_9)
+    chroot = f"/kshut6-{uuid.uuid4().hex[:10]}"
+    port = free_port()
+    zk = zk_server.connect_string + chroot
+    root = KazooClient(hosts=zk_server.connect_string)
+    root.start(timeout=30)
+    root.ensure_path(chroot)
+    root.stop()
+    root.close()
+    broker = ZkModeBroker(home, 1, zk, tmp_path, port=port, request_log=True,
+                          extra={"listeners": f"PLAINTEXT://[::1]:{port}"})
+    kz = KazooClient(hosts=zk)
+    kz.start(timeout=30)
+    try:
+        broker.start()
+        epoch = broker.wait_registered(kz, timeout=WAIT)
+        reg = json.loads(kz.get("/brokers/ids/1")[0])
+        assert reg["host"] == "::1" and reg["endpoints"] == [f"PLAINTEXT://[::1]:{port}"]
+        wait_for(lambda: kz.exists("/controller") and json.loads(kz.get("/controller")[0])["brokerid"] == 1,
+                 WAIT, "broker 1 to be the controller")
+        run = Run(zk)
+        code, doc, err = run.json("brokers", "shutdown", "1", "--dry-run")
+        assert code == 0, err
+        assert doc["data"]["request"]["controller"] == f"[::1]:{port}"
+        code, doc, err = run.json("brokers", "shutdown", "1")
+        assert code == 0, err
+        assert doc["data"]["controller_id"] == 1 and doc["data"]["broker_epoch"] == epoch
+        (req,) = broker.requests(CONTROLLED_SHUTDOWN, client_id="kadmin")
+        assert req["request"] == {"brokerId": 1, "brokerEpoch": epoch} and req["response"]["errorCode"] == 0
+        assert req["requestHeader"]["requestApiVersion"] == 3
+    finally:
+        broker.kill()
+        kz.stop()
+        kz.close()
