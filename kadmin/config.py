@@ -10,6 +10,8 @@ The contexts file is `$XDG_CONFIG_HOME/kadmin/config.toml` (default `~/.config/k
     [contexts.prod]
     zookeeper = "zk1:2181,zk2:2181,zk3:2181/kafka"
     zk-auth = "@/etc/kadmin/zk-digest"      # SCHEME:CREDENTIALS, or @FILE holding it
+    zk-tls = true                           # with zk-tls-ca, zk-tls-cert, zk-tls-key (PEM files)
+    zk-tls-no-hostname-check = false        # true: accept a certificate that does not name the host
     bootstrap-server = "kafka1:9092"
     command-config = "/etc/kadmin/client.properties"
 """
@@ -18,7 +20,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +38,7 @@ CONTEXT_KEYS = {
     "zk-tls-ca",
     "zk-tls-cert",
     "zk-tls-key",
+    "zk-tls-no-hostname-check",
     "bootstrap-server",
     "bootstrap-controller",
     "command-config",
@@ -74,6 +76,18 @@ class ConnectionSettings:
             raise ConfigError(f"timeout {value!r} (from {self.source('timeout')}) is not a number of seconds "
                               f"in (0, {MAX_TIMEOUT:g}]")
         return t
+
+    def flag(self, key: str) -> bool:
+        """An on/off setting: a TOML boolean (or true/false/1/0/yes/no from a flag's environment variable)."""
+        value = self.get(key, False)
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower()
+        if text in ("true", "1", "yes", "on"):
+            return True
+        if text in ("false", "0", "no", "off", ""):
+            return False
+        raise ConfigError(f"{key} {value!r} (from {self.source(key)}) is not true or false")
 
     def describe(self) -> list[str]:
         return [f"{k} = {v.value!r} (from {v.source})" for k, v in sorted(self.values.items()) if "auth" not in k] + [
@@ -148,34 +162,133 @@ def parse_auth(value: str) -> tuple[str, str]:
 
 
 def read_properties(path: str) -> dict[str, str]:
-    """A Java properties file (Kafka's --command-config): `key=value` or `key: value`, # and ! comments,
-    backslash line continuations."""
+    """A Java properties file (Kafka's --command-config), read as Kafka's tools read it.
+
+    Kafka loads the file with `java.util.Properties.load(InputStream)` (Utils.loadProps): the bytes
+    are ISO-8859-1, and the syntax is Properties' own; `parse_properties` follows it rule by rule.
+    """
     p = Path(path).expanduser()
     try:
-        text = p.read_text()
+        data = p.read_bytes()
     except OSError as e:
         raise ConfigError(f"--command-config {p}: cannot read: {e.strerror}") from e
+    try:
+        return parse_properties(data.decode("iso-8859-1"))
+    except ValueError as e:
+        raise ConfigError(f"--command-config {p}: {e}") from e
+
+
+_PROP_BLANK = " \t\f"
+
+
+def _logical_lines(text: str) -> list[str]:
+    """java.util.Properties.LineReader: the logical lines, comments and blank lines dropped.
+
+    Natural lines end at \\n, \\r or \\r\\n. Leading blanks (space, tab, form feed) go. A line whose
+    first character is # or ! is a comment (also when a continuation left the logical line empty so
+    far). An odd number of backslashes at the end continues the line on the next one, whose leading
+    blanks go; the continuing backslash goes too, also at the end of the file.
+    """
+    lines: list[str] = []
+    buf: list[str] = []
+    skip_blank = True  # at the start of a natural line
+    appended = False  # that natural line continues a logical one
+    backslash = False  # the previous character is an unescaped backslash
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        i += 1
+        if skip_blank:
+            if c in _PROP_BLANK:
+                continue
+            if not appended and c in "\r\n":
+                continue
+            skip_blank = False
+            appended = False
+        if not buf and c in "#!":
+            while i < n and text[i] not in "\r\n":
+                i += 1
+            skip_blank = True
+            continue
+        if c not in "\r\n":
+            buf.append(c)
+            backslash = (not backslash) if c == "\\" else False
+            continue
+        if not buf:
+            skip_blank = True
+            continue
+        if i >= n:  # the last character of the file ends the line
+            break
+        if backslash:
+            buf.pop()
+            skip_blank, appended, backslash = True, True, False
+            if c == "\r" and text[i] == "\n":
+                i += 1
+            continue
+        lines.append("".join(buf))
+        buf = []
+        skip_blank = True
+    if buf:
+        if backslash:
+            buf.pop()
+        lines.append("".join(buf))
+    return lines
+
+
+def _unescape(s: str) -> str:
+    """Properties.loadConvert: \\t \\n \\r \\f, \\uXXXX (UTF-16 code units), any other escaped char is itself."""
+    out: list[str] = []
+    i, n = 0, len(s)
+    while i < n:
+        c = s[i]
+        i += 1
+        if c != "\\" or i >= n:
+            out.append(c)
+            continue
+        c = s[i]
+        i += 1
+        if c == "u":
+            digits = s[i:i + 4]
+            if len(digits) < 4 or any(d not in "0123456789abcdefABCDEF" for d in digits):
+                raise ValueError(f"malformed \\uxxxx escape \\u{digits} (java.util.Properties refuses it too)")
+            out.append(chr(int(digits, 16)))
+            i += 4
+        else:
+            out.append({"t": "\t", "n": "\n", "r": "\r", "f": "\f"}.get(c, c))
+    joined = "".join(out)
+    # \\uD83D\\uDE00 is one character, as in Java's UTF-16 strings; a lone surrogate stays as it is
+    return joined.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass") if any(
+        "\ud800" <= ch <= "\udfff" for ch in joined) else joined
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """The key/value pairs of a properties text, as java.util.Properties.load gives them.
+
+    The key ends at the first unescaped `=`, `:` or blank; blanks, then at most one `=`/`:` (if the
+    key did not end at one), then blanks separate it from the value. Escapes are then decoded in both.
+    A later key replaces an earlier one. Raises ValueError for a malformed \\uXXXX.
+    """
     props: dict[str, str] = {}
-    logical = ""
-    for raw in text.splitlines():
-        line = raw.strip() if not logical else raw.lstrip()
-        if not logical and (not line or line[0] in "#!"):
-            continue
-        if line.endswith("\\") and not line.endswith("\\\\"):
-            logical += line[:-1]
-            continue
-        logical += line
-        key, value = _split_property(logical)
-        props[key] = value
-        logical = ""
-    if logical:
-        key, value = _split_property(logical)
-        props[key] = value
+    for line in _logical_lines(text):
+        n = len(line)
+        key_end, value_start, has_sep, backslash = 0, n, False, False
+        while key_end < n:
+            c = line[key_end]
+            if c in "=:" and not backslash:
+                value_start, has_sep = key_end + 1, True
+                break
+            if c in _PROP_BLANK and not backslash:
+                value_start = key_end + 1
+                break
+            backslash = (not backslash) if c == "\\" else False
+            key_end += 1
+        while value_start < n:
+            c = line[value_start]
+            if c not in _PROP_BLANK:
+                if not has_sep and c in "=:":
+                    has_sep = True
+                else:
+                    break
+            value_start += 1
+        props[_unescape(line[:key_end])] = _unescape(line[value_start:])
     return props
-
-
-def _split_property(line: str) -> tuple[str, str]:
-    """The key ends at the first `=`, `:` or white space; one separator and the blanks around it go."""
-    m = re.match(r"([^=:\s]*)\s*[=:]?\s*(.*)$", line, re.S)
-    assert m is not None  # the pattern matches any string
-    return m.group(1), m.group(2)

@@ -106,6 +106,13 @@ ZkTlsCertOpt = Annotated[str | None, typer.Option("--zk-tls-cert", metavar="FILE
                                                   show_default=False)]
 ZkTlsKeyOpt = Annotated[str | None, typer.Option("--zk-tls-key", metavar="FILE", help="Client key for --zk-tls.",
                                                  rich_help_panel=CONN, show_default=False)]
+ZkTlsNoHostnameCheckOpt = Annotated[
+    bool,
+    typer.Option("--zk-tls-no-hostname-check", envvar="KADMIN_ZK_TLS_NO_HOSTNAME_CHECK",
+                 help="With --zk-tls: accept a server certificate that does not name the host connected to "
+                 "(as Kafka's zookeeper.ssl.endpoint.identification.algorithm= empty). The CA is still checked.",
+                 rich_help_panel=CONN, show_default=False),
+]
 TimeoutOpt = Annotated[float | None, typer.Option("--timeout", metavar="SECONDS", parser=seconds,
                                                   help="Give up reaching the cluster after this long [default: 10].",
                                                   rich_help_panel=CONN, show_default=False)]
@@ -117,7 +124,9 @@ BootstrapCtlOpt = Annotated[str | None, typer.Option("--bootstrap-controller", e
                                                      help="Controllers of a KRaft cluster.", rich_help_panel=CONN,
                                                      show_default=False)]
 CommandConfigOpt = Annotated[str | None, typer.Option("--command-config", envvar="KADMIN_COMMAND_CONFIG",
-                                                      metavar="FILE", help="Kafka client properties (SSL, SASL).",
+                                                      metavar="FILE", help="Kafka's Java client properties: "
+                                                      "ssl.* (JKS, PKCS12, PEM), sasl.* (PLAIN, SCRAM, GSSAPI, "
+                                                      "OAUTHBEARER).",
                                                       rich_help_panel=CONN, show_default=False)]
 ContextOpt = Annotated[str | None, typer.Option("--context", envvar="KADMIN_CONTEXT", metavar="NAME",
                                                 help="Use a context from $XDG_CONFIG_HOME/kadmin/config.toml.",
@@ -135,12 +144,14 @@ CONNECTION_PARAMS: dict[str, tuple[str, Any, Any]] = {
     "zk_tls_ca": ("zk-tls-ca", ZkTlsCaOpt, None),
     "zk_tls_cert": ("zk-tls-cert", ZkTlsCertOpt, None),
     "zk_tls_key": ("zk-tls-key", ZkTlsKeyOpt, None),
+    "zk_tls_no_hostname_check": ("zk-tls-no-hostname-check", ZkTlsNoHostnameCheckOpt, False),
     "bootstrap_server": ("bootstrap-server", BootstrapOpt, None),
     "bootstrap_controller": ("bootstrap-controller", BootstrapCtlOpt, None),
     "command_config": ("command-config", CommandConfigOpt, None),
     "timeout": ("timeout", TimeoutOpt, None),
     "context": ("context", ContextOpt, None),
 }
+FLAGS = {"zk_tls", "zk_tls_no_hostname_check"}  # on/off options: off leaves the context's value in force
 COMMON_PARAMS: dict[str, tuple[Any, Any]] = {"output": (OutputOpt, Output.auto), "verbose": (VerboseOpt, False)}
 
 
@@ -247,7 +258,7 @@ def command(
             for pname in conn_names:
                 value = kwargs.pop(pname)
                 key = CONNECTION_PARAMS[pname][0]
-                if pname == "context" or value is None or (pname == "zk_tls" and not value):
+                if pname == "context" or value is None or (pname in FLAGS and not value):
                     continue
                 given[key] = Sourced(value, _source(ctx, pname))
             context = None

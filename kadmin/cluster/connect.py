@@ -36,6 +36,8 @@ def zk_connection(settings: ConnectionSettings, timeout: float | None = None) ->
 
     Every kadmin connection to ZooKeeper (commands, the quorum's /cluster/id read) is built here, so
     none can leave TLS or auth out. `timeout` (a command's deadline) can only shorten --timeout.
+    TLS checks the server's certificate against the CA and, unless zk-tls-no-hostname-check, that it
+    names the host connected to (Kafka's zookeeper.ssl.endpoint.identification.algorithm=HTTPS).
     """
     from kadmin.cluster.zookeeper import ZkConnection
 
@@ -50,10 +52,11 @@ def zk_connection(settings: ConnectionSettings, timeout: float | None = None) ->
         chroot=chroot,
         timeout=settings.timeout if timeout is None else min(settings.timeout, timeout),
         auth=auth,
-        use_tls=bool(settings.get("zk-tls")),
+        use_tls=settings.flag("zk-tls"),
         tls_ca=settings.get("zk-tls-ca"),
         tls_cert=settings.get("zk-tls-cert"),
         tls_key=settings.get("zk-tls-key"),
+        tls_check_hostname=not settings.flag("zk-tls-no-hostname-check"),
     )
 
 
@@ -105,7 +108,8 @@ def zookeeper_quorum(settings: ConnectionSettings, log: Callable[[str], None] | 
 
     conn = zk_connection(settings, timeout=5.0)  # checked before anything is sent
     hosts = conn.hosts
-    tls = client_ssl_context(conn.tls_ca, conn.tls_cert, conn.tls_key) if conn.use_tls else None
+    tls = client_ssl_context(conn.tls_ca, conn.tls_cert, conn.tls_key, conn.tls_check_hostname) \
+        if conn.use_tls else None
     probes = probe_ensemble(parse_hosts(hosts), timeout=conn.timeout, tls=tls)
     now_ms = int(time.time() * 1000)
     blocked = [p for p in probes if p.reachable and {"srvr", "conf"} & set(p.not_whitelisted)]

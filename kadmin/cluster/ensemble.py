@@ -209,6 +209,8 @@ def _describe(exc: BaseException) -> str:
         return "connection reset"
     if isinstance(exc, socket.gaierror):
         return f"cannot resolve host: {exc.strerror or exc}"
+    if isinstance(exc, ssl.SSLCertVerificationError) and exc.verify_message:
+        return f"TLS: certificate refused: {exc.verify_message}"  # e.g. "IP address mismatch, ..."
     if isinstance(exc, ssl.SSLError):
         return f"TLS: {exc.reason or exc}"
     text = (exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)) or type(exc).__name__

@@ -16,6 +16,7 @@ from kazoo.security import make_digest_acl
 from kadmin.cluster.zookeeper import ZkCluster
 from kadmin.sandbox.zkserver import ZkServer, free_port, tls_config
 from tests.conftest import started
+from tests.integration.test_tls import otherhost_zk  # noqa: F401,F811 - a fixture (a TLS server for "otherhost")
 
 pytestmark = pytest.mark.integration
 
@@ -82,3 +83,16 @@ def test_describe_on_a_port_unified_server_never_falls_back_to_plaintext(unified
     assert r.exit_code == 0, r.stderr
     assert json.loads(r.stdout)["data"]["cluster_id"] == CLUSTER_ID
     assert_all_tls(tls_connections)
+
+
+def test_describe_refuses_a_certificate_for_another_host_unless_told(otherhost_zk, certs, run_nozk):  # noqa: F811
+    """The four-letter-word probes check the host name too (as Kafka's ZooKeeper client does by default)."""
+    _, secure = otherhost_zk
+    args = ["quorum", "describe", "--status", "-z", f"127.0.0.1:{secure}/tls", "--zk-tls", "--zk-tls-ca",
+            str(certs / "ca.pem"), "-o", "json", "--timeout", "5"]
+    refused = run_nozk(*args)
+    assert refused.exit_code == 4, refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1 and "IP address mismatch" in refused.stderr, refused.stderr
+    ok = run_nozk(*args, "--zk-tls-no-hostname-check")
+    assert ok.exit_code == 0, ok.stderr
+    assert json.loads(ok.stdout)["data"]["leader_id"] is not None
