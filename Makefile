@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast system venv lint completions docs bench clean kafka
+.PHONY: demo demo-kraft test test-fast system venv lint completions docs bench clean kafka
 
 system:
 	@scripts/ensure-system.sh
@@ -18,8 +18,20 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
+# The demo runs three real Kafka 3.9.1 brokers (ZooKeeper mode) when scripts/fetch-kafka.sh can provide
+# them (Maven, java, network; the home is its last stdout line), else the emulated brokers.
 demo: system venv
-	@PATH="$(CURDIR)/$(VENV)/bin:$$PATH" scripts/demo.sh
+	@log=$$(mktemp); home=$$(scripts/fetch-kafka.sh 3.9.1 2>$$log | tail -n 1); \
+	if [ -z "$$home" ] || [ ! -d "$$home/libs" ]; then \
+		echo "demo: no real Kafka 3.9.1 ($$(tail -n 1 $$log)); falling back to emulated brokers" >&2; home=; fi; \
+	rm -f $$log; PATH="$(CURDIR)/$(VENV)/bin:$$PATH" scripts/demo.sh $$home
+
+# A real KRaft quorum of Kafka 4.3.1: 3 controllers + 3 brokers (no fallback: KRaft needs real Kafka).
+demo-kraft: system venv
+	@log=$$(mktemp); home=$$(scripts/fetch-kafka.sh 4.3.1 2>$$log | tail -n 1); \
+	if [ -z "$$home" ] || [ ! -d "$$home/libs" ]; then \
+		echo "demo-kraft: no real Kafka 4.3.1 ($$(tail -n 1 $$log))" >&2; rm -f $$log; exit 1; fi; \
+	rm -f $$log; PATH="$(CURDIR)/$(VENV)/bin:$$PATH" scripts/demo-kraft.sh $$home
 
 test: system venv kafka
 	$(PY) -m pytest -q

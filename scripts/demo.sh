@@ -1,13 +1,53 @@
 #!/usr/bin/env bash
-# `make demo`: a real ZooKeeper with emulated brokers; list them, bounce one, and watch kadmin see it.
+# `make demo`: rehearse a rolling bounce and watch kadmin see it.
+#   scripts/demo.sh [KAFKA_HOME]
+# With KAFKA_HOME (a Kafka 3.9 installation: HOME/libs/*.jar; `make demo` fetches 3.9.1 with
+# scripts/fetch-kafka.sh), three real Apache Kafka brokers in ZooKeeper mode, and `kadmin sandbox bounce`
+# is a real graceful restart. Without it, a real ZooKeeper with emulated brokers.
 set -euo pipefail
+kafka_home="${1:-}"
 export KADMIN_SANDBOX_DIR="${KADMIN_SANDBOX_DIR:-$(mktemp -d -t kadmin-demo.XXXXXX)}"
 trap 'kadmin sandbox down >/dev/null 2>&1 || true' EXIT
 step() { printf '\n\033[1m$ %s\033[0m\n' "$*" >&2; }
 
-step 'export KADMIN_ZOOKEEPER=$(kadmin sandbox up --brokers 5 -o plain)'
-KADMIN_ZOOKEEPER=$(kadmin sandbox up --brokers 5 -o plain)
-export KADMIN_ZOOKEEPER
+if [ -n "$kafka_home" ]; then
+    brokers=3
+    timeout=120  # real JVMs on a small, busy machine take seconds to stop and register
+    step "export KADMIN_ZOOKEEPER=\$(kadmin sandbox up --kafka-home $kafka_home --brokers $brokers -o plain)"
+    KADMIN_ZOOKEEPER=$(kadmin sandbox up --kafka-home "$kafka_home" --brokers "$brokers" -o plain)
+    export KADMIN_ZOOKEEPER
+    bootstrap=$(kadmin sandbox status -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["data"]["bootstrap_servers"])')
+
+    # A few topics, so that the brokers lead and follow partitions (Kafka's admin API, from the venv's
+    # kafka-python); returns once every partition has a leader and its full ISR.
+    step "create topics orders (6x3, min.insync.replicas=2), payments (3x3), audit-log (4x2)   # Kafka admin API"
+    python3 - "$bootstrap" <<'PY'
+import sys, time
+from kafka.admin import KafkaAdminClient, NewTopic
+
+admin = KafkaAdminClient(bootstrap_servers=sys.argv[1].split(","), client_id="kadmin-demo")
+topics = [NewTopic("orders", 6, 3, topic_configs={"min.insync.replicas": "2"}),
+          NewTopic("payments", 3, 3), NewTopic("audit-log", 4, 2)]
+admin.create_topics(topics)
+deadline = time.monotonic() + 120
+while True:
+    meta = admin.describe_topics([t.name for t in topics])
+    parts = [p for t in meta if not t["error_code"] for p in t["partitions"]]
+    if len(parts) == 13 and all(p["leader_id"] >= 0 and sorted(p["isr_nodes"]) == sorted(p["replica_nodes"])
+                                for p in parts):
+        break
+    if time.monotonic() > deadline:
+        sys.exit("demo: the topics' partitions did not all get a leader and a full ISR within 120 s")
+    time.sleep(0.2)
+admin.close()
+PY
+else
+    brokers=5
+    timeout=30
+    step 'export KADMIN_ZOOKEEPER=$(kadmin sandbox up --brokers 5 -o plain)'
+    KADMIN_ZOOKEEPER=$(kadmin sandbox up --brokers "$brokers" -o plain)
+    export KADMIN_ZOOKEEPER
+fi
 
 step "kadmin brokers list"
 kadmin brokers list
@@ -32,10 +72,11 @@ kadmin brokers shutdown 3
 step "kadmin partitions list --broker 3"
 kadmin partitions list --broker 3
 
-step "kadmin brokers wait 3 --epoch-gt $epoch --timeout 30 &   # the restart receipt"
-kadmin brokers wait 3 --epoch-gt "$epoch" --timeout 30 &
+# No pause needed before the bounce: `--epoch-gt` is a condition on the registration, not an event, so
+# the waiter returns as soon as it sees an epoch above $epoch, whether it starts before or after the bounce.
+step "kadmin brokers wait 3 --epoch-gt $epoch --timeout $timeout &   # the restart receipt"
+kadmin brokers wait 3 --epoch-gt "$epoch" --timeout "$timeout" &
 waiter=$!
-sleep 1
 
 step "kadmin sandbox bounce 3"
 kadmin sandbox bounce 3 -o plain >/dev/null
@@ -44,8 +85,8 @@ wait "$waiter"
 step "kadmin brokers shutdown 3 --epoch $epoch   # a stale retry is fenced (exit 6)"
 kadmin brokers shutdown 3 --epoch "$epoch" --force -o plain >/dev/null || echo "exit code $?" >&2
 
-step "kadmin brokers wait 3 --in-sync --timeout 30"
-kadmin brokers wait 3 --in-sync --timeout 30
+step "kadmin brokers wait 3 --in-sync --timeout $timeout"
+kadmin brokers wait 3 --in-sync --timeout "$timeout"
 
 step "kadmin brokers diff --since before.json"
 kadmin brokers diff --since "$before"

@@ -1,7 +1,9 @@
-"""`kadmin sandbox`: a local real ZooKeeper with emulated brokers, to try kadmin and rehearse bounces."""
+"""`kadmin sandbox`: a local playground to try kadmin and rehearse bounces: a real ZooKeeper with emulated
+brokers, or real Apache Kafka (`--kafka-home`: ZooKeeper mode or KRaft)."""
 
 from __future__ import annotations
 
+from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -10,12 +12,20 @@ import typer
 from kadmin.cli.options import Invocation, command, seconds_or_zero
 from kadmin.services.result import Result
 
-app = typer.Typer(name="sandbox", help="A local ZooKeeper-mode playground: real ZooKeeper, emulated brokers.",
+app = typer.Typer(name="sandbox", help="A local playground: real ZooKeeper with emulated brokers, or real Kafka "
+                  "(--kafka-home).",
                   no_args_is_help=True)
 
 DirOpt = Annotated[Path | None, typer.Option("--dir", metavar="DIR", envvar="KADMIN_SANDBOX_DIR",
                                              help="Sandbox state directory [default: $XDG_STATE_HOME/kadmin/sandbox].",
                                              show_default=False)]
+
+
+class Mode(str, Enum):
+    zk = "zk"
+    kraft = "kraft"
+
+
 BrokerId = Annotated[int, typer.Argument(help="Broker id.", metavar="ID")]
 
 
@@ -30,33 +40,65 @@ def up(
     inv: Invocation,
     brokers: Annotated[int, typer.Option("--brokers", min=1, max=5000, help="How many brokers to emulate.")] = 3,
     ensemble: Annotated[int, typer.Option("--ensemble", min=1, max=3, help="ZooKeeper servers: 1 or 3.")] = 1,
+    kafka_home: Annotated[Path | None, typer.Option(
+        "--kafka-home", metavar="DIR", envvar="KADMIN_KAFKA_HOME", show_default=False,
+        help="Run real Apache Kafka from this installation (DIR/libs/*.jar) instead of emulated brokers.")] = None,
+    mode: Annotated[Mode, typer.Option("--mode", metavar="zk|kraft", case_sensitive=False,
+                                       help="With --kafka-home: ZooKeeper mode (Kafka 3.x) or KRaft "
+                                      "(3 controllers + the brokers).")] = Mode.zk,
     directory: DirOpt = None,
 ) -> int:
-    """Start ZooKeeper and N brokers registered in Kafka's v5 format. Plain output: the connection string.
+    """Start ZooKeeper and N brokers (emulated, or real Kafka with --kafka-home). Plain output: the connect string.
 
     Use it as: export KADMIN_ZOOKEEPER=$(kadmin sandbox up -o plain)
+
+    The emulated brokers register in Kafka's v5 format. With --kafka-home DIR, N real Kafka brokers (returns
+    once each is registered). With --mode kraft there is no ZooKeeper: plain output is the bootstrap servers
+    (export KADMIN_BOOTSTRAP_SERVER=$(...)); -o json also has bootstrap_controllers.
     """
     if ensemble not in (1, 3):
         from kadmin.errors import UsageError
 
         raise UsageError("--ensemble must be 1 or 3")
-    data = _sandbox(directory).up(brokers=brokers, ensemble=ensemble)
-    msg = ("already running: " if data["already_running"] else "up: ") + (
-        f"{len(data['brokers'])} brokers on {data['zookeeper']}; export KADMIN_ZOOKEEPER={data['zookeeper']}"
-    )
-    return inv.emit(Result(command="sandbox up", data=data, message=msg))
+    if mode is not Mode.zk and kafka_home is None:
+        from kadmin.errors import UsageError
+
+        raise UsageError("--mode kraft needs real Kafka: give --kafka-home DIR (or KADMIN_KAFKA_HOME)")
+    data = _sandbox(directory).up(brokers=brokers, ensemble=ensemble, kafka_home=kafka_home, mode=mode.value)
+    state = "already running: " if data["already_running"] else "up: "
+    kind = f"Kafka {data['kafka_version']} " if data.get("engine") == "kafka" else ""
+    plain = None
+    if data.get("mode") == "kraft":
+        plain = data["bootstrap_servers"] + "\n"
+        msg = (f"{state}{len(data['brokers'])} {kind}brokers (KRaft); export KADMIN_BOOTSTRAP_SERVER="
+               f"{data['bootstrap_servers']} (controllers: KADMIN_BOOTSTRAP_CONTROLLER="
+               f"{data['bootstrap_controllers']})")
+    else:
+        msg = (f"{state}{len(data['brokers'])} {kind}brokers on {data['zookeeper']}; "
+               f"export KADMIN_ZOOKEEPER={data['zookeeper']}")
+        if data.get("engine") == "kafka":
+            msg += f" (bootstrap servers {data['bootstrap_servers']})"
+    return inv.emit(Result(command="sandbox up", data=data, message=msg, plain=plain))
 
 
 @command(app, "status", cluster=False)
 def status(inv: Invocation, directory: DirOpt = None) -> int:
-    """Show the sandbox's ZooKeeper members and broker epochs. Exit 1 when something is down."""
+    """Show the sandbox's ZooKeeper members and broker epochs. Exit 1 when something is down.
+
+    -o json has one row per process (`processes`: role, id, pid, port, alive, registered) and the engine
+    (`engine` emulated or kafka, `mode`, `kafka_version`, `kafka_home`, `bootstrap_servers`).
+    """
     data = _sandbox(directory).status()
-    healthy = data["daemon"]["alive"] and all(m["alive"] for m in data["ensemble"])
+    if data.get("engine") == "kafka":
+        healthy = all(p["alive"] for p in data["processes"])
+    else:
+        healthy = data["daemon"]["alive"] and all(m["alive"] for m in data["ensemble"])
     from kadmin.exit_codes import ExitCode
 
     return inv.emit(Result(command="sandbox status", data=data,
                            exit_code=ExitCode.OK if healthy else ExitCode.CONDITION_NOT_MET,
-                           message=None if healthy else "some sandbox processes are not running"))
+                           message=None if healthy else "some sandbox processes are not running",
+                           plain=data["bootstrap_servers"] + "\n" if data.get("mode") == "kraft" else None))
 
 
 @command(app, "bounce", cluster=False)
@@ -67,10 +109,17 @@ def bounce(
                                         help="Stay deregistered this long.")] = 0.0,
     directory: DirOpt = None,
 ) -> int:
-    """Restart a broker: close its session and register again from a new one (a new, larger epoch)."""
+    """Restart a broker: close its session and register again from a new one (a new, larger epoch).
+
+    On real Kafka: SIGTERM (the broker runs its controlled shutdown), wait for the exit, start it again with
+    the same config and port; returns once it is registered again (KRaft: registered and unfenced).
+    """
     data = _sandbox(directory).bounce(broker_id, down)
-    return inv.emit(Result(command="sandbox bounce", data=data,
-                           message=f"broker {broker_id} bounced: epoch {data['old_epoch']} -> {data['new_epoch']}"))
+    if data.get("old_epoch") is None and data.get("new_epoch") is None:  # KRaft: DescribeCluster has no epochs
+        msg = f"broker {broker_id} restarted: pid {data.get('old_pid')} -> {data.get('pid')}, registered and unfenced"
+    else:
+        msg = f"broker {broker_id} bounced: epoch {data['old_epoch']} -> {data['new_epoch']}"
+    return inv.emit(Result(command="sandbox bounce", data=data, message=msg))
 
 
 @command(app, "kill", cluster=False)
@@ -81,7 +130,10 @@ def kill(
                                        "expire.")] = False,
     directory: DirOpt = None,
 ) -> int:
-    """Stop a broker (its registration goes). `kadmin sandbox start ID` brings it back."""
+    """Stop a broker (its registration goes). `kadmin sandbox start ID` brings it back.
+
+    On real Kafka: SIGTERM and wait for the exit (a controlled shutdown), or SIGKILL with --hard (a crash).
+    """
     data = _sandbox(directory).kill(broker_id, hard)
     return inv.emit(Result(command="sandbox kill", data=data, message=f"broker {broker_id} stopped"))
 
@@ -90,8 +142,8 @@ def kill(
 def start(inv: Invocation, broker_id: BrokerId, directory: DirOpt = None) -> int:
     """Start a stopped broker (it registers with a new epoch)."""
     data = _sandbox(directory).start(broker_id)
-    return inv.emit(Result(command="sandbox start", data=data,
-                           message=f"broker {broker_id} started with epoch {data['new_epoch']}"))
+    epoch = f"epoch {data['new_epoch']}" if data.get("new_epoch") is not None else f"pid {data.get('pid')}"
+    return inv.emit(Result(command="sandbox start", data=data, message=f"broker {broker_id} started with {epoch}"))
 
 
 @command(app, "down", cluster=False)

@@ -113,6 +113,7 @@ async def dispatch(fleet: Fleet, req: dict[str, Any], stop: asyncio.Event) -> di
         return {"ok": True, "id": bid, "old_epoch": was, "controller": fleet.controller_id}
     if bid in fleet.sessions:
         return {"ok": False, "error": f"broker {bid} is already running"}
+    await fleet.wait_unregistered(bid)  # after a hard kill, as the real engine does
     epoch = await fleet.register(fleet.specs.get(bid) or BrokerSpec(bid, port=9091 + bid))
     return {"ok": True, "id": bid, "new_epoch": epoch, "controller": fleet.controller_id}
 

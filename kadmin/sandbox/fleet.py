@@ -42,6 +42,10 @@ PERSISTENT_PATHS = (
 )
 
 
+class BrokerStartupError(RuntimeError):
+    """What a real broker exits with at startup (here: its registration znode is held by another session)."""
+
+
 @dataclass
 class BrokerSpec:
     id: int
@@ -151,21 +155,22 @@ class Fleet:
 
         session = await self._session(on_expired=expired)
         path = f"/brokers/ids/{bid}"
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + 2 * self.session_timeout_ms / 1000.0
-        while True:
-            try:
-                results = await session.multi(
-                    [Create(path, None, self.acl, 1), SetData(path, spec.encode(self._now_ms()), 0)]
-                )
-                break
-            except NodeExistsError:
-                # The previous generation's session has not ended yet (its close was lost, or it
-                # crashed): like a restarting broker, try again until ZooKeeper expires it.
-                if loop.time() > deadline:
-                    await session.close()
-                    raise
-                await asyncio.sleep(0.1)
+        try:
+            results = await session.multi(
+                [Create(path, None, self.acl, 1), SetData(path, spec.encode(self._now_ms()), 0)]
+            )
+        except NodeExistsError:
+            # Kafka 3.9's checked ephemeral create: a znode owned by another session (a crashed
+            # predecessor whose session has not expired yet) is fatal; the broker exits at startup.
+            owner = None
+            with contextlib.suppress(NoNodeError):
+                owner = (await session.get(path))[1].ephemeral_owner
+            await session.close()
+            await self._stop_kafka_server(bid)
+            raise BrokerStartupError(
+                f"Error while creating ephemeral at {path}, node already exists and owner "
+                f"'{hex(owner) if owner is not None else 'unknown'}' does not match current session "
+                f"'{hex(session.session_id)}'") from None
         stat = results[1]
         self.sessions[bid] = session
         self.epochs[bid] = stat.czxid
@@ -255,6 +260,19 @@ class Fleet:
             self.controller_id = None
             if self.elect_controller_on_change:
                 self._tasks.add(asyncio.get_running_loop().create_task(self._elect_when_expired()))
+
+    async def wait_unregistered(self, bid: int) -> None:
+        """Until /brokers/ids/<bid> is gone: a crashed predecessor's session has expired. A real broker
+        started before that exits (see register), so `sandbox start` after a hard kill waits for it."""
+        s = await self.admin()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 3 * self.session_timeout_ms / 1000.0
+        while loop.time() < deadline:
+            try:
+                await s.get(f"/brokers/ids/{bid}")
+            except NoNodeError:
+                return
+            await asyncio.sleep(0.1)
 
     async def _elect_when_expired(self) -> None:
         """The crashed controller's /controller goes when its session expires; then the others race."""

@@ -1,4 +1,7 @@
-"""`kadmin sandbox`: start, inspect, bounce and stop a local ZooKeeper-mode playground.
+"""`kadmin sandbox`: start, inspect, bounce and stop a local playground.
+
+Two engines: `emulated` (the default: a real ZooKeeper and emulated brokers in one daemon process)
+and `kafka` (`--kafka-home DIR`: real Apache Kafka JVMs, ZooKeeper mode or KRaft; see realkafka.py).
 
 State lives in one directory (default `$XDG_STATE_HOME/kadmin/sandbox`): `state.json` names every
 process this sandbox started, by pid and identity (its start time and command line, and the boot it
@@ -8,6 +11,7 @@ that was started: after a reboot, or once the pid was reused, it is reported as 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -20,14 +24,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kadmin.errors import ConditionNotMet, SandboxError
-from kadmin.sandbox.zkserver import Ensemble, server_mode
+from kadmin.errors import ConditionNotMet, KadminError, SandboxError
+from kadmin.sandbox.zkserver import Ensemble, free_port, server_mode
 
 STATE_VERSION = 1
 CHROOT = "/kafka"
 
 
 BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
+PF_EXITING = 0x4  # linux/sched.h: the process is exiting
 
 
 def _read(path: Path) -> bytes | None:
@@ -41,7 +46,8 @@ def process_identity(pid: int) -> dict[str, Any] | None:
     """What tells this process apart from a later one with the same pid, or None when it is gone.
 
     On Linux: the boot id, the start time in clock ticks since boot (/proc/<pid>/stat field 22)
-    and the command line (/proc/<pid>/cmdline). Elsewhere: `ps -o lstart=,args=`. A zombie is gone.
+    and the command line (/proc/<pid>/cmdline). Elsewhere: `ps -o lstart=,args=`. A zombie, or a process
+    already exiting, is gone.
     """
     proc = Path(f"/proc/{pid}")
     if Path("/proc/self/stat").exists():
@@ -50,6 +56,8 @@ def process_identity(pid: int) -> dict[str, Any] | None:
             return None
         fields = stat.rsplit(b")", 1)[-1].split()  # the command name may hold spaces and parentheses
         if len(fields) < 20 or fields[0] == b"Z":
+            return None
+        if int(fields[6]) & PF_EXITING:  # field 9, the flags: exiting (its command line already reads empty)
             return None
         boot = _read(BOOT_ID)
         return {
@@ -65,6 +73,24 @@ def process_identity(pid: int) -> dict[str, Any] | None:
     if len(out) < 7 or out[0].startswith("Z"):
         return None
     return {"boot_id": None, "start": " ".join(out[1:6]), "cmdline": out[6:]}
+
+
+def identity_after_exec(pid: int, argv: list[str] | None = None, timeout: float = 10.0) -> dict[str, Any] | None:
+    """The identity of a process just started with Popen, once its exec has completed.
+
+    Popen (vfork) returns as soon as the child has released the parent's memory, which is during its
+    execve and before the new command line is readable: /proc/<pid>/cmdline can still be empty then.
+    Recording that would make the process look like another one later ("pid reused"), and `down` would
+    leave it running. So wait (briefly) until the command line is the one exec'd (`argv`, when given).
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        ident = process_identity(pid)
+        if ident is None or (ident["cmdline"] and (argv is None or ident["cmdline"] == argv)):
+            return ident
+        if time.monotonic() > deadline:
+            return ident
+        time.sleep(0.005)
 
 
 def still_ours(entry: dict[str, Any], marker: list[str]) -> tuple[bool, str]:
@@ -130,6 +156,8 @@ class Sandbox:
         out = {"brokers": ["kadmin.sandbox.daemon", st.get("dir", str(self.dir))]}
         for s in st["zookeeper"]:
             out[f"zookeeper{s['myid'] or ''}"] = [str(Path(s["data_dir"]) / "zoo.cfg")]
+        for n in st.get("nodes", []):
+            out[_node_name(n)] = [str(Path(n["dir"]) / "server.properties")]
         return out
 
     def _alive(self, st: dict[str, Any], name: str, entry: dict[str, Any]) -> bool:
@@ -142,18 +170,38 @@ class Sandbox:
         st = self.state()
         if not st:
             return False
+        if _engine(st) == "kafka":  # any process still up: `up` reports it rather than starting over
+            return any(self._alive(st, _node_name(n), n) for n in st["nodes"]) or any(
+                self._alive(st, f"zookeeper{s['myid'] or ''}", s) for s in st["zookeeper"])
         return self._daemon_alive(st) and any(
             self._alive(st, f"zookeeper{s['myid'] or ''}", s) for s in st["zookeeper"])
 
     # ------------------------------------------------------------------ up / down
-    def up(self, brokers: int = 3, ensemble: int = 1, timeout: float = 120.0) -> dict[str, Any]:
+    def up(self, brokers: int = 3, ensemble: int = 1, timeout: float = 120.0, kafka_home: Path | str | None = None,
+           mode: str = "zk") -> dict[str, Any]:
+        """Start a fresh sandbox (or report the running one). With `kafka_home`, real Kafka (`mode` zk or
+        kraft) instead of emulated brokers; it returns once every broker is registered (see realkafka.py)."""
         if brokers < 1:
             raise SandboxError("--brokers must be at least 1")
-        if self.state() is not None:
+        version = None
+        if kafka_home is not None:
+            from kadmin.sandbox import realkafka
+
+            kafka_home = Path(kafka_home).expanduser().resolve()
+            version = realkafka.check(kafka_home, mode)  # refuse before anything starts or stops
+        prev = self.state()
+        if prev is not None:
             if self.running():
+                want = ("kafka", mode) if kafka_home is not None else ("emulated", "zk")
+                have = (_engine(prev), prev.get("mode", "zk"))
+                if have != want:
+                    raise SandboxError(f"a sandbox of another kind ({have[0]}, {have[1]} mode) is running in "
+                                       f"{self.dir}: `kadmin sandbox down` first")
                 return {**self.status(), "already_running": True}
             self.down()
         self.dir.mkdir(parents=True, exist_ok=True)
+        if kafka_home is not None and version is not None:
+            return self._up_kafka(kafka_home, version, mode, brokers, ensemble, max(timeout, 300.0))
         for old in self.dir.glob("zk[0-9]*"):  # every `up` is a fresh playground
             shutil.rmtree(old, ignore_errors=True)
         ens = Ensemble(self.dir, ensemble)
@@ -175,14 +223,13 @@ class Sandbox:
         self._save(st)
         (self.dir / "daemon.json").unlink(missing_ok=True)
         log = open(self.dir / "daemon.log", "ab")  # noqa: SIM115 - handed to the child
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "kadmin.sandbox.daemon", "--dir", str(self.dir), "--hosts", ens.connect_string,
-             "--chroot", CHROOT, "--brokers", str(brokers)],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        )
+        argv = [sys.executable, "-m", "kadmin.sandbox.daemon", "--dir", str(self.dir), "--hosts", ens.connect_string,
+                "--chroot", CHROOT, "--brokers", str(brokers)]
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
         log.close()
         st["daemon"]["pid"] = proc.pid
-        st["daemon"]["identity"] = process_identity(proc.pid)  # Popen returns once the child has exec'd
+        st["daemon"]["identity"] = identity_after_exec(proc.pid, argv)
         self._save(st)
         deadline = time.monotonic() + timeout
         ready = self.dir / "daemon.json"
@@ -208,7 +255,17 @@ class Sandbox:
         stopped: list[dict[str, Any]] = []
         gone: list[dict[str, Any]] = []
         markers = self._markers(st)
-        entries = [("brokers", st["daemon"])] + [(f"zookeeper{s['myid'] or ''}", s) for s in st["zookeeper"]]
+        if _engine(st) == "kafka":
+            # brokers together (each runs its controlled shutdown), then the controllers, then ZooKeeper
+            zk = [(f"zookeeper{s['myid'] or ''}", s) for s in st["zookeeper"]]
+            for role, group, grace in (("broker", None, 90.0), ("controller", None, 30.0), ("zookeeper", zk, wait)):
+                group = group if group is not None else [(_node_name(n), n) for n in st["nodes"] if n["role"] == role]
+                s_rows, g_rows = self._stop_group(group, markers, grace)
+                stopped += s_rows
+                gone += g_rows
+            entries: list[tuple[str, dict[str, Any]]] = []
+        else:
+            entries = [("brokers", st["daemon"])] + [(f"zookeeper{s['myid'] or ''}", s) for s in st["zookeeper"]]
         for name, entry in entries:
             if not entry.get("pid"):
                 continue
@@ -221,6 +278,45 @@ class Sandbox:
         self.state_file.unlink(missing_ok=True)
         (self.dir / "daemon.json").unlink(missing_ok=True)
         return {"dir": str(self.dir), "stopped": stopped, "already_gone": gone}
+
+    @staticmethod
+    def _stop_group(group: list[tuple[str, dict[str, Any]]], markers: dict[str, list[str]],
+                    wait: float) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """SIGTERM every process of the group that is still ours, wait up to `wait` seconds for all of them
+        to exit, SIGKILL (while still ours) those that did not. Returns (stopped rows, already-gone rows)."""
+        stopped, gone, signalled = [], [], []
+        for name, entry in group:
+            if not entry.get("pid"):
+                continue
+            ours, why = still_ours(entry, markers[name])
+            row = {"process": name, "pid": entry["pid"], "reason": why}
+            if not ours:
+                gone.append(row)
+                continue
+            try:
+                os.kill(int(entry["pid"]), signal.SIGTERM)
+            except ProcessLookupError:
+                gone.append({**row, "reason": "exited before it was signalled"})
+                continue
+            stopped.append(row)
+            signalled.append((name, entry))
+        deadline, killed = time.monotonic() + wait, False
+        while signalled:
+            for _, e in signalled:
+                with contextlib.suppress(ChildProcessError, OSError):
+                    os.waitpid(int(e["pid"]), os.WNOHANG)  # reap it when it is this process's child
+            signalled = [(n, e) for n, e in signalled if still_ours(e, markers[n])[0]]
+            if not signalled:
+                break
+            if time.monotonic() > deadline:
+                if killed:
+                    break
+                for _, e in signalled:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(int(e["pid"]), signal.SIGKILL)
+                deadline, killed = time.monotonic() + 10.0, True
+            time.sleep(0.05)
+        return stopped, gone
 
     @staticmethod
     def _stop(entry: dict[str, Any], marker: list[str], wait: float) -> bool:
@@ -266,6 +362,8 @@ class Sandbox:
 
     def status(self) -> dict[str, Any]:
         st = self._require()
+        if _engine(st) == "kafka":
+            return self._status_kafka(st)
         members = []
         for s in st["zookeeper"]:
             alive = self._alive(st, f"zookeeper{s['myid'] or ''}", s)
@@ -286,13 +384,321 @@ class Sandbox:
             "brokers": {int(k): v for k, v in brokers.get("brokers", {}).items()},
             "stopped_brokers": brokers.get("stopped", []),
             "controller": brokers.get("controller"),
+            "engine": "emulated",
+            "mode": "zk",
+            "kafka_version": None,
+            "kafka_home": None,
+            "processes": [*({"role": "zookeeper", "id": m["myid"], "pid": m["pid"], "port": int(m["address"].rsplit(
+                ":", 1)[1]), "alive": m["alive"], "registered": None} for m in members),
+                {"role": "emulated-brokers", "id": None, "pid": st["daemon"]["pid"], "port": st["daemon"].get("port"),
+                 "alive": daemon_alive, "registered": None}],
         }
 
     def bounce(self, broker_id: int, down_seconds: float = 0.0) -> dict[str, Any]:
+        st = self._require()
+        if _engine(st) == "kafka":
+            return self._bounce_kafka(st, broker_id, down_seconds)
         return self._call({"op": "bounce", "id": broker_id, "down": down_seconds})
 
     def kill(self, broker_id: int, hard: bool = False) -> dict[str, Any]:
+        st = self._require()
+        if _engine(st) == "kafka":
+            return self._kill_kafka(st, broker_id, hard)
         return self._call({"op": "kill", "id": broker_id, "hard": hard})
 
     def start(self, broker_id: int) -> dict[str, Any]:
+        st = self._require()
+        if _engine(st) == "kafka":
+            return self._start_kafka(st, broker_id)
         return self._call({"op": "start", "id": broker_id})
+
+    # ------------------------------------------------------------------ the real-Kafka engine
+    def _up_kafka(self, home: Path, version: str, mode: str, brokers: int, ensemble: int,
+                  timeout: float) -> dict[str, Any]:
+        from kadmin.sandbox import realkafka as rk
+
+        for old in [*self.dir.glob("zk[0-9]*"), *self.dir.glob("broker-*"), *self.dir.glob("controller-*")]:
+            shutil.rmtree(old, ignore_errors=True)  # every `up` is a fresh cluster
+        rk.write_logging(self.dir)
+        deadline = time.monotonic() + timeout
+        nodes: list[dict[str, Any]] = [_new_node(self.dir, "broker", i) for i in range(1, brokers + 1)]
+        st: dict[str, Any] = {
+            "version": STATE_VERSION, "dir": str(self.dir), "engine": "kafka", "mode": mode,
+            "kafka_version": version, "kafka_home": str(home), "connect": None, "chroot": None, "brokers": brokers,
+            "zookeeper": [], "daemon": {"pid": None, "port": None, "identity": None}, "nodes": [],
+            "cluster_id": None, "bootstrap_servers": ",".join(f"127.0.0.1:{n['port']}" for n in nodes),
+            "bootstrap_controllers": None,
+        }
+        try:
+            if mode == "zk":
+                ens = Ensemble(self.dir, ensemble)
+                ens.start(timeout=min(timeout, 90.0))
+                st["connect"], st["chroot"] = ens.connect_string + CHROOT, CHROOT
+                st["zookeeper"] = [{"myid": s.myid, "port": s.client_port, "pid": s.pid, "data_dir": str(s.data_dir),
+                                    "identity": process_identity(s.pid) if s.pid else None} for s in ens.servers]
+                self._save(st)
+                for n in nodes:
+                    rk.write_config(n, rk.zk_broker_properties(n, st["connect"], brokers, version))
+            else:
+                ctrls = [_new_node(self.dir, "controller", c) for c in rk.CONTROLLERS]
+                for n in ctrls + nodes:
+                    rk.write_config(n, rk.kraft_properties(n, ctrls, brokers, version))
+                st["cluster_id"] = rk.new_cluster_id()
+                st["bootstrap_controllers"] = ",".join(f"127.0.0.1:{c['port']}" for c in ctrls)
+                rk.format_storage(str(home), version, self.dir, ctrls + nodes, st["cluster_id"])
+                nodes = ctrls + nodes
+            st["nodes"] = nodes
+            self._save(st)
+            for n in nodes:
+                self._launch(st, n)
+            self._wait_registered(st, [int(n["id"]) for n in nodes if n["role"] == "broker"], deadline)
+        except BaseException:
+            if self.state() is not None:
+                self.down()
+            raise
+        return {**self.status(), "already_running": False}
+
+    def _launch(self, st: dict[str, Any], node: dict[str, Any]) -> None:
+        from kadmin.sandbox import realkafka as rk
+
+        node["pid"], argv = rk.launch(st["kafka_home"], st["kafka_version"], Path(st["dir"]), node)
+        node["identity"] = identity_after_exec(node["pid"], argv)
+        self._save(st)
+
+    def _broker(self, st: dict[str, Any], broker_id: int) -> dict[str, Any]:
+        for n in st["nodes"]:
+            if n["role"] == "broker" and n["id"] == broker_id:
+                return dict(n)
+        ids = ", ".join(str(n["id"]) for n in st["nodes"] if n["role"] == "broker")
+        raise ConditionNotMet(f"broker {broker_id} is not a sandbox broker (brokers: {ids})")
+
+    def _update(self, st: dict[str, Any], node: dict[str, Any]) -> None:
+        st["nodes"] = [node if (n["role"], n["id"]) == (node["role"], node["id"]) else n for n in st["nodes"]]
+        self._save(st)
+
+    def _view(self, st: dict[str, Any], ids: list[int]) -> tuple[dict[int, Any], int | None]:
+        """What the cluster shows now: zk mode ({id: (port, czxid)}, controller) from ZooKeeper; kraft mode
+        ({id: fenced}, controller) from DescribeCluster through the brokers."""
+        from kadmin.sandbox import realkafka as rk
+
+        if st["mode"] == "zk":
+            regs, controller = rk.zk_view([("127.0.0.1", s["port"]) for s in st["zookeeper"]], st["chroot"], ids)
+            return dict(regs), controller
+        fenced, _ = rk.kraft_view(st["bootstrap_servers"])  # a broker names a random broker as "controller"
+        controller = None
+        with contextlib.suppress(Exception):
+            controller = rk.kraft_view(st["bootstrap_controllers"], controllers=True)[1]  # the active controller
+        return {i: f for i, f in fenced.items() if i in ids}, controller
+
+    def _poll(self, st: dict[str, Any], what: str, deadline: float, watch: list[dict[str, Any]],
+              check: Any) -> Any:
+        """Poll the cluster's view until `check(view, controller)` returns something other than None.
+        Fails at once when a process in `watch` exits, and at the deadline, saying why."""
+        from kadmin.sandbox import realkafka as rk
+
+        markers = self._markers(st)
+        last: Any = None
+        while True:
+            for n in watch:
+                ours, why = still_ours(n, markers[_node_name(n)])
+                if not ours:
+                    raise SandboxError(f"{n['role']} {n['id']} (pid {n['pid']}: {why}) while waiting for {what}: "
+                                       f"{rk.log_problem(n)}")
+            try:
+                view, controller = self._view(st, [n["id"] for n in st["nodes"] if n["role"] == "broker"])
+                got = check(view, controller)
+                if got is not None:
+                    return got
+                last = (view, controller)
+            except (KadminError, OSError, asyncio.TimeoutError) as e:
+                last = f"{type(e).__name__}: {e}"
+            except Exception as e:  # noqa: BLE001 - a ZooKeeper wire error while it starts: poll again
+                last = f"{type(e).__name__}: {e}"
+            if time.monotonic() > deadline:
+                raise SandboxError(f"timed out waiting for {what} (last seen: {last})")
+            time.sleep(0.25)
+
+    def _wait_registered(self, st: dict[str, Any], ids: list[int], deadline: float,
+                         after: dict[int, int] | None = None) -> tuple[dict[int, int | None], int | None]:
+        """Until every broker in `ids` is registered (zk: its znode holds its port, with a czxid above
+        `after`'s, and a controller is elected; kraft: DescribeCluster lists it unfenced). ({id: epoch},
+        controller); KRaft epochs are None (DescribeCluster does not carry them)."""
+        ports = {n["id"]: n["port"] for n in st["nodes"]}
+        after = after or {}
+
+        def check(view: dict[int, Any], controller: int | None) -> Any:
+            if st["mode"] == "zk":
+                if controller is None or not all(i in view and view[i][0] == ports[i] and view[i][1] > after.get(
+                        i, 0) for i in ids):
+                    return None
+                return {i: view[i][1] for i in ids}, controller
+            if not all(view.get(i) is False for i in ids):
+                return None
+            return {i: None for i in ids}, controller
+
+        watch = [n for n in st["nodes"] if n["id"] in ids or n["role"] == "controller"]
+        what = f"broker{'s' if len(ids) > 1 else ''} {', '.join(map(str, ids))} to register"
+        result: tuple[dict[int, int | None], int | None] = self._poll(st, what, deadline, watch, check)
+        return result
+
+    def _wait_deregistered(self, st: dict[str, Any], broker_id: int, deadline: float) -> None:
+        """Until the cluster no longer counts a stopped broker as live: zk, its znode is gone (a crashed
+        broker's session must expire first: a new process cannot register over it); kraft, it is fenced."""
+        def check(view: dict[int, Any], controller: int | None) -> Any:
+            if st["mode"] == "zk":
+                return True if broker_id not in view else None
+            return True if view.get(broker_id) is not False else None
+
+        self._poll(st, f"broker {broker_id} to be deregistered", deadline, [], check)
+
+    def _terminate(self, st: dict[str, Any], node: dict[str, Any], hard: bool, grace: float = 180.0) -> float:
+        """SIGTERM (Kafka's shutdown hook runs a controlled shutdown) or SIGKILL, and wait for the exit;
+        SIGKILL when SIGTERM did not end it within `grace` seconds. Returns the seconds it took."""
+        marker = self._markers(st)[_node_name(node)]
+        t0 = time.monotonic()
+        sig: int = signal.SIGKILL if hard else signal.SIGTERM
+        deadline = t0 + grace
+        while still_ours(node, marker)[0]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(node["pid"]), sig)
+            sig = 0  # signal once; then only probe
+            if time.monotonic() > deadline:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(int(node["pid"]), signal.SIGKILL)
+                deadline = time.monotonic() + 30.0
+            time.sleep(0.05)
+            with contextlib.suppress(ChildProcessError, OSError):
+                os.waitpid(int(node["pid"]), os.WNOHANG)
+        # An exiting process no longer counts as ours but may still hold its files and listening port until
+        # it is a zombie; its pid cannot be reused before that, so this waits on the same process.
+        stat = Path(f"/proc/{node['pid']}/stat")
+        end = time.monotonic() + 30.0
+        while time.monotonic() < end:
+            raw = _read(stat)
+            if raw is None or raw.rsplit(b")", 1)[-1].split()[:1] == [b"Z"]:
+                break
+            time.sleep(0.02)
+        return round(time.monotonic() - t0, 3)
+
+    def _alive_broker(self, st: dict[str, Any], broker_id: int) -> tuple[dict[str, Any], bool]:
+        n = self._broker(st, broker_id)
+        return n, self._alive(st, _node_name(n), n)
+
+    def _bounce_kafka(self, st: dict[str, Any], broker_id: int, down_seconds: float,
+                      timeout: float = 300.0) -> dict[str, Any]:
+        n, alive = self._alive_broker(st, broker_id)
+        if not alive:
+            raise ConditionNotMet(f"broker {broker_id} is not running: `kadmin sandbox start {broker_id}`")
+        deadline = time.monotonic() + timeout
+        old = self._epoch(st, broker_id)
+        old_pid = n["pid"]
+        took = self._terminate(st, n, hard=False)
+        if down_seconds:
+            time.sleep(down_seconds)  # asked for: stay down this long
+        self._wait_deregistered(st, broker_id, deadline)
+        self._launch(st, n)
+        self._update(st, n)
+        epochs, controller = self._wait_registered(st, [broker_id], deadline, {broker_id: old} if old else None)
+        return {"id": broker_id, "old_epoch": old, "new_epoch": epochs[broker_id], "controller": controller,
+                "old_pid": old_pid, "pid": n["pid"], "stop_seconds": took}
+
+    def _kill_kafka(self, st: dict[str, Any], broker_id: int, hard: bool) -> dict[str, Any]:
+        n, alive = self._alive_broker(st, broker_id)
+        if not alive:
+            raise ConditionNotMet(f"broker {broker_id} is not running")
+        old = self._epoch(st, broker_id)
+        took = self._terminate(st, n, hard=hard)
+        controller = None
+        with contextlib.suppress(Exception):
+            controller = self._view(st, [])[1]
+        return {"id": broker_id, "old_epoch": old, "controller": controller, "pid": n["pid"], "hard": hard,
+                "stop_seconds": took}
+
+    def _start_kafka(self, st: dict[str, Any], broker_id: int, timeout: float = 300.0) -> dict[str, Any]:
+        n, alive = self._alive_broker(st, broker_id)
+        if alive:
+            raise ConditionNotMet(f"broker {broker_id} is already running (pid {n['pid']})")
+        deadline = time.monotonic() + timeout
+        self._wait_deregistered(st, broker_id, deadline)
+        self._launch(st, n)
+        self._update(st, n)
+        epochs, controller = self._wait_registered(st, [broker_id], deadline)
+        return {"id": broker_id, "new_epoch": epochs[broker_id], "controller": controller, "pid": n["pid"]}
+
+    def _epoch(self, st: dict[str, Any], broker_id: int) -> int | None:
+        """The broker's registration epoch (zk: the czxid of /brokers/ids/ID), None when unknown."""
+        if st["mode"] != "zk":
+            return None
+        try:
+            view, _ = self._view(st, [broker_id])
+        except Exception:  # noqa: BLE001 - unknown is an answer here
+            return None
+        got = view.get(broker_id)
+        return int(got[1]) if got else None
+
+    def _status_kafka(self, st: dict[str, Any]) -> dict[str, Any]:
+        from kadmin.sandbox import realkafka as rk
+
+        members, rows = [], []
+        for s in st["zookeeper"]:
+            alive = self._alive(st, f"zookeeper{s['myid'] or ''}", s)
+            members.append({"myid": s["myid"], "address": f"127.0.0.1:{s['port']}", "pid": s["pid"],
+                            "alive": alive, "mode": server_mode("127.0.0.1", s["port"]) if alive else None})
+            rows.append({"role": "zookeeper", "id": s["myid"], "pid": s["pid"], "port": s["port"], "alive": alive,
+                         "registered": None})
+        broker_ids = [n["id"] for n in st["nodes"] if n["role"] == "broker"]
+        view: dict[int, Any] = {}
+        controller: int | None = None
+        voters: dict[int, Any] = {}
+        with contextlib.suppress(Exception):  # a cluster that does not answer shows nothing registered
+            view, controller = self._view(st, broker_ids)
+        if st["mode"] == "kraft":
+            with contextlib.suppress(Exception):
+                voters = rk.kraft_view(st["bootstrap_controllers"], controllers=True)[0]
+        brokers: dict[int, Any] = {}
+        for n in st["nodes"]:
+            alive = self._alive(st, _node_name(n), n)
+            if n["role"] == "controller":
+                registered = (n["id"] in voters) if voters else None
+            elif st["mode"] == "zk":
+                got = view.get(n["id"])
+                registered = got is not None and got[0] == n["port"]
+                if got is not None and registered:
+                    brokers[n["id"]] = got[1]
+            else:
+                registered = view.get(n["id"]) is False  # listed and unfenced
+                if registered:
+                    brokers[n["id"]] = None
+            rows.append({"role": n["role"], "id": n["id"], "pid": n["pid"], "port": n["port"], "alive": alive,
+                         "registered": registered})
+        return {
+            "dir": st["dir"],
+            "zookeeper": st["connect"],
+            "ensemble": members,
+            "daemon": {"pid": None, "alive": False},
+            "brokers": brokers,
+            "stopped_brokers": [r["id"] for r in rows if r["role"] == "broker" and not r["alive"]],
+            "controller": controller,
+            "engine": "kafka",
+            "mode": st["mode"],
+            "kafka_version": st["kafka_version"],
+            "kafka_home": st["kafka_home"],
+            "cluster_id": st.get("cluster_id"),
+            "bootstrap_servers": st["bootstrap_servers"],
+            "bootstrap_controllers": st.get("bootstrap_controllers"),
+            "processes": rows,
+        }
+
+
+def _engine(st: dict[str, Any]) -> str:
+    return str(st.get("engine", "emulated"))
+
+
+def _new_node(directory: Path, role: str, node_id: int) -> dict[str, Any]:
+    """A real-Kafka node's state entry: its port is chosen once, so a restart registers the same endpoint."""
+    return {"role": role, "id": node_id, "port": free_port(), "dir": str(directory / f"{role}-{node_id}"),
+            "pid": None, "identity": None}
+
+
+def _node_name(node: dict[str, Any]) -> str:
+    return f"{node['role']}-{node['id']}"

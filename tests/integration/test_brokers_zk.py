@@ -183,3 +183,22 @@ def test_context_file_supplies_the_cluster(fleet, zk, tmp_path, run_nozk):
     assert r.exit_code == 0 and json.loads(r.stdout)["data"][0]["id"] == 1
     assert "from context lab" in r.stderr
     assert run_nozk("brokers", "list", "--context", "nope").exit_code == 3
+
+
+def test_an_emulated_broker_restarted_before_its_crashed_session_expires_fails_as_kafka_does(run, fleet, kz):
+    """Real Kafka 3.9 (tests/kafka/test_real_zk_bounces.py): a broker started while its SIGKILLed
+    predecessor's session still holds /brokers/ids/<id> exits at startup (NODEEXISTS, owner != current
+    session); it does not wait for the expiry. The emulator does the same."""
+    from kadmin.sandbox.fleet import BrokerStartupError
+
+    old = fleet.register(BrokerSpec(1))
+    fleet.crash(1)  # no close: the znode stays until ZooKeeper expires the session (4 s here)
+    _, stat = kz.get("/brokers/ids/1")
+    assert stat.czxid == old and stat.ephemeralOwner != 0
+    with pytest.raises(BrokerStartupError, match="node already exists and owner"):
+        fleet.register(BrokerSpec(1))
+    _, still = kz.get("/brokers/ids/1")
+    assert still.czxid == old  # nothing changed: the old registration stands
+    assert run("brokers", "wait", "1", "--gone", "--timeout", "60").exit_code == 0
+    new = fleet.register(BrokerSpec(1))
+    assert new > old

@@ -39,6 +39,13 @@ def test_sandbox_lifecycle(tmp_path):
         # idempotent: a second `up` reports the running sandbox
         again = kadmin("sandbox", "up", "-o", "json", env=env)
         assert again.returncode == 0 and json.loads(again.stdout)["data"]["already_running"] is True
+        assert json.loads(again.stdout)["data"]["engine"] == "emulated"
+        # ... but not as another kind of sandbox
+        home = tmp_path / "kafka"
+        (home / "libs").mkdir(parents=True)
+        (home / "libs" / "kafka_2.13-3.9.1.jar").write_bytes(b"")
+        other = kadmin("sandbox", "up", "--kafka-home", str(home), env=env)
+        assert other.returncode == 3 and "another kind (emulated, zk mode) is running" in other.stderr
 
         b = json.loads(kadmin("sandbox", "bounce", "2", "-o", "json", env=env).stdout)["data"]
         assert b["old_epoch"] == epochs[2] and b["new_epoch"] > epochs[2]
@@ -53,6 +60,13 @@ def test_sandbox_lifecycle(tmp_path):
         assert kadmin("sandbox", "kill", str(controller), env=env).returncode == 1  # already stopped
         started = json.loads(kadmin("sandbox", "start", str(controller), "-o", "json", env=env).stdout)["data"]
         assert started["new_epoch"] > epochs[controller]
+
+        # a hard kill leaves the registration until the session expires; `start` waits for that, as
+        # a real broker started earlier would exit (NODEEXISTS) and the real engine waits too
+        assert kadmin("sandbox", "kill", "3", "--hard", env=env).returncode == 0
+        restarted = kadmin("sandbox", "start", "3", "-o", "json", env=env)
+        assert restarted.returncode == 0, restarted.stderr
+        assert json.loads(restarted.stdout)["data"]["new_epoch"] > epochs[3]
 
         status = kadmin("sandbox", "status", "-o", "json", env=env)
         assert status.returncode == 0 and len(json.loads(status.stdout)["data"]["brokers"]) == 4
@@ -161,3 +175,65 @@ def test_down_stops_the_processes_it_started(tmp_path, run_nozk):
             if p.poll() is None:
                 p.kill()
                 p.wait()
+
+
+# ---------------------------------------------------------------------------- real-Kafka engine: refusals (no JVM)
+def fake_kafka_home(tmp_path, *jars: str):
+    home = tmp_path / "kafka"
+    (home / "libs").mkdir(parents=True)
+    for j in jars:
+        (home / "libs" / j).write_bytes(b"")
+    return home
+
+
+@pytest.mark.parametrize(("jars", "args", "code", "says"), [
+    (None, (), 3, "no libs/ directory"),
+    ((), (), 3, "no kafka_2.13-<version>.jar"),
+    (("kafka-clients-3.9.1.jar",), (), 3, "no server"),
+    (("kafka_2.13-4.3.1.jar", "kafka-clients-4.3.1.jar"), (), 3, "ZooKeeper mode was removed in Kafka 4.0"),
+    (("kafka_2.13-4.3.1.jar",), ("--mode", "zk"), 3, "Kafka 4.3.1"),
+])
+def test_sandbox_up_refuses_an_unusable_kafka_home_in_one_line(tmp_path, jars, args, code, says):
+    home = fake_kafka_home(tmp_path, *jars) if jars is not None else tmp_path / "not-kafka"
+    if jars is None:
+        home.mkdir()
+    env = {**os.environ, "KADMIN_SANDBOX_DIR": str(tmp_path / "sb")}
+    r = kadmin("sandbox", "up", "--kafka-home", str(home), *args, env=env)
+    assert r.returncode == code, r.stderr
+    assert r.stdout == "" and len(r.stderr.strip().splitlines()) == 1 and says in r.stderr
+    assert r.stderr.startswith("kadmin: error: ") and "Traceback" not in r.stderr
+    assert not (tmp_path / "sb" / "state.json").exists()  # nothing was started
+
+
+def test_sandbox_up_kafka_needs_java_and_kraft_needs_kafka(tmp_path):
+    env = {**os.environ, "KADMIN_SANDBOX_DIR": str(tmp_path / "sb"), "PATH": str(tmp_path / "empty-bin")}
+    env.pop("KADMIN_KAFKA_HOME", None)
+    home = fake_kafka_home(tmp_path, "kafka_2.13-3.9.1.jar")
+    r = kadmin("sandbox", "up", "--kafka-home", str(home), env=env)
+    assert r.returncode == 3 and r.stderr.strip() == (
+        "kadmin: error: no `java` on PATH: install a JRE (apt-get install -y default-jre-headless)")
+    r = kadmin("sandbox", "up", "--mode", "kraft", env=env)
+    assert r.returncode == 2 and "--mode kraft needs real Kafka" in r.stderr
+    # KADMIN_KAFKA_HOME is --kafka-home
+    r = kadmin("sandbox", "up", "--mode", "kraft", env={**env, "KADMIN_KAFKA_HOME": str(home.parent / "nowhere")})
+    assert r.returncode == 3 and "nowhere: no libs/ directory" in r.stderr
+
+
+def test_a_just_started_process_is_recorded_with_the_command_line_it_execs(tmp_path):
+    """Popen returns while the child is still inside execve; the recorded identity must be the exec'd
+    program's, or `down` would take the process for another one and leave it running."""
+    from kadmin.sandbox.manager import identity_after_exec, still_ours
+
+    procs = []
+    try:
+        for i in range(20):
+            argv = ["sleep", f"{300 + i}"]
+            p = subprocess.Popen(argv)
+            procs.append(p)
+            ident = identity_after_exec(p.pid, argv)
+            assert ident is not None and ident["cmdline"] == argv
+            assert still_ours({"pid": p.pid, "identity": ident}, [])[0]
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
