@@ -200,7 +200,8 @@ def shutdown(
                 data["error"] = None  # an earlier attempt's NOT_CONTROLLER is no error of the result
                 return Result(command="brokers shutdown", data=data, warnings=warnings,
                               message=f"controller {controller_id} moved every leadership off broker {broker_id} "
-                              f"(epoch {epoch}, ControlledShutdown v{reply.version}, {data['attempts']} attempts); "
+                              f"(epoch {epoch}, ControlledShutdown v{reply.version}, "
+                              f"{data['attempts']} attempt{'' if data['attempts'] == 1 else 's'}); "
                               + SHUTTING_DOWN_NOTE.format(id=broker_id))
             if code != 0:
                 interrupts.disarm()  # refused: nothing was done, so a Ctrl-C that came meanwhile interrupts now
