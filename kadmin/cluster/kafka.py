@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,6 +62,57 @@ def _jaas_value(jaas: str, key: str) -> str | None:
     return parse_jaas(jaas)[1].get(key)
 
 
+@contextlib.contextmanager
+def bootstrap_failures() -> Iterator[list[BaseException]]:
+    """Collect why kafka-python's bootstrap connections failed: it retries them until its timeout and
+    then raises only "Unable to bootstrap", logging each failure ("Bootstrap connection to %s failed:
+    %s") on the way. The exceptions are kept, in order, while the block runs."""
+    seen: list[BaseException] = []
+
+    class _Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if record.msg.startswith("Bootstrap connection to") and isinstance(record.args, tuple) \
+                    and len(record.args) > 1 and isinstance(record.args[1], BaseException):
+                seen.append(record.args[1])
+
+    handler = _Collect(logging.WARNING)
+    log = logging.getLogger("kafka.net.manager")
+    log.addHandler(handler)
+    try:
+        yield seen
+    finally:
+        log.removeHandler(handler)
+
+
+def bootstrap_reason(failures: list[BaseException], sasl: bool) -> Callable[[str], KadminError] | None:
+    """What the collected bootstrap failures say, most telling first: a TLS verification failure, an
+    authentication failure, or (with SASL) a broker that closed every connection while authenticating,
+    which is how Kafka answers refused credentials. None when they say nothing more than a timeout."""
+    import ssl
+
+    from kafka import errors as ke
+
+    for e in reversed(failures):
+        cause: BaseException | None = e
+        while cause is not None:
+            if isinstance(cause, ssl.SSLError):
+                reason = getattr(cause, "verify_message", None) or getattr(cause, "reason", None) or str(cause)
+                return lambda where, r=reason: ClusterUnreachable(  # type: ignore[misc]
+                    f"TLS with {where} failed: {r} (check ssl.truststore.* and the broker's certificate)")
+            cause = cause.__cause__ or cause.__context__
+        text = str(e)
+        if "CERTIFICATE_VERIFY_FAILED" in text or "certificate verify failed" in text:
+            return lambda where, t=text: ClusterUnreachable(f"TLS with {where} failed: {t}")  # type: ignore[misc]
+    for e in reversed(failures):
+        if isinstance(e, ke.SaslAuthenticationFailedError):
+            return lambda where, x=e: AuthFailed(f"{where} refused the credentials: {x}")  # type: ignore[misc]
+    if sasl and failures and all("disconnect" in str(x).lower() or "sasl" in str(x).lower() for x in failures):
+        return lambda where: AuthFailed(
+            f"{where} closed every connection during SASL authentication, which is how Kafka answers "
+            "refused credentials: check sasl.mechanism and sasl.jaas.config")
+    return None
+
+
 @dataclass(frozen=True)
 class ShutdownReply:
     version: int
@@ -79,18 +130,20 @@ class ControllerConnection:
         self.node_id = node_id
         self.bootstrap = bootstrap
         self.timeout_ms = int(timeout * 1000)
-        try:
-            self.admin = KafkaAdminClient(
-                bootstrap_servers=bootstrap,
-                client_id="kadmin",
-                request_timeout_ms=self.timeout_ms,
-                bootstrap_timeout_ms=self.timeout_ms,
-                **config,
-            )
-        except KafkaError as e:
-            raise _translate(e, bootstrap) from e
-        except OSError as e:
-            raise ClusterUnreachable(f"cannot reach the controller at {bootstrap}: {e}") from e
+        with bootstrap_failures() as failures:
+            try:
+                self.admin = KafkaAdminClient(
+                    bootstrap_servers=bootstrap,
+                    client_id="kadmin",
+                    request_timeout_ms=self.timeout_ms,
+                    bootstrap_timeout_ms=self.timeout_ms,
+                    **config,
+                )
+            except KafkaError as e:
+                why = bootstrap_reason(failures, sasl=str(config.get("security_protocol", "")).startswith("SASL"))
+                raise (why(bootstrap) if why else _translate(e, bootstrap)) from e
+            except OSError as e:
+                raise ClusterUnreachable(f"cannot reach the controller at {bootstrap}: {e}") from e
 
     def controlled_shutdown(self, broker_id: int, broker_epoch: int) -> ShutdownReply:
         """Send ControlledShutdown at the highest version both sides speak (v1-v3; v2+ carry the epoch)."""
