@@ -1,7 +1,7 @@
 """KRaft through kafka-python against the kio test server (tests/kraft_server.py): quorum describe
 and check, DescribeQuorum v0/v1/v2, brokers list (DescribeCluster v0-v2), unregister, cluster id.
 
-When KADMIN_TEST_KAFKA_BOOTSTRAP names a real KRaft cluster, test_real_cluster runs against it too.
+A real KRaft quorum (Kafka 4.3.1) is tested in tests/kafka/test_real_sandbox.py.
 """
 
 from __future__ import annotations
@@ -221,17 +221,3 @@ def test_cluster_id_and_check_id(run_nozk, tmp_path):
 def test_cluster_id_in_zookeeper_mode(run, fleet):
     r = run("cluster", "id", "-o", "plain")
     assert r.exit_code == 0 and r.stdout == "kadmin-sandbox-cluster\n"
-
-
-@pytest.mark.skipif(not os.environ.get("KADMIN_TEST_KAFKA_BOOTSTRAP"),
-                    reason="set KADMIN_TEST_KAFKA_BOOTSTRAP=host:port to also test a real KRaft cluster")
-def test_real_cluster(run_nozk):
-    bs = os.environ["KADMIN_TEST_KAFKA_BOOTSTRAP"]
-    r = run_nozk("quorum", "describe", "--replication", "--bootstrap-server", bs, "-o", "json")
-    assert r.exit_code == 0, r.stderr
-    d = json.loads(r.stdout)["data"]
-    assert set(d) == QUORUM_KEYS and d["leader_id"] >= 0
-    status = run_nozk("quorum", "describe", "--status", "--bootstrap-server", bs, "-o", "plain").stdout
-    assert status.splitlines()[1].startswith("LeaderId:               ")
-    assert run_nozk("brokers", "list", "--bootstrap-server", bs).exit_code == 0
-    assert run_nozk("cluster", "id", "--bootstrap-server", bs).exit_code == 0

@@ -199,6 +199,44 @@ def test_kraft_up_status_and_quorum(kraft_sandbox: Sandbox) -> None:
     assert {r["id"]: (r["port"], r["state"]) for r in rows} == {b: (ports[b], "active") for b in (1, 2, 3)}
 
 
+def replication_rows(text: str) -> tuple[list[str], dict[int, tuple[str, str]]]:
+    """kafka-metadata-quorum describe --replication text: the header's columns, and per node id the
+    columns that do not move between two calls (DirectoryId, Status); offsets and times do."""
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    header = lines[0].split()
+    rows = {}
+    for ln in lines[1:]:
+        cols = ln.split()
+        rows[int(cols[0])] = (cols[1], cols[-1])
+    return header, rows
+
+
+def test_kraft_quorum_replication_and_cluster_id_agree_with_kafkas_own_tools(kraft_sandbox: Sandbox) -> None:
+    """On a real 4.3.1 quorum: `quorum describe --replication` has the shape and the nodes of Kafka's
+    MetadataQuorumCommand (its NodeId, DirectoryId and Status columns equal; offsets and timestamps move
+    between two calls), its JSON the contract's keys; `cluster id` equals what the controllers hold."""
+    from tests.integration.test_quorum_kraft import QUORUM_KEYS, REPLICA_KEYS
+    from tests.support.kafka import tool
+
+    st = kraft_sandbox.status()
+    ctl = st["bootstrap_controllers"]
+    ours = kraft_sandbox.run("quorum", "describe", "--replication", "--bootstrap-controller", ctl, "-o", "plain")
+    assert ours.returncode == 0, ours.stderr
+    theirs = tool(kafka_home(KAFKA_4), "org.apache.kafka.tools.MetadataQuorumCommand", "--bootstrap-controller", ctl,
+                  "describe", "--replication").stdout
+    assert replication_rows(ours.stdout) == replication_rows(theirs)
+    assert {n for n in replication_rows(theirs)[1]} == CONTROLLERS | {1, 2, 3}
+
+    code, data, err = kraft_sandbox.json("quorum", "describe", "--replication", "--bootstrap-server",
+                                         st["bootstrap_servers"])
+    assert code == 0, err
+    assert set(data) == QUORUM_KEYS and data["leader_id"] in CONTROLLERS
+    assert all(set(r) == REPLICA_KEYS for r in data["voters"] + data["observers"])
+    code, cid, err = kraft_sandbox.json("cluster", "id", "--bootstrap-server", st["bootstrap_servers"])
+    assert code == 0, err
+    assert cid["cluster_id"] == st["cluster_id"], cid  # the id StorageTool formatted every node with
+
+
 def test_kraft_bounce_restarts_a_broker_that_registers_unfenced(kraft_sandbox: Sandbox) -> None:
     st = kraft_sandbox.status()
     old_pid = next(p["pid"] for p in st["processes"] if p["role"] == "broker" and p["id"] == 2)
