@@ -707,8 +707,10 @@ class EmulatedBroker:
 
     async def _topic_metadata(self, names: list[str] | None) -> list[tuple[str, list[Partition]]]:
         """(name, partitions with a state) per topic; empty partitions = UNKNOWN_TOPIC_OR_PARTITION.
-        None asks for all topics (those with partition state); [] for none."""
-        existing = set(await self._children("/brokers/topics"))
+        None asks for all topics (those with partition state); [] for none. A topic queued for deletion
+        (/admin/delete_topics/<t>) is unknown: a real 3.9 controller removes it from the brokers'
+        metadata as soon as it begins the deletion, even one that cannot finish."""
+        existing = set(await self._children("/brokers/topics")) - set(await self._children("/admin/delete_topics"))
         wanted = sorted(existing) if names is None else list(dict.fromkeys(names))
         known = [t for t in wanted if t in existing]
         topics = await asyncio.gather(*(self._read_topic(t) for t in known))

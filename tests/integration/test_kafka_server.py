@@ -367,6 +367,18 @@ def test_kafka_python_admin_bootstraps_and_describes_the_cluster(cluster, fleet)
     assert seen == [(API_VERSIONS, 4), (API_VERSIONS, 3), (METADATA, 8)]  # KIP-511 fallback, then v8
 
 
+def test_a_topic_queued_for_deletion_is_gone_from_metadata(cluster, fleet, kz):
+    """As on real 3.9.1 (tests/kafka/test_real_zk_partitions.py): once /admin/delete_topics/<t> exists,
+    the brokers' metadata no longer has the topic, while its znodes remain until the deletion completes."""
+    kz.create("/admin/delete_topics/solo")
+    admin = KafkaAdminClient(bootstrap_servers=f"127.0.0.1:{cluster[2].port}", request_timeout_ms=5000)
+    try:
+        assert sorted(admin.list_topics()) == ["orders", "stuck"]
+    finally:
+        admin.close()
+    assert kz.exists("/brokers/topics/solo/partitions/0/state")
+
+
 def test_tls_listener(fleet, zk_server, chroot, certs):
     server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     server_ctx.load_cert_chain(certs / "server.pem")
