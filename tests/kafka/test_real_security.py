@@ -27,7 +27,7 @@ from kazoo.client import KazooClient
 
 from kadmin.sandbox.zkserver import Ensemble, free_port
 from tests.conftest import Run
-from tests.support.kafka import KAFKA_3_9, TOPIC_COMMAND, ZkModeBroker, kafka_home, tool, wait_for
+from tests.support.kafka import KAFKA_3_9, TOPIC_COMMAND, ZkModeBroker, kafka_home, tool, wait_count, wait_for
 
 pytestmark = [pytest.mark.kafka, pytest.mark.integration, pytest.mark.slow]
 
@@ -82,10 +82,14 @@ class Secured:
     def address(self, listener: str) -> str:
         return f"127.0.0.1:{self.ports[listener]}"
 
-    def shutdowns(self, listener: str) -> list[dict[str, Any]]:
-        """The ControlledShutdown requests kadmin sent on `listener`, as the broker logged them."""
-        return [r for r in self.broker.requests(api_key=CONTROLLED_SHUTDOWN, client_id="kadmin")
-                if r.get("listener") == listener]
+    def shutdowns(self, listener: str, at_least: int = 0) -> list[dict[str, Any]]:
+        """The ControlledShutdown requests kadmin sent on `listener`, as the broker logged them; with
+        `at_least`, once that many are logged (a line is written after its response was sent)."""
+        def read() -> list[dict[str, Any]]:
+            return [r for r in self.broker.requests(api_key=CONTROLLED_SHUTDOWN, client_id="kadmin")
+                    if r.get("listener") == listener]
+
+        return wait_count(read, at_least, WAIT, f"{at_least} ControlledShutdown lines on {listener}")
 
 
 @pytest.fixture(scope="module")
@@ -168,7 +172,7 @@ ssl.key.password={CLIENT_PASS}
     code, doc, err = shutdown(secured, "SSL", config)
     assert code == 0, err
     assert doc["data"]["error"] is None and doc["data"]["controller_id"] == 1
-    sent = secured.shutdowns("SSL")[before:]
+    sent = secured.shutdowns("SSL", at_least=before + 1)[before:]
     assert len(sent) == 1, sent
     assert sent[0]["securityProtocol"] == "SSL"
     assert sent[0]["principal"] == "User:CN=kadmin-client"  # the client certificate from the keystore
@@ -197,7 +201,7 @@ sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule require
     code, doc, err = shutdown(secured, "SCRAM", config)
     assert code == 0, err
     assert doc["data"]["error"] is None
-    sent = secured.shutdowns("SCRAM")[before:]
+    sent = secured.shutdowns("SCRAM", at_least=before + 1)[before:]
     assert len(sent) == 1, sent
     assert sent[0]["securityProtocol"] == "SASL_SSL" and sent[0]["principal"] == "User:admin"
 
@@ -216,7 +220,7 @@ ssl.key.password={JKS_KEY_PASS}
     before = len(secured.shutdowns("SSL"))
     code, doc, err = shutdown(secured, "SSL", config)
     assert code == 0, err
-    sent = secured.shutdowns("SSL")[before:]
+    sent = secured.shutdowns("SSL", at_least=before + 1)[before:]
     assert len(sent) == 1 and sent[0]["principal"] == "User:CN=kadmin-client", sent
 
 

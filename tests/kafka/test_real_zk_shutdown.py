@@ -31,6 +31,7 @@ from tests.support.kafka import (
     describe,
     kafka_home,
     tool,
+    wait_count,
     wait_for,
     zk_mode_cluster,
 )
@@ -124,9 +125,13 @@ def epoch_of(kafka: RealCluster, broker_id: int) -> int:
     return int(got[1].czxid)
 
 
-def kadmin_shutdowns(kafka: RealCluster) -> list[dict[str, Any]]:
+def kadmin_shutdowns(kafka: RealCluster, at_least: int = 0) -> list[dict[str, Any]]:
     """The ControlledShutdown requests kadmin (client id "kadmin") sent, as the receiving brokers logged them."""
-    return [r for b in kafka.brokers.values() for r in b.requests(CONTROLLED_SHUTDOWN, client_id="kadmin")]
+    def read() -> list[dict[str, Any]]:
+        return [r for b in kafka.brokers.values() for r in b.requests(CONTROLLED_SHUTDOWN, client_id="kadmin")]
+
+    # a request's log line is written once its response is sent: wait for the lines expected
+    return wait_count(read, at_least, WAIT, f"{at_least} ControlledShutdown lines in the request logs")
 
 
 def restart(kafka: RealCluster, broker_id: int) -> tuple[int, int]:
@@ -161,7 +166,7 @@ def test_shutdown_moves_every_leadership_off_a_real_broker(kafka: RealCluster) -
         assert doc["data"]["error"] is None and doc["data"]["remaining_partitions"] == []
 
         # What the real controller received and answered (its JSON request log): v3, the czxid.
-        sent = kadmin_shutdowns(kafka)[sent_before:]
+        sent = kadmin_shutdowns(kafka, at_least=sent_before + 1)[sent_before:]
         assert len(sent) == doc["data"]["attempts"] == 1, sent
         (req,) = sent
         assert req["requestHeader"]["requestApiVersion"] == 3
@@ -212,7 +217,7 @@ def test_a_stale_epoch_is_fenced_by_the_real_controller(kafka: RealCluster) -> N
     assert f"has re-registered since epoch {old}" in err
     assert f"registered with epoch {new}, not {old}" in err
 
-    sent = kadmin_shutdowns(kafka)[sent_before:]
+    sent = kadmin_shutdowns(kafka, at_least=sent_before + 1)[sent_before:]
     assert len(sent) == 1, sent
     (req,) = sent
     assert req["requestHeader"]["requestApiVersion"] == 3
@@ -439,7 +444,7 @@ def test_shutdown_of_the_controller_broker_itself(kafka: RealCluster) -> None:
         d = doc["data"]
         assert d["broker_id"] == d["controller_id"] == controller and d["broker_epoch"] == epoch
         assert d["remaining_partitions"] == [] and d["shutting_down_until_restart"] is True
-        (req,) = kadmin_shutdowns(kafka)[sent_before:]  # the controller answered about itself
+        (req,) = kadmin_shutdowns(kafka, at_least=sent_before + 1)[sent_before:]  # the controller answered about itself
         assert req["request"] == {"brokerId": controller, "brokerEpoch": epoch}
         assert req["response"] == {"errorCode": 0, "remainingPartitions": []}
         assert req in kafka.brokers[controller].requests(CONTROLLED_SHUTDOWN, client_id="kadmin")
@@ -537,7 +542,10 @@ def test_wait_follows_a_new_controller_when_the_controller_is_killed(kafka: Real
         assert d["controller_id"] == new_controller != old_controller
         assert d["remaining_partitions"] == [] and d["error"] is None and d["shutting_down_until_restart"] is True
         assert d["attempts"] >= 2
-        last = kafka.brokers[new_controller].requests(CONTROLLED_SHUTDOWN, client_id="kadmin")[-1]
+        # the final answer's log line is written once it was sent: wait for a complete answer to appear
+        last = wait_for(lambda: next((r for r in reversed(kafka.brokers[new_controller].requests(
+            CONTROLLED_SHUTDOWN, client_id="kadmin")) if r["response"]["remainingPartitions"] == []), None), WAIT,
+            f"controller {new_controller} to log its final answer")
         assert last["request"] == {"brokerId": victim, "brokerEpoch": epoch_of(kafka, victim)}
         assert last["response"] == {"errorCode": 0, "remainingPartitions": []}
         s = kafka.partition_states([topic, *TOPICS])
@@ -600,7 +608,7 @@ def test_shutdown_reaches_a_controller_on_an_ipv6_listener(zk_server: Ensemble, 
         code, doc, err = run.json("brokers", "shutdown", "1")
         assert code == 0, err
         assert doc["data"]["controller_id"] == 1 and doc["data"]["broker_epoch"] == epoch
-        (req,) = broker.requests(CONTROLLED_SHUTDOWN, client_id="kadmin")
+        (req,) = broker.await_requests(CONTROLLED_SHUTDOWN, client_id="kadmin")
         assert req["request"] == {"brokerId": 1, "brokerEpoch": epoch} and req["response"]["errorCode"] == 0
         assert req["requestHeader"]["requestApiVersion"] == 3
     finally:

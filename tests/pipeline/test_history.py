@@ -160,6 +160,6 @@ def test_spark_is_not_loaded_for_help():
 
     code = ("import sys\nfrom kadmin.cli.app import main\nsys.argv=['kadmin','history','--help']\n"
             "try:\n    main()\nexcept SystemExit:\n    pass\nprint('pyspark' in sys.modules, file=sys.stderr)")
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert p.stderr.strip().endswith("False")
     shutil.which("java")

@@ -182,7 +182,7 @@ def test_ingest_runs_on_a_standalone_master(standalone: Standalone, tmp_path: Pa
     out = tmp_path / "events"
 
     code, doc, err = _kadmin("history", "ingest", str(logs), "--cluster", "sa", "--out", str(out),
-                             "--master", standalone.url, timeout=120)
+                             "--master", standalone.url, timeout=480)
     assert code == 0, err
     assert doc["data"]["events_added"] > 0 and doc["data"]["damage"] == []
 
@@ -193,7 +193,7 @@ def test_ingest_runs_on_a_standalone_master(standalone: Standalone, tmp_path: Pa
     assert apps[0]["state"] == "FINISHED"
     assert [d.name for d in standalone.work_dir.iterdir()] == [apps[0]["id"]]
 
-    code, doc, err = _kadmin("history", "report", str(out), "generations", timeout=120)
+    code, doc, err = _kadmin("history", "report", str(out), "generations", timeout=480)
     assert code == 0, err
     epochs: dict[int, list[int]] = {}
     for g in doc["data"]:

@@ -254,6 +254,13 @@ class ZkModeBroker:
             out.append(doc)
         return out
 
+    def await_requests(self, api_key: int | None = None, client_id: str | None = None, at_least: int = 1,
+                       timeout: float = 120.0) -> list[dict[str, Any]]:
+        """`requests(...)` once it holds at least `at_least` entries. Kafka writes a request's line when the
+        response has been sent, so a client can hold the answer before the line exists: read after waiting."""
+        return wait_count(lambda: self.requests(api_key, client_id), at_least, timeout,
+                          f"{at_least} request(s) of key {api_key} in broker {self.id}'s request log")
+
     def properties(self) -> dict[str, str]:
         r = str(self.replication)
         props = {
@@ -456,6 +463,19 @@ def wait_for(check: Callable[[], T | None], timeout: float, what: str, interval:
             return got
         assert time.monotonic() < deadline, f"timed out after {timeout:g}s waiting for {what}"
         time.sleep(interval)
+
+
+def wait_count(read: Callable[[], list[T]], at_least: int, timeout: float, what: str) -> list[T]:
+    """Poll `read()` until it returns at least `at_least` items; that list."""
+    got: list[T] = []
+
+    def enough() -> bool:
+        nonlocal got
+        got = read()
+        return len(got) >= at_least
+
+    wait_for(enough, timeout, what)
+    return got
 
 
 @dataclass
