@@ -14,8 +14,9 @@ class RegEvent:
     broker_id: int
     position: int  # zxid (ZooKeeper) or offset (KRaft): the order of events
     ts_ms: int
-    registered: bool  # False: deregistered
+    registered: bool  # False: the registration ends (deregistered, fenced, in controlled shutdown)
     epoch: int | None
+    incarnation_id: str | None = None  # KRaft: the broker process's incarnation (RegisterBrokerRecord)
 
 
 @dataclass(frozen=True)
@@ -28,24 +29,48 @@ class Generation:
     gap_ms: int | None  # from this generation's end to the next one's start (the downtime)
 
 
+def amends(current: RegEvent, later: RegEvent) -> bool:
+    """Whether the registration `later` amends `current` rather than starting a new generation:
+    the same broker epoch re-sent, or (KRaft) a new registration by the same process (same
+    incarnation id), which Kafka records without the broker having stopped."""
+    if later.epoch is not None and later.epoch == current.epoch:
+        return True
+    return later.incarnation_id is not None and later.incarnation_id == current.incarnation_id
+
+
+def ends(current: RegEvent, end: RegEvent) -> bool:
+    """Whether `end` ends the generation `current` started: an end event that names another broker
+    epoch (a stale fence, a record of an older registration) does not."""
+    return end.epoch is None or current.epoch is None or end.epoch == current.epoch
+
+
 def generations(events: Iterable[RegEvent]) -> list[Generation]:
-    """Each registration starts a generation; the next deregistration (or, in a fast bounce where
-    no deregistration was logged, the next registration) ends it."""
+    """Each registration starts a generation (unless it `amends` the open one); the first end event
+    of the same epoch after it ends it: a deregistration (ZooKeeper), an UnregisterBrokerRecord, a
+    fence or the start of a controlled shutdown (KRaft: the broker stopped serving). In a fast bounce
+    where no end was logged, the next registration ends it. The downtime (`gap_ms`) runs from that
+    end to the next registration."""
     by_broker: dict[int, list[RegEvent]] = {}
     for e in events:
         by_broker.setdefault(e.broker_id, []).append(e)
     out: list[Generation] = []
     for bid in sorted(by_broker):
         evs = sorted(by_broker[bid], key=lambda e: (e.position, not e.registered))
-        starts = [i for i, e in enumerate(evs) if e.registered]
-        for n, i in enumerate(starts):
-            start = evs[i]
-            nxt = evs[starts[n + 1]] if n + 1 < len(starts) else None
-            end_ev = next((e for e in evs[i + 1:] if not e.registered and (nxt is None or e.position < nxt.position)),
-                          None)
-            end_ms = end_ev.ts_ms if end_ev is not None else (nxt.ts_ms if nxt is not None else None)
-            gap = (nxt.ts_ms - end_ms) if (nxt is not None and end_ms is not None) else None
-            out.append(Generation(bid, start.epoch, start.ts_ms, start.position, end_ms, gap))
+        start: RegEvent | None = None
+        end: RegEvent | None = None
+        for e in evs:
+            if e.registered:
+                if start is not None and amends(start, e):
+                    continue
+                if start is not None:
+                    end_ms = end.ts_ms if end is not None else e.ts_ms
+                    out.append(Generation(bid, start.epoch, start.ts_ms, start.position, end_ms, e.ts_ms - end_ms))
+                start, end = e, None
+            elif start is not None and end is None and ends(start, e):
+                end = e
+        if start is not None:
+            out.append(Generation(bid, start.epoch, start.ts_ms, start.position,
+                                  end.ts_ms if end is not None else None, None))
     return out
 
 

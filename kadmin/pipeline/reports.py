@@ -34,16 +34,23 @@ def load(spark: Any, directory: str, cluster: str | None, since_ms: int | None, 
     return df
 
 
+# What ends a generation besides a deregistration: in KRaft, a fence or the start of a controlled shutdown.
+ENDS = ("broker_deregistered", "broker_fenced", "broker_controlled_shutdown")
+
+
 def _generations(df: Any) -> list[h.Generation]:
     from pyspark.sql import functions as F
 
-    rows = (df.filter(F.col("event").isin("broker_registered", "broker_deregistered"))
+    events = ("broker_registered", *ENDS)
+    cols = ("broker_id", "position", "ts_ms", "event", "epoch",
+            F.get_json_object("detail", "$.incarnation_id").alias("incarnation_id"))
+    rows = (df.filter(F.col("event").isin(*events))
             .filter(F.col("source") != "kadmin-ndjson")
-            .select("broker_id", "position", "ts_ms", "event", "epoch").collect())
+            .select(*cols).collect())
     if not rows:  # only kadmin's own NDJSON was ingested
-        rows = (df.filter(F.col("event").isin("broker_registered", "broker_deregistered"))
-                .select("broker_id", "position", "ts_ms", "event", "epoch").collect())
-    return h.generations(h.RegEvent(r.broker_id, r.position, r.ts_ms, r.event == "broker_registered", r.epoch)
+        rows = df.filter(F.col("event").isin(*events)).select(*cols).collect()
+    return h.generations(h.RegEvent(r.broker_id, r.position, r.ts_ms, r.event == "broker_registered", r.epoch,
+                                    r.incarnation_id)
                          for r in rows if r.broker_id is not None)
 
 

@@ -497,3 +497,49 @@ def test_empty_files(tmp_path: Path) -> None:
     damage: list[Damage] = []
     assert list(kl.iter_checkpoint(empty, DECODER, on_damage=damage.append)) == []
     assert damage == [Damage(-1, "snapshot holds no records")]
+
+
+# Record values exactly as a real Kafka 4.3.1 controller wrote them (a sandbox's __cluster_metadata-0,
+# offsets 1, 9, 11, 14, 19, 21, 34), with what `DumpLogSegments --cluster-metadata-decoder` printed for them.
+REAL_4_3_1: dict[str, tuple[str, int, int, dict[str, Any]]] = {
+    "BeginTransactionRecord": ("01170001001212426f6f747374726170207265636f726473", 23, 0,
+                               {"name": "Bootstrap records"}),
+    "EndTransactionRecord": ("01180000", 24, 0, {}),
+    "RegisterControllerRecord": (
+        "011b0000000bbb1ef5dc7cab8843b6a7335b5e07206b2200020b434f4e54524f4c4c45520a3132372e302e302e31d1b7000000080e67"
+        "726f75702e76657273696f6e00000001000e6b726166742e76657273696f6e0000000100116d657461646174612e76657273696f6e"
+        "0007001e000e73686172652e76657273696f6e00000001001073747265616d732e76657273696f6e0000000100147472616e736163"
+        "74696f6e2e76657273696f6e000000020021656c696769626c652e6c65616465722e7265706c696361732e76657273696f6e000000"
+        "010000", 27, 0,
+        {"controller_id": 3003, "incarnation_id": "HvXcfKuIQ7anM1teByBrIg", "zk_migration_ready": False}),
+    "RegisterBrokerRecord": (
+        "01000400000001002c8e64cd2665473ab4cc31efdbd9f705000000000000000e020a504c41494e544558540a3132372e302e302e31"
+        "d58f000000081073747265616d732e76657273696f6e00000001000e67726f75702e76657273696f6e00000001000e6b726166742e"
+        "76657273696f6e00000001000e73686172652e76657273696f6e0000000100116d657461646174612e76657273696f6e0007001e00"
+        "21656c696769626c652e6c65616465722e7265706c696361732e76657273696f6e0000000100147472616e73616374696f6e2e7665"
+        "7273696f6e0000000200000100010011028b635b249bb7036badef8418612b4ee2", 0, 4,
+        {"broker_id": 1, "incarnation_id": "LI5kzSZlRzq0zDHv29n3BQ", "broker_epoch": 14, "fenced": True,
+         "in_controlled_shutdown": False, "rack": None, "log_dirs": ["i2NbJJu3A2ut74QYYStO4g"]}),
+    "BrokerRegistrationChangeRecord v3": ("01110300000001000000000000000e01030101", 17, 3,
+                                          {"broker_id": 1, "broker_epoch": 14, "cordoned_log_dirs": []}),
+    "BrokerRegistrationChangeRecord unfence": ("01110000000001000000000000000e010001ff", 17, 0,
+                                               {"broker_id": 1, "broker_epoch": 14, "fenced": -1}),
+    "BrokerRegistrationChangeRecord fence": ("01110000000002000000000000000f01000101", 17, 0,
+                                             {"broker_id": 2, "broker_epoch": 15, "fenced": 1}),
+    # Kafka 3.9.1 (KRaft) writes this one at offset 3 of a new cluster; 4.3.1 no longer does
+    "ZkMigrationStateRecord": ("0115000000", 21, 0, {"zk_migration_state": 0}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REAL_4_3_1))
+def test_record_types_and_versions_kafka_4_3_1_writes(name: str) -> None:
+    value, api_key, version, expected = REAL_4_3_1[name]
+    frame_version, key, ver, body = kl.parse_frame(bytes.fromhex(value))
+    assert (frame_version, key, ver) == (1, api_key, version)
+    decoded = decode_value(key, ver, body)
+    assert decoded is not None and decoded.type_name == name.split()[0] and decoded.version == version
+    assert {k: decoded.fields[k] for k in expected} == expected
+    assert "_unknown_tags" not in decoded.fields
+    if name == "RegisterBrokerRecord":
+        assert [e["port"] for e in decoded.fields["end_points"]] == [54671]
+        assert decoded.fields["cordoned_log_dirs"] is None  # tag 1 absent: Kafka's default, null

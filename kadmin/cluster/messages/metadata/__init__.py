@@ -16,9 +16,14 @@ JSON files stay as Kafka wrote them):
   would then look up the integer tag read from the wire in vain and file the field as unknown. The
   patch makes every tag an int.
 
-`NoOpRecord` has no fields, which kafka-python's struct codec cannot declare: it is listed in
-`EMPTY_RECORDS` (its schema still comes from its JSON file) and decoded as a bare tagged-field
-section by `kadmin.cluster.metadata_records`.
+`NoOpRecord` and `EndTransactionRecord` have no fields, which kafka-python's struct codec cannot
+declare: they are listed in `EMPTY_RECORDS` (the schema still comes from its JSON file) and decoded
+as a bare tagged-field section by `kadmin.cluster.metadata_records`.
+
+Kafka 4.3.1 writes RegisterBrokerRecord v4 and BrokerRegistrationChangeRecord v3 (CordonedLogDirs),
+RegisterControllerRecord and, around the bootstrap records, Begin/EndTransactionRecord; their
+schemas here were checked against the generated classes of kafka-metadata-4.3.1.jar. Kafka 3.9.1
+also writes a ZkMigrationStateRecord.
 """
 
 from __future__ import annotations
@@ -102,6 +107,22 @@ class BrokerRegistrationChangeRecord(ApiData, load_json=__name__):  # type: igno
     json_patch = _json_patch
 
 
+class BeginTransactionRecord(ApiData, load_json=__name__):  # type: ignore[call-arg,misc]
+    json_patch = _json_patch
+
+
+class AbortTransactionRecord(ApiData, load_json=__name__):  # type: ignore[call-arg,misc]
+    json_patch = _json_patch
+
+
+class RegisterControllerRecord(ApiData, load_json=__name__):  # type: ignore[call-arg,misc]
+    json_patch = _json_patch
+
+
+class ZkMigrationStateRecord(ApiData, load_json=__name__):  # type: ignore[call-arg,misc]
+    json_patch = _json_patch
+
+
 # Raft control records (the value of a record in a control batch), by ControlRecordType.
 
 class LeaderChangeMessage(ApiData, load_json=__name__):  # type: ignore[call-arg,misc]
@@ -127,11 +148,14 @@ class VotersRecord(ApiData, load_json=__name__):  # type: ignore[call-arg,misc]
 METADATA_RECORDS: tuple[type[ApiData], ...] = (
     RegisterBrokerRecord, UnregisterBrokerRecord, TopicRecord, PartitionRecord, ConfigRecord,
     PartitionChangeRecord, FenceBrokerRecord, UnfenceBrokerRecord, RemoveTopicRecord, FeatureLevelRecord,
-    ProducerIdsRecord, BrokerRegistrationChangeRecord,
+    ProducerIdsRecord, BrokerRegistrationChangeRecord, BeginTransactionRecord, AbortTransactionRecord,
+    RegisterControllerRecord, ZkMigrationStateRecord,
 )
 
 # Schemas with no fields at all: (the JSON, as kafka-python loads it).
-EMPTY_RECORDS: tuple[dict[str, Any], ...] = (load_json("NoOpRecord", package=__name__),)
+EMPTY_RECORDS: tuple[dict[str, Any], ...] = (
+    load_json("NoOpRecord", package=__name__), load_json("EndTransactionRecord", package=__name__),
+)
 
 # ControlRecordType (clients/.../record/ControlRecordType.java) -> the message its value holds.
 # 0 ABORT and 1 COMMIT (transaction markers) never occur in the metadata log.

@@ -1,0 +1,220 @@
+"""`kadmin history` over a real Kafka 4.3.1 KRaft cluster's metadata log, with Kafka's DumpLogSegments as the referee.
+
+One module fixture: a sandbox (3 controllers + 3 brokers, kadmin's own CLI in a subprocess), a topic with
+replicas on every broker (so a graceful stop goes through controlled shutdown), a graceful `sandbox bounce 2`,
+a `sandbox kill 3 --hard` + `sandbox start 3`, then `sandbox down` so the files are final. Then:
+- every record kadmin decodes from one controller's `__cluster_metadata-0` segments and snapshots (and its
+  `bootstrap.checkpoint`) equals what `DumpLogSegments --cluster-metadata-decoder` prints for the same files:
+  offsets, timestamps, record types and versions, broker ids, epochs, incarnation ids, fenced and
+  controlled-shutdown flags;
+- `history ingest` of that directory, then `report generations|bounces` (one Spark session), show exactly the
+  restarts performed, each generation starting at a RegisterBrokerRecord Kafka wrote, with downtime > 0.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kadmin.cluster.metadata_records import CRC32C, DECODER
+from kadmin.formats import kraft_log as kl
+from tests.kafka import test_real_sandbox as rs
+from tests.support.kafka import KAFKA_4, kafka_home, tool, wait_for
+
+pytestmark = [pytest.mark.kafka, pytest.mark.integration, pytest.mark.slow]
+
+DUMP = "org.apache.kafka.tools.DumpLogSegments"  # 4.x: moved from kafka.tools (3.x) to the tools module
+CONTROLLER = 3001
+TOPIC = "kraft-history"
+
+# DumpLogSegments names control records by their ControlRecordType's message
+CONTROL_NAMES = {"LeaderChangeMessage": "LeaderChange", "SnapshotHeaderRecord": "SnapshotHeader",
+                 "SnapshotFooterRecord": "SnapshotFooter", "KRaftVersionRecord": "KRaftVersion",
+                 "VotersRecord": "KRaftVoters"}
+
+
+def registrations(metadata_dir: Path, broker_id: int) -> list[tuple[int, str]]:
+    """(offset, incarnation id) of the broker's RegisterBrokerRecords in the live log (a partly written
+    tail batch is ignored)."""
+    out = []
+    for seg in sorted(metadata_dir.glob("*.log")):
+        for r in kl.iter_segment(seg, DECODER, on_damage=lambda d: None, crc=CRC32C):
+            if r.type_name == "RegisterBrokerRecord" and r.fields.get("broker_id") == broker_id:
+                out.append((r.offset, r.fields["incarnation_id"]))
+    return out
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    home = kafka_home(KAFKA_4)
+    base = tmp_path_factory.mktemp("kraft-history")
+    with rs.sandbox(base / "sb", "--kafka-home", str(home), "--mode", "kraft", "--brokers", "3") as sb:
+        st = sb.status()
+        mdir = sb.dir / f"controller-{CONTROLLER}" / "data" / "__cluster_metadata-0"
+        assert mdir.is_dir(), sorted(p.name for p in sb.dir.iterdir())
+        tool(home, "org.apache.kafka.tools.TopicCommand", "--bootstrap-server", st["bootstrap_servers"], "--create",
+             "--topic", TOPIC, "--partitions", "3", "--replication-factor", "3")
+        r = sb.run("sandbox", "bounce", "2")
+        assert r.returncode == 0, r.stderr
+        before = registrations(mdir, 3)
+        r = sb.run("sandbox", "kill", "3", "--hard")
+        assert r.returncode == 0, r.stderr
+        r = sb.run("sandbox", "start", "3")
+        assert r.returncode == 0, r.stderr
+        # `start` may see the old registration still unfenced: wait for the new process's own registration
+        wait_for(lambda: len({inc for _, inc in registrations(mdir, 3)}) > len({inc for _, inc in before}), 180,
+                 "broker 3 to register a new incarnation")
+        r = sb.run("sandbox", "down")
+        assert r.returncode == 0, r.stderr
+        yield {"home": home, "dir": mdir, "bootstrap": mdir.parent / "bootstrap.checkpoint", "base": base}
+
+
+# ------------------------------------------------------------------------------------------- the referee
+_BATCH = re.compile(r"^baseOffset: (\d+) lastOffset: (\d+) .* partitionLeaderEpoch: (-?\d+) .* isControl: (\w+)")
+_RECORD = re.compile(r"^\| offset: (\d+) CreateTime: (-?\d+) .*? headerKeys: \[[^]]*\] (.*)$")
+
+
+def dump(home: Path, files: list[Path]) -> dict[str, list[dict[str, Any]]]:
+    """DumpLogSegments --cluster-metadata-decoder: per file, each record's offset, CreateTime, the batch's
+    leader epoch and whether it is a control record, its type, version and data."""
+    out = tool(home, DUMP, "--cluster-metadata-decoder", "--files", ",".join(map(str, files)), timeout=300).stdout
+    files_out: dict[str, list[dict[str, Any]]] = {}
+    current: list[dict[str, Any]] = []
+    batch: tuple[int, bool] = (0, False)
+    for line in out.splitlines():
+        if line.startswith("Dumping "):
+            current = files_out.setdefault(line[len("Dumping "):].strip(), [])
+        elif m := _BATCH.match(line):
+            batch = (int(m[3]), m[4] == "true")
+        elif m := _RECORD.match(line):
+            rest = m[3]
+            rec: dict[str, Any] = {"offset": int(m[1]), "ts": int(m[2]), "leader_epoch": batch[0], "control": batch[1]}
+            if rest.startswith("payload: "):
+                doc = json.loads(rest[len("payload: "):])
+                rec.update(type=doc["type"], version=doc["version"], data=doc["data"])
+            elif rest.startswith("controlType: "):  # 3.9.1 prints only the type of a LeaderChange
+                rec.update(type=rest, version=None, data={})
+            else:  # a control record: `LeaderChange: {...}`, `SnapshotHeader {...}`
+                name, _, body = rest.partition("{")
+                data = json.loads("{" + body)
+                rec.update(type=name.rstrip(": "), version=data.get("version"), data=data)
+            current.append(rec)
+        else:
+            assert not line.startswith("|"), f"a record line the test cannot read: {line}"
+    return files_out
+
+
+def upper_snake(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).upper()
+
+
+def kadmin_view(r: kl.MetadataRecord) -> dict[str, Any]:
+    """kadmin's decoded record in the referee's terms (broker fields only where the record has them)."""
+    f = r.fields
+    view: dict[str, Any] = {"offset": r.offset, "ts": r.timestamp_ms, "leader_epoch": r.leader_epoch,
+                            "control": r.control, "version": r.version,
+                            "type": CONTROL_NAMES.get(r.type_name, r.type_name) if r.control
+                            else upper_snake(r.type_name)}
+    if r.type_name in ("RegisterBrokerRecord", "BrokerRegistrationChangeRecord", "UnregisterBrokerRecord"):
+        view["broker"] = (f["broker_id"], f["broker_epoch"])
+    if r.type_name in ("FenceBrokerRecord", "UnfenceBrokerRecord"):
+        view["broker"] = (f["id"], f["epoch"])
+    if r.type_name == "RegisterBrokerRecord":
+        view.update(incarnation=f["incarnation_id"], fenced=f["fenced"], shutdown=f.get("in_controlled_shutdown"))
+    if r.type_name == "BrokerRegistrationChangeRecord":
+        view.update(fenced=f.get("fenced", 0), shutdown=f.get("in_controlled_shutdown", 0))
+    if r.type_name == "RegisterControllerRecord":
+        view["incarnation"] = f["incarnation_id"]
+    if r.type_name == "LeaderChangeMessage":
+        view["leader"] = f["leader_id"]
+    return view
+
+
+def referee_view(d: dict[str, Any]) -> dict[str, Any]:
+    data = d["data"]
+    view = {k: d[k] for k in ("offset", "ts", "leader_epoch", "control", "version", "type")}
+    t = d["type"]
+    if t in ("REGISTER_BROKER_RECORD", "BROKER_REGISTRATION_CHANGE_RECORD", "UNREGISTER_BROKER_RECORD"):
+        view["broker"] = (data["brokerId"], data["brokerEpoch"])
+    if t in ("FENCE_BROKER_RECORD", "UNFENCE_BROKER_RECORD"):
+        view["broker"] = (data["id"], data["epoch"])
+    if t == "REGISTER_BROKER_RECORD":
+        view.update(incarnation=data["incarnationId"], fenced=data.get("fenced", True),
+                    shutdown=data.get("inControlledShutdown", False) if d["version"] >= 1 else None)
+    if t == "BROKER_REGISTRATION_CHANGE_RECORD":
+        view.update(fenced=data.get("fenced", 0), shutdown=data.get("inControlledShutdown", 0))
+    if t == "REGISTER_CONTROLLER_RECORD":
+        view["incarnation"] = data["incarnationId"]
+    if t == "LeaderChange":
+        view["leader"] = data["leaderId"]
+    return view
+
+
+def metadata_files(h: dict[str, Any]) -> list[Path]:
+    files = sorted(h["dir"].glob("*.log")) + sorted(h["dir"].glob("*.checkpoint"))
+    return files + ([h["bootstrap"]] if h["bootstrap"].exists() else [])
+
+
+def test_kadmin_decodes_every_record_as_dump_log_segments_does(history: dict[str, Any]) -> None:
+    files = metadata_files(history)
+    referee = dump(history["home"], files)
+    assert sorted(referee) == sorted(map(str, files))
+    types: set[str] = set()
+    for path in files:
+        damage: list[kl.Damage] = []
+        read = kl.iter_segment if path.suffix == ".log" else kl.iter_checkpoint
+        mine = list(read(path, DECODER, on_damage=damage.append, crc=CRC32C))
+        assert damage == [], path
+        assert [r.type_name for r in mine if r.type_name == kl.UNKNOWN] == [], path
+        assert [kadmin_view(r) for r in mine] == [referee_view(d) for d in referee[str(path)]], path
+        types |= {r.type_name for r in mine}
+    # what this sequence made the controllers write, every kind of it decoded
+    assert {"RegisterBrokerRecord", "BrokerRegistrationChangeRecord", "RegisterControllerRecord", "TopicRecord",
+            "PartitionRecord", "LeaderChangeMessage", "FeatureLevelRecord"} <= types
+
+
+def test_history_reports_exactly_the_restarts_with_downtime(history: dict[str, Any], run_nozk: Any) -> None:
+    from kadmin.pipeline.spark import session
+
+    log = [r for p in sorted(history["dir"].glob("*.log")) for r in kl.iter_segment(p, DECODER, crc=CRC32C)]
+    regs: dict[int, list[tuple[int, int, str]]] = {}
+    for r in log:
+        if r.type_name == "RegisterBrokerRecord":
+            regs.setdefault(r.fields["broker_id"], []).append(
+                (r.offset, r.fields["broker_epoch"], r.fields["incarnation_id"]))
+    # one incarnation per process started: 1 once, 2 twice (bounce), 3 twice (kill --hard + start)
+    assert {b: len({inc for _, _, inc in v}) for b, v in regs.items()} == {1: 1, 2: 2, 3: 2}
+    # broker 2's graceful stop went through controlled shutdown (it led partitions of TOPIC)
+    assert any(r.type_name == "BrokerRegistrationChangeRecord" and r.fields.get("broker_id") == 2
+               and r.fields.get("in_controlled_shutdown") == 1 for r in log)
+
+    spark = session("local[2]")
+    try:
+        run = run_nozk
+        out = history["base"] / "events"
+        res = run("history", "ingest", str(history["dir"]), "--cluster", "kraft", "--out", str(out), "-o", "json")
+        assert res.exit_code == 0, res.stderr
+        assert json.loads(res.stdout)["data"]["damage"] == []
+        res = run("history", "report", str(out), "generations", "-o", "json")
+        assert res.exit_code == 0, res.stderr
+        gens = json.loads(res.stdout)["data"]
+        res = run("history", "report", str(out), "bounces", "-o", "json")
+        assert res.exit_code == 0, res.stderr
+        bounces = {b["broker_id"]: b for b in json.loads(res.stdout)["data"]}
+    finally:
+        spark.stop()
+    # a generation per new incarnation, at the epoch Kafka assigned it (amended registrations are none)
+    first_epochs = {b: [e for n, (_, e, inc) in enumerate(v) if inc not in {x[2] for x in v[:n]}]
+                    for b, v in regs.items()}
+    assert {b: [g["epoch"] for g in gens if g["broker_id"] == b] for b in regs} == first_epochs
+    assert {b: s["bounces"] for b, s in bounces.items()} == {1: 0, 2: 1, 3: 1}
+    for b in (2, 3):
+        assert bounces[b]["downtime_p50_ms"] > 0 and bounces[b]["downtime_max_ms"] > 0, bounces[b]
+    assert bounces[1]["downtime_max_ms"] is None
+    # `sandbox down` stopped every broker: each last generation ended (fenced or controlled shutdown)
+    assert all(g["end"] is not None for g in gens), gens
