@@ -32,7 +32,7 @@ _kadmin_complete() {
     ["kadmin partitions list"]="--at-min-isr --bootstrap-controller --bootstrap-server --broker --command-config --context --help --min-isr-default --offline --output --timeout --topic --unavailable --under-min-isr --under-replicated --verbose --zk-auth --zk-tls --zk-tls-ca --zk-tls-cert --zk-tls-key --zk-tls-no-hostname-check --zookeeper -o -v -z"
     ["kadmin quorum"]="check describe --help"
     ["kadmin quorum check"]="--bootstrap-controller --bootstrap-server --command-config --context --fetch-timeout-ms --help --max-lag --max-lag-ms --output --restart --timeout --verbose --zk-auth --zk-tls --zk-tls-ca --zk-tls-cert --zk-tls-key --zk-tls-no-hostname-check --zookeeper -o -v -z"
-    ["kadmin quorum describe"]="--bootstrap-controller --bootstrap-server --command-config --context --help --human-readable --output --replication --status --timeout --verbose --zk-auth --zk-tls --zk-tls-ca --zk-tls-cert --zk-tls-key --zk-tls-no-hostname-check --zookeeper -o -v -z"
+    ["kadmin quorum describe"]="--bootstrap-controller --bootstrap-server --command-config --context --help --human-readable --output --replication --status --timeout --tool-format --verbose --zk-auth --zk-tls --zk-tls-ca --zk-tls-cert --zk-tls-key --zk-tls-no-hostname-check --zookeeper -o -v -z"
     ["kadmin sandbox"]="bounce down kill start status up --help"
     ["kadmin sandbox bounce"]="--dir --down --help --output --verbose -o -v"
     ["kadmin sandbox down"]="--dir --help --output --verbose -o -v"

@@ -26,8 +26,9 @@ def list_(inv: Invocation) -> int:
 
     Exit 5 (partial) when a registration cannot be parsed; the row is shown with state `invalid`.
 
-    With --bootstrap-server/--bootstrap-controller (KRaft) the registrations come from
-    DescribeCluster v2 with IncludeFencedBrokers (`state` active or fenced; `epoch` null).
+    With --bootstrap-server (KRaft) the registrations come from DescribeCluster v2 with
+    IncludeFencedBrokers (`state` active or fenced; `epoch` null). The controllers describe only
+    themselves (KIP-919): --bootstrap-controller exits 3, naming --bootstrap-server.
     """
     if not inv.settings.get("zookeeper") and (inv.settings.get("bootstrap-server")
                                               or inv.settings.get("bootstrap-controller")):
@@ -237,7 +238,8 @@ def unregister(
     """KRaft: remove a broker's registration (UnregisterBroker, KIP-631), e.g. one that is gone for good.
 
     Refuses a broker that is currently active (unfenced) without --force (exit 7). Asks for
-    confirmation on a terminal; elsewhere --yes is required.
+    confirmation on a terminal; elsewhere --yes is required. The controllers cannot say whether a
+    broker is active (KIP-919): with --bootstrap-controller it exits 3 unless --force.
     """
     import sys
 

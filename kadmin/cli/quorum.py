@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import Annotated, Any
 
 import typer
 
 from kadmin.cli.options import INT64_MAX, Invocation, command
+from kadmin.domain.quorum_text import DEFAULT_TOOL_FORMAT, TOOL_FORMATS
 from kadmin.errors import ConfigError, UsageError
+
+ToolFormat = Enum("ToolFormat", {"v" + f.replace(".", "_"): f for f in TOOL_FORMATS}, type=str)  # type: ignore[misc]
 
 app = typer.Typer(name="quorum", help="Metadata quorum status and replication lag (KRaft or ZooKeeper).",
                   no_args_is_help=True)
@@ -34,9 +38,16 @@ def describe(
     replication: Annotated[bool, typer.Option("--replication", help="One row per replica: log end offset, lag, "
                                               "last fetch and last caught-up times.")] = False,
     human_readable: Annotated[bool, typer.Option("--human-readable", help="With --replication: times as "
-                                                 "'N ms ago'.")] = False,
+                                                 "'N ms ago'. A time ahead of this machine's clock "
+                                                 "(clock drift) fails with exit 1, as Kafka's tool does.")] = False,
+    tool_format: Annotated[ToolFormat, typer.Option(
+        "--tool-format", help="Print -o plain as this version of kafka-metadata-quorum does: 4.1 (4.1 and "
+        "later), 3.9 (3.9 and 4.0: \"directoryId\": null for a replica without one), 3.8 (3.4 to 3.8: no "
+        "DirectoryId column, voters and observers as [id,id]).")] = ToolFormat(DEFAULT_TOOL_FORMAT),
 ) -> int:
     """Describe the metadata quorum. `-o plain` is exactly what `kafka-metadata-quorum describe` prints.
+
+    The text is Kafka 4.1+'s tool's; --tool-format 3.9 or 3.8 prints an older tool's.
 
     With --zookeeper the ZooKeeper ensemble is the quorum: NodeId is the server id, LogEndOffset the
     zxid counter, Lag the leader's zxid minus the member's, LeaderEpoch the zxid epoch.
@@ -49,7 +60,7 @@ def describe(
     if human_readable and status:
         raise UsageError("The option --human-readable is only supported along with --replication")
     q, now_ms = load(inv)
-    return inv.emit(run(q, "status" if status else "replication", human_readable, now_ms))
+    return inv.emit(run(q, "status" if status else "replication", human_readable, now_ms, tool_format.value))
 
 
 @command(app, "check")
@@ -59,10 +70,13 @@ def check(
                                          help="Warn when a replica is more than N offsets (transactions) behind.")]
     = 1000,
     max_lag_ms: Annotated[int, typer.Option("--max-lag-ms", metavar="MS", min=0, max=INT64_MAX,
-                                            help="Warn when a replica last caught up more than MS ago.")] = 5000,
+                                            help="Warn when a replica last caught up more than MS ago "
+                                            "(by the leader's clock).")] = 5000,
     fetch_timeout_ms: Annotated[int, typer.Option("--fetch-timeout-ms", metavar="MS", min=1, max=INT64_MAX,
-                                                  help="A leader not fetched from by a majority within MS is "
-                                                  "critical (seed 004's zombie leader).")] = 2000,
+                                                  help="The controllers' controller.quorum.fetch.timeout.ms: a "
+                                                  "leader not fetched from by a majority (itself counted) within "
+                                                  "1.5 x MS is critical, as Kafka's leader resigns then (seed "
+                                                  "004's zombie leader).")] = 2000,
     restart: Annotated[int | None, typer.Option("--restart", metavar="NODE", help="Also check that a majority of "
                                                 "the other voters stays caught up if NODE restarts.",
                                                 show_default=False)] = None,
@@ -70,8 +84,17 @@ def check(
     """Check the quorum. Exit 0 OK, 1 WARNING, 2 CRITICAL (the monitoring convention), naming each finding.
 
     CRITICAL: no leader; fewer than a majority of voters up; a leader not fetched from by a majority
-    within --fetch-timeout-ms; with --restart, too few caught-up voters left. WARNING: a member
-    down, a voter or observer lagging, a ZooKeeper member on an older zxid epoch.
+    within 1.5 x --fetch-timeout-ms (3000 ms by default); with --restart, too few caught-up voters left.
+    WARNING: a member down, a voter or observer lagging (or not fetching in this epoch), a ZooKeeper
+    member on an older zxid epoch.
+
+    Times are measured on the leader's clock, not this machine's: every DescribeQuorum timestamp is the
+    leader's, and the leader stamps its own row with its current time when it answers, so "N ms ago" is
+    that time minus the replica's LastFetchTimestamp / LastCaughtUpTimestamp (as kafka-metadata-quorum's
+    MaxFollowerLagTimeMs). Clock skew between this machine and the controllers can neither raise nor
+    hide a finding. The zombie rule is Kafka's check quorum (3.7+): the leader resigns when fewer than a
+    majority of the voters, itself counted, fetched from it within 1.5 x controller.quorum.fetch.timeout.ms.
+    Without timestamps (DescribeQuorum v0, ZooKeeper) the local clock is used; -o json says which.
     """
     from kadmin.domain.quorum import CheckLimits
     from kadmin.services.quorum import check as run

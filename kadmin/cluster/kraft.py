@@ -19,11 +19,12 @@ from typing import Any
 from kadmin.cluster.kafka import ERROR_NAMES, error_name
 from kadmin.domain.addresses import host_port
 from kadmin.domain.quorum import QuorumState, ReplicaState
-from kadmin.errors import AuthFailed, ClusterUnreachable, KadminError, NotFound, Rejected
+from kadmin.errors import AuthFailed, ClusterUnreachable, ConfigError, KadminError, NotFound, Rejected
 
 METADATA_TOPIC = "__cluster_metadata"
 NOT_LEADER_OR_FOLLOWER = 6
 BROKER_ID_NOT_REGISTERED = 102
+MISMATCHED_ENDPOINT_TYPE = 114
 ENDPOINT_BROKERS, ENDPOINT_CONTROLLERS = 1, 2
 AUTH_ERRORS = {29, 30, 31, 58}  # topic/group/cluster authorization, SASL authentication
 
@@ -57,7 +58,7 @@ class KraftBroker:
     host: str
     port: int
     rack: str | None
-    fenced: bool | None  # None: the cluster does not say (DescribeCluster below v2)
+    fenced: bool | None  # None: unknown (DescribeCluster below v2 lists only unfenced brokers: False)
 
 
 @dataclass(frozen=True)
@@ -161,11 +162,36 @@ class KraftClient:
         if resp.error_code:
             raise self._error(resp.error_code, getattr(resp, "error_message", None), address, "DescribeCluster")
         version = int(resp.version)
+        # Below v2 (Kafka 3.x) a broker lists only the brokers that are alive, i.e. unfenced (KRaft
+        # metadata cache's getAliveBrokerNodes), and controllers list themselves: a listed node is
+        # unfenced. A fenced broker is simply absent there.
         brokers = [
             KraftBroker(int(b.broker_id), str(b.host), int(b.port), b.rack,
-                        bool(b.is_fenced) if version >= 2 else None)
+                        bool(b.is_fenced) if version >= 2 else False)
             for b in resp.brokers
         ]
+        return ClusterDescription(resp.cluster_id, int(resp.controller_id), brokers, version)
+
+    def describe_brokers(self) -> ClusterDescription:
+        """The brokers' registrations (with fenced ones from DescribeCluster v2). Through controllers it
+        asks for the BROKER endpoint type; the controllers refuse (MISMATCHED_ENDPOINT_TYPE, KIP-919: they
+        describe only themselves), and that is a ConfigError naming --bootstrap-server."""
+        if not self.controllers:
+            return self.describe_cluster()
+        from kafka.protocol.admin.cluster import DescribeClusterRequest
+
+        address, resp = self._send_any(lambda: DescribeClusterRequest(
+            min_version=1, include_cluster_authorized_operations=False, endpoint_type=ENDPOINT_BROKERS,
+            include_fenced_brokers=True))
+        if resp.error_code == MISMATCHED_ENDPOINT_TYPE:
+            raise ConfigError(f"the controllers (--bootstrap-controller) do not describe the brokers: {address} "
+                              "answered DescribeCluster with MISMATCHED_ENDPOINT_TYPE (KIP-919: a controller lists "
+                              "only the controllers); use --bootstrap-server", code="controllers_list_no_brokers")
+        if resp.error_code:
+            raise self._error(resp.error_code, getattr(resp, "error_message", None), address, "DescribeCluster")
+        version = int(resp.version)
+        brokers = [KraftBroker(int(b.broker_id), str(b.host), int(b.port), b.rack,
+                               bool(b.is_fenced) if version >= 2 else False) for b in resp.brokers]
         return ClusterDescription(resp.cluster_id, int(resp.controller_id), brokers, version)
 
     # ------------------------------------------------------------------ DescribeQuorum

@@ -109,18 +109,62 @@ class Finding:
     message: str
 
 
+# Kafka's LeaderState.CHECK_QUORUM_TIMEOUT_FACTOR (KAFKA-15489, Kafka 3.7+): the leader resigns when it has not
+# been fetched from by a majority of the voters (itself counted) within 1.5 x controller.quorum.fetch.timeout.ms.
+CHECK_QUORUM_FACTOR_NUM, CHECK_QUORUM_FACTOR_DEN = 3, 2
+
+
 @dataclass(frozen=True)
 class CheckLimits:
     max_lag: int = 1000
     max_lag_ms: int = 5000
-    fetch_timeout_ms: int = 2000  # controller.quorum.fetch.timeout.ms's default
+    fetch_timeout_ms: int = 2000  # the controllers' controller.quorum.fetch.timeout.ms (Kafka's default)
     restart: int | None = None
+
+    @property
+    def check_quorum_ms(self) -> int:
+        """The leader's check-quorum window: (int) (fetchTimeoutMs * 1.5), 3000 ms by default."""
+        return self.fetch_timeout_ms * CHECK_QUORUM_FACTOR_NUM // CHECK_QUORUM_FACTOR_DEN
+
+
+@dataclass(frozen=True)
+class Clock:
+    """The "now" lag times are measured against: the leader's clock when DescribeQuorum carries it."""
+
+    now_ms: int
+    source: Literal["leader", "local"]
+    local_ms: int
+
+    @property
+    def skew_ms(self) -> int | None:
+        """This machine's clock minus the leader's (plus the request's round trip); None on the local clock."""
+        return self.local_ms - self.now_ms if self.source == "leader" else None
+
+
+def leader_clock(q: QuorumState, local_ms: int) -> Clock:
+    """The leader's "now" as it answered DescribeQuorum, else the local clock.
+
+    Every KRaft timestamp in DescribeQuorum (v1+) is the leader's wall clock, and the leader fills its own
+    row's LastFetchTimestamp and LastCaughtUpTimestamp with its current time when it answers (RaftUtil
+    toReplicaState; MetadataQuorumCommand measures MaxFollowerLagTimeMs from that row too). Measuring ages
+    against it makes them immune to skew between this machine and the controllers. Without it (v0, a
+    ZooKeeper ensemble, no leader) the local clock is all there is.
+    """
+    leader = q.leader
+    if q.mode == "kraft" and leader is not None:
+        ts = leader.last_fetch_timestamp if leader.last_fetch_timestamp is not None else leader.last_caught_up_timestamp
+        if ts is not None:
+            return Clock(ts, "leader", local_ms)
+    return Clock(local_ms, "local", local_ms)
 
 
 def caught_up(q: QuorumState, r: ReplicaState, limits: CheckLimits, now_ms: int) -> bool:
-    """Within max_lag of the leader, and (when KRaft says when) caught up within max_lag_ms."""
+    """Within max_lag of the leader, and (when KRaft says when) caught up within max_lag_ms of `now_ms`
+    (the leader's clock: see leader_clock). A KRaft voter that has not fetched in this epoch is not."""
     lg = lag(q, r)
     if lg is None or lg > limits.max_lag:
+        return False
+    if q.mode == "kraft" and r.id != q.leader_id and r.log_end_offset < 0:
         return False
     if r.id == q.leader_id or r.last_caught_up_timestamp is None:
         return True
@@ -128,8 +172,13 @@ def caught_up(q: QuorumState, r: ReplicaState, limits: CheckLimits, now_ms: int)
 
 
 def check(q: QuorumState, limits: CheckLimits, now_ms: int) -> list[Finding]:
-    """Findings, worst first. No findings: OK. Any CRITICAL: the quorum cannot make progress safely."""
+    """Findings, worst first. No findings: OK. Any CRITICAL: the quorum cannot make progress safely.
+
+    `now_ms` is this machine's clock; ages are measured on the leader's (leader_clock) when it is known.
+    """
     found: list[Finding] = []
+    now_ms = leader_clock(q, now_ms).now_ms
+    window = limits.check_quorum_ms
     leader = q.leader
     up = [v for v in q.voters if not v.down]
     if leader is None:
@@ -149,26 +198,39 @@ def check(q: QuorumState, limits: CheckLimits, now_ms: int) -> list[Finding]:
                 continue
             lg = lag(q, r)
             what = "voter" if st == "Follower" else "observer"
-            if lg is not None and lg > limits.max_lag:
+            fetched = r.last_fetch_timestamp
+            stale = (f"; last fetched {now_ms - fetched} ms ago" if fetched is not None and now_ms - fetched > window
+                     else "")
+            if q.mode == "kraft" and r.log_end_offset < 0:
+                # The leader has no fetch from it in this epoch (after an election, or a replica still starting).
+                found.append(Finding("WARNING", f"{what}_lagging",
+                                     f"{what} {r.id} has not fetched from leader {leader.id} in epoch "
+                                     f"{q.leader_epoch}"))
+            elif lg is not None and lg > limits.max_lag:
                 unit = "transactions" if q.mode == "zookeeper" else "offsets"
                 found.append(Finding("WARNING", f"{what}_lagging",
-                                     f"{what} {r.id} is {lg} {unit} behind the leader (limit {limits.max_lag})"))
+                                     f"{what} {r.id} is {lg} {unit} behind the leader (limit {limits.max_lag})"
+                                     + stale))
             elif r.last_caught_up_timestamp is not None and now_ms - r.last_caught_up_timestamp > limits.max_lag_ms:
                 found.append(Finding("WARNING", f"{what}_lagging",
                                      f"{what} {r.id} last caught up {now_ms - r.last_caught_up_timestamp} ms ago "
-                                     f"(limit {limits.max_lag_ms} ms)"))
+                                     f"by the leader's clock (limit {limits.max_lag_ms} ms){stale}"))
             if r.extra.get("older_epoch"):
                 found.append(Finding("WARNING", "older_epoch",
                                      f"{what} {r.id} is on zxid epoch {r.extra.get('zxid_epoch')}, older than the "
                                      f"leader's {q.leader_epoch}"))
-        fetched = [v for v in up if v.id == leader.id or (
-            v.last_fetch_timestamp is not None and now_ms - v.last_fetch_timestamp <= limits.fetch_timeout_ms)]
+        # Kafka's check-quorum rule (LeaderState.updateCheckQuorumForFollowingVoter/timeUntilCheckQuorumExpires):
+        # the leader resigns unless a majority of the voters, itself counted, fetched within the window (the timer
+        # expires when exactly window ms have passed).
+        fetched_from = [v for v in up if v.id == leader.id or (
+            v.last_fetch_timestamp is not None and now_ms - v.last_fetch_timestamp < window)]  # Timer: expired at 0
         knows_fetches = any(v.last_fetch_timestamp is not None for v in up if v.id != leader.id)
-        if q.mode == "kraft" and knows_fetches and len(fetched) < q.majority:
+        if q.mode == "kraft" and len(q.voters) > 1 and knows_fetches and len(fetched_from) < q.majority:
             found.append(Finding("CRITICAL", "zombie_leader",
-                                 f"leader {leader.id} has been fetched from by only {len(fetched)} of "
-                                 f"{len(q.voters)} voters (itself included) within {limits.fetch_timeout_ms} ms: "
-                                 "it may no longer be the real leader"))
+                                 f"leader {leader.id} has been fetched from by only {len(fetched_from)} of "
+                                 f"{len(q.voters)} voters (itself included) within {window} ms "
+                                 f"(1.5 x fetch timeout {limits.fetch_timeout_ms} ms) by its own clock: "
+                                 "it has lost the quorum and may no longer be the real leader"))
     if limits.restart is not None:
         ids = {v.id for v in q.voters}
         if limits.restart not in ids:

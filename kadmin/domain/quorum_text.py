@@ -1,9 +1,15 @@
-"""`kafka-metadata-quorum describe` output, byte for byte (Kafka 3.9's MetadataQuorumCommand).
+"""`kafka-metadata-quorum describe` output, byte for byte (Kafka's MetadataQuorumCommand).
 
 `--status`: labels padded to column 24. `--replication`: every cell left-aligned and padded to the
 column's widest value, a TAB after every cell including the last; the leader first, then the other
 voters, then the observers; `-1` for absent timestamps even with --human-readable;
 `AAAAAAAAAAAAAAAAAAAAAA` for an absent directory id.
+
+The text differs by the tool's version (`TOOL_FORMATS`, checked against the real 3.9.1 and 4.3.1
+tools and the 3.8.0 source):
+- "3.8" (3.4 to 3.8): no DirectoryId column; CurrentVoters/CurrentObservers are ids, `[3001,3002]`.
+- "3.9" (3.9, 4.0): `{"id": N, "directoryId": null|"...", "endpoints": [...]}` per replica.
+- "4.1" (4.1+, the default): as 3.9, but the directoryId key is left out when a replica has none.
 """
 
 from __future__ import annotations
@@ -11,6 +17,8 @@ from __future__ import annotations
 from kadmin.domain.quorum import QuorumState, ReplicaState, lag, max_follower_lag, rows
 
 ZERO_UUID_TEXT = "AAAAAAAAAAAAAAAAAAAAAA"
+TOOL_FORMATS = ("4.1", "3.9", "3.8")
+DEFAULT_TOOL_FORMAT = "4.1"
 REPLICATION_HEADERS = ["NodeId", "DirectoryId", "LogEndOffset", "Lag", "LastFetchTimestamp", "LastCaughtUpTimestamp",
                        "Status"]
 
@@ -19,14 +27,28 @@ def _label(name: str) -> str:
     return f"{name + ':':<24}"
 
 
-def _replica_entry(r: ReplicaState) -> str:
-    text = f'{{"id": {r.id}, "directoryId": ' + (f'"{r.directory_id}"' if r.directory_id else "null")
+class ClockDrift(ValueError):
+    """A timestamp --human-readable cannot show as "N ms ago" (MetadataQuorumCommand.relativeTimeMs)."""
+
+
+def _replica_entry(r: ReplicaState, tool_format: str) -> str:
+    text = f'{{"id": {r.id}'
+    if r.directory_id:
+        text += f', "directoryId": "{r.directory_id}"'
+    elif tool_format == "3.9":
+        text += ', "directoryId": null'
     if r.endpoints:
         text += ', "endpoints": [' + ", ".join(f'"{e}"' for e in r.endpoints) + "]"
     return text + "}"
 
 
-def status_text(q: QuorumState) -> str:
+def _replicas(replicas: tuple[ReplicaState, ...], tool_format: str) -> str:
+    if tool_format == "3.8":
+        return "[" + ",".join(str(r.id) for r in replicas) + "]"
+    return "[" + ", ".join(_replica_entry(r, tool_format) for r in replicas) + "]"
+
+
+def status_text(q: QuorumState, tool_format: str = DEFAULT_TOOL_FORMAT) -> str:
     """Requires a leader among the voters (the caller reports its absence as an error)."""
     ml = max_follower_lag(q)
     assert ml is not None, "status_text needs a leader"
@@ -37,32 +59,38 @@ def status_text(q: QuorumState) -> str:
         _label("HighWatermark") + str(q.high_watermark),
         _label("MaxFollowerLag") + str(ml.lag),
         _label("MaxFollowerLagTimeMs") + str(ml.lag_time_ms),
-        _label("CurrentVoters") + "[" + ", ".join(_replica_entry(v) for v in q.voters) + "]",
-        _label("CurrentObservers") + "[" + ", ".join(_replica_entry(o) for o in q.observers) + "]",
+        _label("CurrentVoters") + _replicas(q.voters, tool_format),
+        _label("CurrentObservers") + _replicas(q.observers, tool_format),
     ]
     return "\n".join(lines) + "\n"
 
 
-def _timestamp(ts: int | None, human_readable: bool, now_ms: int) -> str:
+def _timestamp(ts: int | None, human_readable: bool, now_ms: int, desc: str) -> str:
     if ts is None:
         return "-1"
     if not human_readable:
         return str(ts)
-    return f"{max(0, now_ms - ts)} ms ago"
+    if not 0 < ts <= now_ms:  # Kafka's relativeTimeMs: after the epoch and not in the future, else it fails
+        raise ClockDrift("Error while computing relative time, possible drift in system clock. "
+                         f"Current timestamp is {now_ms}, {desc} timestamp is {ts}")
+    return f"{now_ms - ts} ms ago"
 
 
-def replication_text(q: QuorumState, human_readable: bool = False, now_ms: int = 0) -> str:
-    table = [REPLICATION_HEADERS]
+def replication_text(q: QuorumState, human_readable: bool = False, now_ms: int = 0,
+                     tool_format: str = DEFAULT_TOOL_FORMAT) -> str:
+    """Raises ClockDrift, with --human-readable, for a timestamp after now_ms (or not after the epoch)."""
+    headers = [h for h in REPLICATION_HEADERS if h != "DirectoryId" or tool_format != "3.8"]
+    table = [headers]
     for r, st in rows(q):
         lg = lag(q, r)
         table.append([
             str(r.id),
-            r.directory_id or ZERO_UUID_TEXT,
+            *([] if tool_format == "3.8" else [r.directory_id or ZERO_UUID_TEXT]),
             str(r.log_end_offset),
             str(lg if lg is not None else -1),
-            _timestamp(r.last_fetch_timestamp, human_readable, now_ms),
-            _timestamp(r.last_caught_up_timestamp, human_readable, now_ms),
+            _timestamp(r.last_fetch_timestamp, human_readable, now_ms, "last fetch"),
+            _timestamp(r.last_caught_up_timestamp, human_readable, now_ms, "last caught up"),
             st,
         ])
-    widths = [max(len(row[i]) for row in table) for i in range(len(REPLICATION_HEADERS))]
+    widths = [max(len(row[i]) for row in table) for i in range(len(headers))]
     return "".join("".join(f"{cell:<{w}}\t" for cell, w in zip(row, widths, strict=True)) + "\n" for row in table)

@@ -290,9 +290,10 @@ def kraft_broker_json(b: Any) -> dict[str, Any]:
 
 
 def list_kraft_brokers(client: Any) -> Result:
-    d = client.describe_cluster()
+    """Through --bootstrap-controller: exit 3 (the controllers describe only themselves, KIP-919)."""
+    d = client.describe_brokers()
     warnings = []
-    if d.version < 2 and not client.controllers:
+    if d.version < 2:
         warnings.append(f"the cluster answers DescribeCluster v{d.version}: fenced brokers are not listed "
                         "(KIP-1073, Kafka 4.0+)")
     rows = [kraft_broker_json(b) for b in sorted(d.brokers, key=lambda b: b.id)]
@@ -300,10 +301,15 @@ def list_kraft_brokers(client: Any) -> Result:
 
 
 def unregister(client: Any, broker_id: int, force: bool) -> Result:
-    from kadmin.errors import Unsafe
+    from kadmin.errors import ConfigError, Unsafe
 
-    d = client.describe_cluster()
-    live = {b.id: b for b in d.brokers}
+    live = {}
+    if not (client.controllers and force):  # --force through the controllers: nothing to check, nothing asked
+        try:
+            live = {b.id: b for b in client.describe_brokers().brokers}
+        except ConfigError as e:  # the controllers cannot tell whether the broker is active: never skip the check
+            raise ConfigError(f"cannot check that broker {broker_id} is not active: {e.message}, or --force to "
+                              "unregister without the check", code=e.code) from e
     b = live.get(broker_id)
     if b is not None and b.fenced is not True and not force:
         state = "active" if b.fenced is False else "registered (its fencing state is unknown below DescribeCluster v2)"

@@ -6,8 +6,8 @@ from typing import Any, Literal
 
 from kadmin.domain import quorum as q_rules
 from kadmin.domain.quorum import CheckLimits, QuorumState
-from kadmin.domain.quorum_text import replication_text, status_text
-from kadmin.errors import ClusterUnreachable
+from kadmin.domain.quorum_text import DEFAULT_TOOL_FORMAT, ClockDrift, replication_text, status_text
+from kadmin.errors import ClusterUnreachable, KadminError
 from kadmin.exit_codes import ExitCode
 from kadmin.services.result import Result
 
@@ -47,18 +47,20 @@ def quorum_json(q: QuorumState) -> dict[str, Any]:
     return data
 
 
-def describe(q: QuorumState, view: Literal["status", "replication"], human_readable: bool, now_ms: int) -> Result:
+def describe(q: QuorumState, view: Literal["status", "replication"], human_readable: bool, now_ms: int,
+             tool_format: str = DEFAULT_TOOL_FORMAT) -> Result:
+    """Exit 1 (code clock_drift), as Kafka's tool fails, when --human-readable meets a timestamp ahead of
+    this machine's clock: "N ms ago" would be a lie."""
     if q.leader is None:
         down = [r for r in q.voters if r.down]
         detail = f" ({len(down)} of {len(q.voters)} voters unreachable)" if down else ""
         raise ClusterUnreachable(f"the metadata quorum has no leader right now{detail}; try again shortly")
-    text = status_text(q) if view == "status" else replication_text(q, human_readable, now_ms)
+    try:
+        text = (status_text(q, tool_format) if view == "status"
+                else replication_text(q, human_readable, now_ms, tool_format))
+    except ClockDrift as e:
+        raise KadminError(f"{e}; drop --human-readable to see the raw timestamps", code="clock_drift") from e
     warnings = []
-    if human_readable and any(
-        ts is not None and ts > now_ms for r in q.voters + q.observers
-        for ts in (r.last_fetch_timestamp, r.last_caught_up_timestamp)
-    ):
-        warnings.append("some timestamps are ahead of this machine's clock (clock drift): shown as 0 ms ago")
     if q.mode == "zookeeper" and any(r.down for r in q.voters + q.observers):
         warnings.append("some ensemble members did not answer: shown as Down")
     return Result(command="quorum describe", data=quorum_json(q), plain=text, warnings=warnings)
@@ -68,9 +70,13 @@ def check(q: QuorumState, limits: CheckLimits, now_ms: int) -> Result:
     findings = q_rules.check(q, limits, now_ms)
     level = q_rules.exit_level(findings)
     name = {0: "OK", 1: "WARNING", 2: "CRITICAL"}[level]
+    clock = q_rules.leader_clock(q, now_ms)
     data = {
         "status": name.lower(),
         "findings": [{"level": f.level, "code": f.code, "message": f.message} for f in findings],
+        # what ages were measured against: the leader's clock (DescribeQuorum v1+) or this machine's
+        "clock": {"source": clock.source, "now_ms": clock.now_ms, "local_skew_ms": clock.skew_ms,
+                  "check_quorum_ms": limits.check_quorum_ms},
         "quorum": quorum_json(q),
     }
     summary = f"{name}: " + ("; ".join(f.message for f in findings) if findings else

@@ -1,7 +1,7 @@
 """KRaft through kafka-python against the kio test server (tests/kraft_server.py): quorum describe
 and check, DescribeQuorum v0/v1/v2, brokers list (DescribeCluster v0-v2), unregister, cluster id.
 
-A real KRaft quorum (Kafka 4.3.1) is tested in tests/kafka/test_real_sandbox.py.
+Real KRaft quorums (Kafka 4.3.1 and 3.9.1) are tested in tests/kafka/test_real_kraft_quorum.py.
 """
 
 from __future__ import annotations
@@ -132,6 +132,28 @@ def test_check_finds_a_zombie_leader_and_lagging_replicas(run_nozk):
         assert [f["code"] for f in json.loads(r.stdout)["data"]["findings"]] == ["observer_lagging"]
 
 
+@pytest.mark.parametrize("skew_ms", [-3_600_000, 3_600_000])
+def test_check_measures_on_the_leaders_clock_whatever_the_local_one_says(skew_ms, run_nozk):
+    """The controllers' clock an hour behind or ahead of this machine's: a healthy quorum is OK (measured
+    locally, -1 h would be a zombie leader), and a follower that stopped fetching 60 s ago by the leader's
+    clock is still found (measured locally, +1 h would hide it)."""
+    leader_now = int(time.time() * 1000) + skew_ms
+    with KraftServer(Scenario.cluster(now_ms=leader_now)) as srv:
+        r = run_nozk("quorum", "check", "--bootstrap-server", srv.bootstrap(), "-o", "json")
+        assert r.exit_code == 0, r.stdout + r.stderr
+        clock = json.loads(r.stdout)["data"]["clock"]
+        assert (clock["source"], clock["now_ms"], clock["check_quorum_ms"]) == ("leader", leader_now, 3000)
+        assert abs(clock["local_skew_ms"] + skew_ms) < 60_000
+    sc = Scenario.cluster(now_ms=leader_now)
+    for v in sc.quorum.voters[1:]:
+        v.last_fetch_timestamp = v.last_caught_up_timestamp = leader_now - 60_000
+    with KraftServer(sc) as srv:
+        r = run_nozk("quorum", "check", "--bootstrap-server", srv.bootstrap(), "-o", "json")
+        assert r.exit_code == 2
+        assert [f["code"] for f in json.loads(r.stdout)["data"]["findings"]] == [
+            "zombie_leader", "voter_lagging", "voter_lagging"]
+
+
 @pytest.mark.parametrize("cap", [0, 1, 2])
 def test_kraft_brokers_list(cap, run_nozk):
     sc = Scenario.cluster(brokers=3)
@@ -169,6 +191,23 @@ def test_unregister(run_nozk):
         r = run_nozk("brokers", "unregister", "7", "--yes", "--bootstrap-server", bs)
         assert r.exit_code == 4  # CLUSTER_AUTHORIZATION_FAILED
         assert run_nozk("brokers", "unregister", "1", "--yes", "--force", "--bootstrap-server", bs).exit_code == 0
+
+
+def test_bootstrap_controller_neither_lists_controllers_as_brokers_nor_skips_the_active_check(run_nozk):
+    """Controllers answer DescribeCluster for the BROKER endpoint type with MISMATCHED_ENDPOINT_TYPE
+    (KIP-919; as real 3.9.1 and 4.3.1 do, tests/kafka/test_real_kraft_quorum.py): exit 3 naming
+    --bootstrap-server; unregister sends nothing without --force."""
+    sc = Scenario.cluster(brokers=3)
+    with KraftServer(sc) as srv:
+        ctl = srv.bootstrap("controller")
+        r = run_nozk("brokers", "list", "--bootstrap-controller", ctl, "-o", "json")
+        assert r.exit_code == 3 and "use --bootstrap-server" in r.stderr and '"data": null' in r.stdout
+        r = run_nozk("brokers", "unregister", "1", "--yes", "--bootstrap-controller", ctl)
+        assert r.exit_code == 3 and "cannot check that broker 1 is not active" in r.stderr, r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1 and not srv.requests_for(64)
+        r = run_nozk("brokers", "unregister", "1", "--yes", "--force", "--bootstrap-controller", ctl)
+        assert r.exit_code == 0, r.stderr
+        assert [q.body.broker_id for q in srv.requests_for(64)] == [1]
 
 
 def test_ctrl_c_after_unregister_was_sent_reports_it(run_nozk, mocker):

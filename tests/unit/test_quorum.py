@@ -47,6 +47,9 @@ def test_max_lag_time_is_minus_one_without_timestamps_and_zero_for_the_leader():
     ("status.txt", lambda q: status_text(q)),
     ("replication.txt", lambda q: replication_text(q)),
     ("replication-human.txt", lambda q: replication_text(q, human_readable=True, now_ms=NOW)),
+    ("status-3.9.txt", lambda q: status_text(q, tool_format="3.9")),
+    ("status-3.8.txt", lambda q: status_text(q, tool_format="3.8")),
+    ("replication-3.8.txt", lambda q: replication_text(q, tool_format="3.8")),
 ])
 def test_golden_kafka_metadata_quorum_text(name, render):
     assert render(quorum()) == (GOLDEN / name).read_text()
@@ -89,3 +92,132 @@ def test_zombie_leader_and_restart():
     assert "restart_unsafe" in {x.code for x in check(q, lim, NOW)}
     assert "restart_unsafe" not in {x.code for x in check(q, CheckLimits(max_lag=100, max_lag_ms=10**9,
                                                                          restart=3002), NOW)}
+
+
+# --------------------------------------------------------------------------- quorum check: the leader's clock
+# (issue 11 §3) Every DescribeQuorum timestamp is the leader's wall clock, and the leader stamps its own row with
+# its current time when it answers: ages are measured against that, whatever this machine's clock says.
+
+HOUR = 3_600_000
+
+
+def leader_time_quorum(leader_now: int, fetch_ago: dict[int, int], caught_up_ago: dict[int, int] | None = None):
+    """Leader 3000 answering at `leader_now` (its own row), followers 3001/3002 last fetching `fetch_ago` ms
+    before that, on the leader's clock; everyone at the same log end offset."""
+    caught_up_ago = caught_up_ago or fetch_ago
+    voters = (ReplicaState(3000, 500, None, leader_now, leader_now),
+              *(ReplicaState(i, 500, None, leader_now - fetch_ago[i], leader_now - caught_up_ago[i])
+                for i in (3001, 3002)))
+    return QuorumState(leader_id=3000, leader_epoch=4, high_watermark=500, voters=voters)
+
+
+@pytest.mark.parametrize("skew", [-HOUR, 0, HOUR])
+def test_check_measures_on_the_leaders_clock_not_the_local_one(skew):
+    from kadmin.domain.quorum import leader_clock
+
+    leader_now = NOW
+    local = NOW + skew  # this machine's clock, an hour ahead of or behind the leader's
+    healthy = leader_time_quorum(leader_now, {3001: 40, 3002: 90})
+    assert check(healthy, CheckLimits(), local) == []  # an hour of skew raises nothing
+    clock = leader_clock(healthy, local)
+    assert (clock.source, clock.now_ms, clock.skew_ms) == ("leader", leader_now, skew)
+    # a leader no follower fetched from for 3001 ms of its own time is a zombie, whatever the local clock says
+    zombie = leader_time_quorum(leader_now, {3001: 3001, 3002: 60_000})
+    f = check(zombie, CheckLimits(max_lag_ms=10**9), local)
+    assert [x.code for x in f] == ["zombie_leader"]
+    assert "only 1 of 3 voters (itself included) within 3000 ms" in f[0].message
+    # a follower that last caught up 6 s ago (leader time) lags, another 1 s ago does not: skew hides nothing
+    lagging = leader_time_quorum(leader_now, {3001: 10, 3002: 10}, {3001: 1000, 3002: 6000})
+    f = check(lagging, CheckLimits(), local)
+    assert [(x.code, x.message) for x in f] == [
+        ("voter_lagging", "voter 3002 last caught up 6000 ms ago by the leader's clock (limit 5000 ms)")]
+    # --restart: 3001 may go (3000 and 3002 are caught up on the leader's clock)... but 3002 may not
+    assert check(leader_time_quorum(leader_now, {3001: 10, 3002: 10}), CheckLimits(restart=3001), local) == []
+    f = check(lagging, CheckLimits(restart=3001), local)
+    assert "restart_unsafe" in {x.code for x in f}
+
+
+def test_zombie_window_is_kafkas_check_quorum_timeout():
+    """LeaderState: checkQuorumTimeoutMs = (int) (fetchTimeoutMs * 1.5); fetched within it keeps the leader."""
+    assert CheckLimits().check_quorum_ms == 3000
+    assert CheckLimits(fetch_timeout_ms=1001).check_quorum_ms == 1501
+    inside = leader_time_quorum(NOW, {3001: 2999, 3002: 9000})
+    assert check(inside, CheckLimits(max_lag_ms=10**9), NOW) == []  # 1 follower + the leader: a majority
+    past = leader_time_quorum(NOW, {3001: 3000, 3002: 9000})  # the timer has expired (remainingMs == 0)
+    assert [x.code for x in check(past, CheckLimits(max_lag_ms=10**9), NOW)] == ["zombie_leader"]
+    # the window follows the option: fetch timeout 10 s -> 15 s
+    assert check(leader_time_quorum(NOW, {3001: 14_000, 3002: 20_000}),
+                 CheckLimits(max_lag_ms=10**9, fetch_timeout_ms=10_000), NOW) == []
+    # a single voter never resigns (timeUntilCheckQuorumExpires: Long.MAX_VALUE)
+    alone = QuorumState(leader_id=3000, leader_epoch=1, high_watermark=5,
+                        voters=(ReplicaState(3000, 5, None, NOW, NOW),))
+    assert check(alone, CheckLimits(), NOW + HOUR) == []
+
+
+def test_check_falls_back_to_the_local_clock_without_leader_timestamps():
+    from kadmin.domain.quorum import leader_clock
+
+    v0 = QuorumState(leader_id=3000, leader_epoch=4, high_watermark=500,
+                     voters=(ReplicaState(3000, 500), ReplicaState(3001, 500), ReplicaState(3002, 500)))
+    clock = leader_clock(v0, NOW)
+    assert (clock.source, clock.now_ms, clock.skew_ms) == ("local", NOW, None)
+    assert check(v0, CheckLimits(), NOW) == []
+
+
+def test_a_voter_that_has_not_fetched_in_this_epoch_is_lagging_and_not_caught_up():
+    """After an election the new leader knows no fetch from the old one yet: LogEndOffset and times are -1."""
+    voters = (ReplicaState(3002, 900, None, NOW, NOW), ReplicaState(3001, -1), ReplicaState(3003, 900, None, NOW, NOW))
+    q = QuorumState(leader_id=3002, leader_epoch=9, high_watermark=900, voters=voters)
+    f = check(q, CheckLimits(), NOW - HOUR)
+    assert [(x.level, x.code, x.message) for x in f] == [
+        ("WARNING", "voter_lagging", "voter 3001 has not fetched from leader 3002 in epoch 9")]
+    f = check(q, CheckLimits(restart=3003), NOW)
+    assert [x.code for x in f if x.level == "CRITICAL"] == ["restart_unsafe"]
+    assert "restart_unsafe" not in {x.code for x in check(q, CheckLimits(restart=3001), NOW)}
+
+
+def test_the_39_and_41_formats_differ_only_in_an_absent_directory_id():
+    """Kafka 3.9/4.0 print `"directoryId": null`; 4.1+ leave the key out; 3.9's replication table is 4.1's."""
+    q = quorum()
+    assert status_text(q, tool_format="3.9").replace(', "directoryId": null', "") == status_text(q)
+    assert replication_text(q, tool_format="3.9") == replication_text(q)
+
+
+@pytest.mark.parametrize("field", ["last_fetch_timestamp", "last_caught_up_timestamp"])
+def test_human_readable_refuses_a_timestamp_ahead_of_the_clock_as_kafkas_tool_does(field):
+    """Kafka's relativeTimeMs throws on a timestamp after now (clock drift): never "0 ms ago" silently."""
+    from dataclasses import replace
+
+    from kadmin.domain.quorum_text import ClockDrift
+
+    q = quorum()
+    ahead = replace(q.voters[1], **{field: NOW + 250})
+    drifted = quorum(voters=(q.voters[0], ahead, q.voters[2]))
+    desc = "last fetch" if field == "last_fetch_timestamp" else "last caught up"
+    with pytest.raises(ClockDrift) as e:
+        replication_text(drifted, human_readable=True, now_ms=NOW)
+    assert str(e.value) == ("Error while computing relative time, possible drift in system clock. "
+                            f"Current timestamp is {NOW}, {desc} timestamp is {NOW + 250}")
+    assert "\n" not in str(e.value)
+    assert replication_text(drifted, now_ms=NOW).count(str(NOW + 250)) == 1  # raw: shown as it is
+    # a timestamp equal to now is "0 ms ago" (Kafka: not before now is fine), one before the epoch fails
+    assert "\t0 ms ago" in replication_text(q, human_readable=True, now_ms=NOW)
+    with pytest.raises(ClockDrift):
+        replication_text(quorum(voters=(q.voters[0], replace(q.voters[1], **{field: 0}), q.voters[2])),
+                         human_readable=True, now_ms=NOW)
+
+
+def test_describe_service_fails_with_one_line_and_exit_1_on_clock_drift():
+    from dataclasses import replace
+
+    from kadmin.errors import KadminError
+    from kadmin.services.quorum import describe
+
+    q = quorum()
+    drifted = quorum(observers=(replace(q.observers[0], last_fetch_timestamp=NOW + 5), q.observers[1]))
+    with pytest.raises(KadminError) as e:
+        describe(drifted, "replication", True, NOW)
+    assert e.value.code == "clock_drift" and int(e.value.exit_code) == 1
+    assert "possible drift in system clock" in e.value.message and "\n" not in e.value.message
+    # without --human-readable the raw timestamps are shown, no error
+    assert str(NOW + 5) in describe(drifted, "replication", False, NOW).plain
