@@ -73,7 +73,7 @@ def agreeing(ours: Callable[[], str], theirs: Callable[[], str], mask: Callable[
         return pair[0] == pair[1]
 
     with contextlib.suppress(AssertionError):  # the caller's assertion shows the last difference
-        wait_for(check, 120, "kadmin and Kafka's tool to agree", interval=1)
+        wait_for(check, 300, "kadmin and Kafka's tool to agree", interval=1)
     return last[0]
 
 

@@ -141,7 +141,7 @@ def test_partitions_list_agrees_with_topic_command(kafka: RealCluster) -> None:
     # TopicCommand's answer is complete; a real disagreement shows at the deadline.
     deadline = time.monotonic() + 180
     while True:
-        v1 = wait_for(states, 120, f"leaders for all partitions of {topic}")
+        v1 = wait_for(states, 300, f"leaders for all partitions of {topic}")
         code, doc, err = kafka.run.json("partitions", "list", "--topic", topic)
         assert code == 0, err
         desc = describe(kafka, topic)

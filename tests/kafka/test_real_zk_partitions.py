@@ -80,14 +80,14 @@ def create_topics(k: RealCluster, topics: dict[str, tuple[dict[int, list[int]], 
     """Create topics through Kafka (CreateTopics with explicit assignments) and wait for their leaders."""
     from kafka.admin import KafkaAdminClient, NewTopic
 
-    admin = KafkaAdminClient(bootstrap_servers=k.bootstrap, request_timeout_ms=60000)
+    admin = KafkaAdminClient(bootstrap_servers=k.bootstrap, request_timeout_ms=120000)
     try:
         admin.create_topics([NewTopic(name, replica_assignments=assignment, topic_configs=configs)
-                             for name, (assignment, configs) in topics.items()], timeout_ms=60000)
+                             for name, (assignment, configs) in topics.items()], timeout_ms=120000)
     finally:
         admin.close()
     want = {(t, p) for t, (a, _) in topics.items() for p in a}
-    wait_for(lambda: want <= {key for key, s in k.partition_states(topics).items() if s["leader"] >= 0}, 120,
+    wait_for(lambda: want <= {key for key, s in k.partition_states(topics).items() if s["leader"] >= 0}, 300,
              f"leaders for {sorted(want)}")
 
 
@@ -175,7 +175,7 @@ def disagreements(rows: dict[Key, dict[str, Any]], kad: dict[str, set[Key]], tc:
     return out
 
 
-def agree(k: RealCluster, timeout: float = 150.0) -> tuple[dict[Key, dict[str, Any]], dict[str, set[Key]],
+def agree(k: RealCluster, timeout: float = 300.0) -> tuple[dict[Key, dict[str, Any]], dict[str, set[Key]],
                                                          dict[str, set[Key]]]:
     """Compare kadmin with TopicCommand on one settled state; repeat only while ZooKeeper moved during the
     comparison, or the brokers' metadata (what TopicCommand reads) lags; fail with the differences.
@@ -222,7 +222,7 @@ def produce_error(k: RealCluster, topic: str, partition: int) -> str | None:
         producer.close(timeout=30)
 
 
-def wait_settled(k: RealCluster, down: set[int], timeout: float = 180.0) -> None:
+def wait_settled(k: RealCluster, down: set[int], timeout: float = 300.0) -> None:
     """The controller has acted on `down`: no stopped broker leads or is in an ISR (except the last ISR
     member of a partition without a leader, which ZooKeeper keeps), and every running one is registered."""
     def ok() -> bool:
@@ -235,7 +235,7 @@ def wait_settled(k: RealCluster, down: set[int], timeout: float = 180.0) -> None
     wait_for(ok, timeout, f"the controller to act on brokers {sorted(down)} stopped")
 
 
-def wait_in_sync(k: RealCluster, timeout: float = 240.0) -> None:
+def wait_in_sync(k: RealCluster, timeout: float = 300.0) -> None:
     """Every broker running and registered, every partition led and fully in sync (adding replicas aside)."""
     k.ready()
 
@@ -302,7 +302,7 @@ def test_one_broker_stopped_with_a_topic_queued_for_deletion(kafka: RealCluster)
     # what Kafka's DeleteTopics handler writes (KafkaZkClient.createDeleteTopicPath); with replica 3
     # down the controller starts the deletion but cannot finish it: the topic stays queued
     kafka.kz.create("/admin/delete_topics/doomed")
-    wait_for(lambda: all(s["leader"] == -1 for s in kafka.partition_states(["doomed"]).values()), 120,
+    wait_for(lambda: all(s["leader"] == -1 for s in kafka.partition_states(["doomed"]).values()), 300,
              "the controller to start deleting doomed (its partitions lose their leader)")
     assert kafka.kz.exists("/admin/delete_topics/doomed") and kafka.kz.exists("/brokers/topics/doomed")
     rows, kad, tc = agree(kafka)
@@ -322,7 +322,7 @@ def test_one_broker_stopped_with_a_topic_queued_for_deletion(kafka: RealCluster)
     # back: broker 3 returns, the deletion completes
     wait_in_sync(kafka)
     wait_for(lambda: not kafka.kz.exists("/brokers/topics/doomed") and not kafka.kz.exists(
-        "/admin/delete_topics/doomed"), 120, "doomed to be deleted once broker 3 is back")
+        "/admin/delete_topics/doomed"), 300, "doomed to be deleted once broker 3 is back")
 
 
 def test_two_brokers_stopped(kafka: RealCluster) -> None:
@@ -376,7 +376,7 @@ def test_dynamic_cluster_default_and_can_stop(kafka: RealCluster) -> None:
     states = kafka.partition_states(["rf3"])
     assert (states[("rf3", 1)]["leader"], states[("rf3", 2)]["leader"]) == (2, 1), states
     set_broker_configs(kafka, "2", {2: "3"})
-    wait_for(lambda: produce_error(kafka, "rf3", 1) == "NotEnoughReplicasError", 120,
+    wait_for(lambda: produce_error(kafka, "rf3", 1) == "NotEnoughReplicasError", 300,
              "broker 2 to refuse acks=all writes to rf3-1 (ISR 2 < its min.insync.replicas 3)")
     assert produce_error(kafka, "rf3", 2) is None  # led by 1: the cluster default 2 applies
     rows = {(r["topic"], r["partition"]): r for r in kafka.run.json("partitions", "list", "--topic", "rf3")[1]["data"]}
@@ -423,7 +423,7 @@ def test_reassignment_in_flight(kafka: RealCluster, tmp_path: Path) -> None:
         doc = json.loads(kafka.kz.get("/brokers/topics/moving")[0])
         return doc["adding_replicas"].get("0") == [2, 3] and kafka.partition_states(["moving"])[("moving", 0)][
             "isr"] == [1]
-    wait_for(in_flight, 120, "the reassignment of moving-0 to start")
+    wait_for(in_flight, 300, "the reassignment of moving-0 to start")
     rows, kad, tc = agree(kafka)
     assert in_flight(), "the reassignment completed during the comparison: the throttle did not hold it"
     r = rows[("moving", 0)]

@@ -255,7 +255,7 @@ class ZkModeBroker:
         return out
 
     def await_requests(self, api_key: int | None = None, client_id: str | None = None, at_least: int = 1,
-                       timeout: float = 120.0) -> list[dict[str, Any]]:
+                       timeout: float = 240.0) -> list[dict[str, Any]]:
         """`requests(...)` once it holds at least `at_least` entries. Kafka writes a request's line when the
         response has been sent, so a client can hold the answer before the line exists: read after waiting."""
         return wait_count(lambda: self.requests(api_key, client_id), at_least, timeout,
@@ -333,7 +333,7 @@ class ZkModeBroker:
             return None
         return json.loads(data), stat
 
-    def wait_registered(self, zk: Any, timeout: float = 180.0, epoch_gt: int | None = None) -> int:
+    def wait_registered(self, zk: Any, timeout: float = 300.0, epoch_gt: int | None = None) -> int:
         """Wait until /brokers/ids/<id> holds this broker's port (and an epoch > `epoch_gt`); the epoch.
 
         `zk` is a started KazooClient on the chroot, or a connect string `HOSTS/CHROOT`. Fails at once
@@ -513,7 +513,7 @@ class RealCluster:
                 out[bid] = got
         return out
 
-    def ready(self, timeout: float = 180.0) -> None:
+    def ready(self, timeout: float = 300.0) -> None:
         """All brokers registered (restarting any a test left stopped) and a controller elected."""
         for b in self.brokers.values():
             if not b.alive():
@@ -554,7 +554,7 @@ class RealCluster:
 
 @contextlib.contextmanager
 def zk_mode_cluster(zk_server: Any, base_dir: Path, ids: Iterable[int] = (1, 2, 3), chroot_prefix: str = "kafka",
-                    timeout: float = 240.0, **broker_kw: Any) -> Iterator[RealCluster]:
+                    timeout: float = 300.0, **broker_kw: Any) -> Iterator[RealCluster]:
     """Brokers `ids` of Kafka 3.9 under a fresh chroot of `zk_server` (an Ensemble), started together and
     ready (all registered, a controller elected); killed on exit (a whole cluster cannot shut down
     gracefully: see stop_all). `broker_kw` goes to each ZkModeBroker (e.g. request_log=True)."""
