@@ -316,6 +316,16 @@ class ZkModeBroker:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
+    def accepting(self) -> bool:
+        """Its listener accepts a TCP connection (what a client needs, beyond the registration znode)."""
+        import socket
+
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=5):
+                return True
+        except OSError:
+            return False
+
     def log_tail(self, chars: int = 3000) -> str:
         parts = []
         for f in (self.dir / "logs" / "stdout.log", self.server_log):
@@ -520,6 +530,9 @@ class RealCluster:
                 b.start()
         for b in self.brokers.values():
             b.wait_registered(self.kz, timeout=timeout)
+        for b in self.brokers.values():
+            # the znode can come before the listener accepts: a client told of the broker gets ECONNREFUSED
+            wait_for(b.accepting, timeout, f"broker {b.id} to accept connections on {b.bootstrap}")
         wait_for(lambda: self.controller() in self.brokers, timeout, "a controller among the brokers")
 
     def partition_states(self, topics: Iterable[str] | None = None) -> dict[tuple[str, int], dict[str, Any]]:
