@@ -27,7 +27,16 @@ from kazoo.client import KazooClient
 
 from kadmin.sandbox.zkserver import Ensemble, free_port
 from tests.conftest import Run
-from tests.support.kafka import KAFKA_3_9, TOPIC_COMMAND, ZkModeBroker, kafka_home, tool, wait_count, wait_for
+from tests.support.kafka import (
+    KAFKA_3_9,
+    TOPIC_COMMAND,
+    ZkModeBroker,
+    kafka_home,
+    tool,
+    unavailable,
+    wait_count,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.kafka, pytest.mark.integration, pytest.mark.slow]
 
@@ -40,7 +49,7 @@ WAIT = 240.0
 def keytool(d: Path, *args: str) -> None:
     exe = shutil.which("keytool")
     if exe is None:
-        pytest.skip("no keytool (a JDK) on PATH")
+        unavailable("no keytool (a JDK) on PATH")
     subprocess.run([exe, "-J-Xmx64m", "-J-XX:+UseSerialGC", *args], cwd=d, check=True, capture_output=True,
                    timeout=120, stdin=subprocess.DEVNULL)
 

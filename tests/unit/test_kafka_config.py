@@ -9,6 +9,7 @@ from kadmin.cluster.kafka_security import parse_jaas, unsecured_jws
 from kadmin.config import parse_properties, read_properties
 from kadmin.errors import ConfigError
 from kadmin.services.shutdown import pick_endpoint
+from tests.support.kafka import unavailable
 
 # ---------------------------------------------------------------------------------------------------
 # java.util.Properties.load, rule by rule (and Java itself as the referee below)
@@ -161,7 +162,7 @@ def test_java_itself_agrees(tmp_path):
 
     java = shutil.which("java")
     if java is None:
-        pytest.skip("no java on PATH")
+        unavailable("no java on PATH")
     src = tmp_path / "PropsReferee.java"
     src.write_text(JAVA_REFEREE)
     files = []
@@ -413,7 +414,7 @@ def jks(pki):
 
     exe = shutil.which("keytool")
     if exe is None:
-        pytest.skip("no keytool (a JDK) on PATH")
+        unavailable("no keytool (a JDK) on PATH")
     d = pki["dir"]
 
     def keytool(*args):
