@@ -121,9 +121,9 @@ def dead_pid() -> int:
 
 
 def test_down_signals_no_process_it_did_not_start(tmp_path, unrelated):
-    from kadmin.sandbox.manager import Sandbox, process_identity
+    from kadmin.sandbox.manager import Sandbox, identity_after_exec
 
-    ident = process_identity(unrelated.pid)
+    ident = identity_after_exec(unrelated.pid, ["sleep", "300"])  # Popen can return before exec shows its argv
     assert ident is not None and ident["cmdline"] == ["sleep", "300"]
     reused = {**ident, "start": str(int(ident["start"]) - 1)}  # the pid once named an earlier process
     rebooted = {**ident, "boot_id": "a-boot-before-this-one"}
@@ -153,14 +153,15 @@ def test_down_signals_no_process_it_did_not_start(tmp_path, unrelated):
 
 
 def test_down_stops_the_processes_it_started(tmp_path, run_nozk):
-    from kadmin.sandbox.manager import Sandbox, process_identity
+    from kadmin.sandbox.manager import Sandbox, identity_after_exec, process_identity
 
     d = tmp_path / "sb"
     # stand-ins with the command lines `up` gives them: the daemon's names the directory, ZooKeeper's its zoo.cfg
     daemon = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", "kadmin.sandbox.daemon", str(d)])
     zk = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", str(d / "zk1" / "zoo.cfg")])
     try:
-        write_state(d, daemon={"pid": daemon.pid, "port": None, "identity": process_identity(daemon.pid)},
+        daemon_identity = identity_after_exec(daemon.pid, daemon.args)
+        write_state(d, daemon={"pid": daemon.pid, "port": None, "identity": daemon_identity},
                     zookeeper=[{"myid": 0, "port": 1, "pid": zk.pid, "data_dir": str(d / "zk1")}])  # an old entry
         assert Sandbox(d).running()
         code, doc, err = run_nozk.json("sandbox", "down", "--dir", str(d))
