@@ -20,8 +20,20 @@ app = typer.Typer(name="brokers", help="Broker registrations, broker epochs (KIP
 BrokerId = BrokerIdArg  # 0 to 2^31-1, else exit 2
 
 
+def _kraft(inv: Invocation) -> bool:
+    """The cluster is reached over the Kafka protocol (KRaft): --bootstrap-server without --zookeeper."""
+    return not inv.settings.get("zookeeper") and bool(inv.settings.get("bootstrap-server")
+                                                      or inv.settings.get("bootstrap-controller"))
+
+
+MetadataDir = Annotated[Path | None, typer.Option(
+    "--metadata-dir", metavar="DIR", show_default=False,
+    help="Offline, on a KRaft controller host: read the registrations from this metadata.log.dir "
+    "(its __cluster_metadata-0 snapshot and log), not from a cluster.")]
+
+
 @command(app, "list")
-def list_(inv: Invocation) -> int:
+def list_(inv: Invocation, metadata_dir: MetadataDir = None) -> int:
     """List live broker registrations with their epoch (the czxid of /brokers/ids/<id>).
 
     Exit 5 (partial) when a registration cannot be parsed; the row is shown with state `invalid`.
@@ -29,9 +41,15 @@ def list_(inv: Invocation) -> int:
     With --bootstrap-server (KRaft) the registrations come from DescribeCluster v2 with
     IncludeFencedBrokers (`state` active or fenced; `epoch` null). The controllers describe only
     themselves (KIP-919): --bootstrap-controller exits 3, naming --bootstrap-server.
+
+    --metadata-dir DIR (offline, on a controller host; no cluster is contacted): the registrations
+    as the controller's newest snapshot plus its log after it replay them, with the broker epoch,
+    `incarnation_id`, `fenced`, `in_controlled_shutdown`, endpoints, features and `offset` (of the
+    RegisterBrokerRecord; null when it is in the snapshot). Exit 5 when part of the log is damaged.
     """
-    if not inv.settings.get("zookeeper") and (inv.settings.get("bootstrap-server")
-                                              or inv.settings.get("bootstrap-controller")):
+    if metadata_dir is not None:
+        return inv.emit(svc.list_metadata_dir(metadata_dir))
+    if _kraft(inv):
         client = inv.kraft()
         return inv.emit(svc.list_kraft_brokers(client))
     return inv.emit(svc.list_brokers(inv.cluster()))
@@ -62,8 +80,37 @@ def diff(
                                         help="A saved `kadmin brokers list -o json` to compare with.")],
     exit_code: Annotated[bool, typer.Option("--exit-code", help="Exit 1 when any broker is new, dead or bounced.")]
     = False,
+    metadata_dir: MetadataDir = None,
+    to: Annotated[Path | None, typer.Option("--to", metavar="FILE", show_default=False,
+                                            help="Compare with this saved listing instead of the live cluster.")]
+    = None,
 ) -> int:
-    """Compare live brokers with a saved listing: new, dead, bounced (epoch grew) and unchanged."""
+    """Compare live brokers with a saved listing: new, dead, bounced (epoch grew) and unchanged.
+
+    KRaft, offline: --metadata-dir DIR compares with a controller's metadata log now, --to FILE with
+    another saved `brokers list --metadata-dir -o json`. There a bounce is a new incarnation id or
+    a larger broker epoch; Kafka's amended registration (same incarnation, same epoch) is unchanged.
+    """
+    if metadata_dir is not None and to is not None:
+        raise UsageError("give at most one of --metadata-dir, --to")
+    if metadata_dir is not None or to is not None:
+        before_regs = svc.load_saved_registrations(since)
+        if to is not None:
+            return inv.emit(svc.diff_registrations(before_regs, svc.load_saved_registrations(to),
+                                                   exit_code_on_change=exit_code))
+        from kadmin.domain.kraft_registrations import Saved
+        from kadmin.services.result import Problem
+
+        assert metadata_dir is not None
+        regs, damage, _ = svc.read_registrations(metadata_dir)
+        after = {i: Saved(r.epoch, r.incarnation_id) for i, r in regs.items()}
+        return inv.emit(svc.diff_registrations(before_regs, after, exit_code_on_change=exit_code,
+                                               errors=[Problem("damaged_metadata_log", d) for d in damage]))
+    if _kraft(inv):
+        from kadmin.errors import ConfigError
+
+        raise ConfigError("DescribeCluster carries no broker epoch: on KRaft, diff offline listings "
+                          "(`brokers list --metadata-dir DIR -o json`) with --metadata-dir DIR or --to FILE")
     before = svc.load_saved_epochs(since)
     return inv.emit(svc.diff(inv.cluster(), before, exit_code_on_change=exit_code))
 
@@ -83,15 +130,24 @@ def watch(
 
     Driven by ZooKeeper watches. After a lost connection or an expired session every epoch is read
     again and each broker that re-registered meanwhile is reported as bounced. Ctrl-C exits 130.
+
+    KRaft (--bootstrap-server): DescribeCluster with fenced brokers, polled with backoff (the
+    interval is said on stderr); events registered, unregistered, fenced, unfenced and
+    endpoint_changed, with `fenced` and `endpoint` (`epoch` is null: DescribeCluster has none). A
+    change undone between two polls is not seen; a restart shows as fenced then unfenced.
     """
     deadline = None if timeout is None else time.monotonic() + timeout
     r = inv.renderer
-    cluster = inv.cluster(deadline)
     events: list[dict[str, object]] = []
     code = ExitCode.OK
+    if _kraft(inv):
+        stream = svc.kraft_watch(inv.kraft(), count=count, timeout=_left(deadline), initial=initial,
+                                 on_note=r.note, asked=timeout)
+    else:
+        stream = svc.watch(inv.cluster(deadline), count=count, timeout=_left(deadline), initial=initial,
+                           on_resync=r.note, asked=timeout)
     try:
-        for ev in svc.watch(cluster, count=count, timeout=_left(deadline), initial=initial, on_resync=r.note,
-                             asked=timeout):
+        for ev in stream:
             r.stream_item("brokers watch", ev, first=not events)
             events.append(ev)
     except KeyboardInterrupt:  # Ctrl-C is how a watch without --timeout ends: still a result
@@ -116,6 +172,10 @@ def wait(
     broker_id: BrokerId,
     registered: Annotated[bool, typer.Option("--registered", help="Wait until the broker is registered.")] = False,
     gone: Annotated[bool, typer.Option("--gone", help="Wait until the broker's registration is gone.")] = False,
+    fenced: Annotated[bool, typer.Option("--fenced", help="KRaft: wait until the broker is registered and "
+                                         "fenced.")] = False,
+    unfenced: Annotated[bool, typer.Option("--unfenced", help="KRaft: wait until the broker is registered and "
+                                           "unfenced (active).")] = False,
     epoch_gt: Annotated[int | None, typer.Option("--epoch-gt", metavar="EPOCH", min=-1, max=INT64_MAX,
                                                  help="Wait until it re-registers with an epoch greater than EPOCH "
                                                  "(the restart receipt).", show_default=False)] = None,
@@ -128,16 +188,40 @@ def wait(
     """Block until a broker's registration condition holds (exit 0) or the timeout passes (exit 1).
 
     --in-sync waits for the broker to rejoin every ISR it belongs in, saying on stderr what still
-    blocks; after one scan it watches only those partitions' state znodes.
+    blocks; after one scan it watches only those partitions' state znodes (ZooKeeper mode), or polls
+    them with DescribeTopicPartitions every 0.5 s doubling to 5 s (--bootstrap-server, KRaft).
 
     Rolling bounce: save `kadmin brokers show ID -o json | jq .data.epoch`, restart the broker, then
     `kadmin brokers wait ID --epoch-gt SAVED`. Watch-driven: returns as soon as ZooKeeper says so.
+
+    KRaft (--bootstrap-server): --registered, --gone, --fenced and --unfenced poll DescribeCluster
+    (v2, with fenced brokers) with backoff, the interval said on stderr. Rolling bounce: after the
+    restart, --fenced (the old process's session ended) then --unfenced (the new one caught up).
+    --epoch-gt exits 3 there (DescribeCluster has no broker epoch; `brokers list --metadata-dir`
+    on a controller host shows it). Below DescribeCluster v2 (Kafka 3.x) fenced brokers are not
+    listed: --fenced and --gone exit 3, --registered means registered and unfenced.
     """
     chosen = [n for n, on in (("--registered", registered), ("--gone", gone), ("--epoch-gt", epoch_gt is not None),
-                              ("--in-sync", in_sync)) if on]
+                              ("--in-sync", in_sync), ("--fenced", fenced), ("--unfenced", unfenced)) if on]
     if len(chosen) != 1:
-        raise UsageError("give exactly one of --registered, --gone, --epoch-gt EPOCH, --in-sync")
+        raise UsageError("give exactly one of --registered, --gone, --fenced, --unfenced, --epoch-gt EPOCH, "
+                         "--in-sync")
     deadline = time.monotonic() + timeout  # the whole wait, connecting included
+    if not in_sync and _kraft(inv):
+        from kadmin.errors import ConfigError
+
+        if epoch_gt is not None:
+            raise ConfigError("--epoch-gt needs the broker epoch, which DescribeCluster does not carry: on KRaft "
+                              "wait --fenced then --unfenced after a restart (or read epochs offline with "
+                              "`brokers list --metadata-dir`)", code="no_broker_epoch")
+        kkind = "registered" if registered else "gone" if gone else "fenced" if fenced else "unfenced"
+        kcond = svc.KraftWaitCondition(kkind, broker_id)  # type: ignore[arg-type]
+        return inv.emit(svc.kraft_wait(inv.kraft(), kcond, timeout, on_note=inv.renderer.note, asked=timeout))
+    if fenced or unfenced:
+        from kadmin.errors import ConfigError
+
+        raise ConfigError(f"{chosen[0]} is a KRaft broker state: give --bootstrap-server (in ZooKeeper mode a "
+                          "broker is registered or not)", code="kraft_only")
     if in_sync:
         from kadmin.render.progress import ScanProgress
         from kadmin.services.partitions import wait_in_sync
@@ -165,6 +249,8 @@ def can_stop(
     Otherwise exit 1 listing the blocking partitions. The min ISR is what the leader after the stop
     enforces: its min.insync.replicas (topic, its dynamic broker value, the cluster default, then
     --min-isr-default) capped by the replica count (Kafka 3.7+). Topics queued for deletion are left out.
+    With --bootstrap-server (KRaft) the partitions, live brokers and min ISR levels come from the brokers
+    (DescribeTopicPartitions, DescribeCluster, DescribeConfigs, ListPartitionReassignments).
     """
     from kadmin.render.progress import ScanProgress
     from kadmin.services.partitions import can_stop as check
@@ -255,3 +341,104 @@ def unregister(
         if not typer.confirm(f"Unregister broker {broker_id}?", err=True):
             raise UsageError("not confirmed")
     return inv.emit(svc.unregister(inv.kraft(), broker_id, force))
+
+
+# ---------------------------------------------------------------------------------------------------
+# Leadership drain (issue 11): `drain` / `undrain`, both modes (kadmin/services/drain.py)
+
+
+def _drain_backend(inv: Invocation, timeout: float) -> object:
+    """The Kafka protocol with --bootstrap-server (KRaft, or ZooKeeper mode too); else Kafka's admin znodes."""
+    from kadmin.errors import ConfigError
+
+    if inv.settings.get("bootstrap-controller") and not inv.settings.get("bootstrap-server"):
+        raise ConfigError("drain/undrain talk to brokers (Metadata, ElectLeaders): give --bootstrap-server, not "
+                          "--bootstrap-controller")
+    if inv.settings.get("bootstrap-server"):
+        from kadmin.cluster.drain import AdminDrain
+        from kadmin.cluster.kafka import client_config
+        from kadmin.config import read_properties
+
+        path = inv.settings.get("command-config")
+        cfg = client_config(read_properties(path) if path else {})
+        return AdminDrain(str(inv.settings.get("bootstrap-server")), cfg, min(timeout, inv.settings.timeout))
+    from kadmin.cluster.drain import ZkDrain
+
+    return ZkDrain(inv.cluster())
+
+
+DrainTimeout = Annotated[float, typer.Option("--timeout", metavar="SECONDS", parser=seconds,
+                                             help="Give up waiting for the leaders to move after this long (exit 1).")]
+
+
+@command(app, "drain")
+def drain(
+    inv: Invocation,
+    broker_id: BrokerId,
+    save: Annotated[Path | None, typer.Option("--save", metavar="FILE", help="Save the original replica order here "
+                                              "[default: $XDG_STATE_HOME/kadmin/drain/broker-ID-TIME.json]; never "
+                                              "overwritten.", show_default=False)] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would be reordered and elected; change "
+                                          "nothing, write no file.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Drain even when a reassignment is in flight for a partition "
+                                        "the broker hosts (those partitions are left alone).")] = False,
+    timeout: DrainTimeout = 120.0,
+) -> int:
+    """Move every leadership off a running broker without moving data (Cruise Control's demote).
+
+    Reorders each partition's replicas so that ID is last (the same replica set, so no data moves;
+    AlterPartitionReassignments, or /admin/reassign_partitions with --zookeeper only), then asks for
+    preferred-leader elections (ElectLeaders, or /admin/preferred_replica_election). The original
+    order is saved first to a versioned JSON file whose path is printed: `undrain ID --from FILE`
+    restores it. Then the leaders are read again, every 0.1 s growing to 1 s, until the broker leads
+    nothing or --timeout passes. Plain output is the file's path (with --dry-run: one line per
+    partition to reorder, `topic<TAB>partition<TAB>replicas<TAB>new replicas`).
+
+    Exit 7 when a reassignment is in flight for a partition the broker hosts (unless --force). Exit 1
+    naming what the broker still leads, e.g. a partition whose only in-sync replica it is
+    (`only_isr`: no one else may lead it). The broker stays a preferred leader nowhere, so Kafka's
+    automatic leader rebalance does not move leaders back; undrain does.
+    """
+    from kadmin.services.drain import drain as run
+
+    if timeout <= 0:
+        raise UsageError("--timeout must be positive")
+    backend = _drain_backend(inv, timeout)
+    try:
+        return inv.emit(run(backend, broker_id, save=save, dry_run=dry_run, force=force,  # type: ignore[arg-type]
+                            timeout=timeout))
+    finally:
+        backend.close()  # type: ignore[attr-defined]
+
+
+@command(app, "undrain")
+def undrain(
+    inv: Invocation,
+    broker_id: BrokerId,
+    source: Annotated[Path, typer.Option("--from", metavar="FILE", help="The file `brokers drain` saved.")],
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would be restored and elected; change "
+                                          "nothing.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Go on when a reassignment is in flight for a saved "
+                                        "partition (that partition is left alone).")] = False,
+    timeout: DrainTimeout = 120.0,
+) -> int:
+    """Undo `brokers drain`: restore the saved replica order and elect the preferred leaders again.
+
+    A partition whose replica set changed since the drain is left as it is (a warning names it).
+    Then the leaders are read again, every 0.1 s growing to 1 s, until each saved partition is led
+    by its preferred replica or --timeout passes (exit 1 naming the others: a preferred replica
+    that is not in sync cannot be elected; run `kadmin brokers wait ID --in-sync` first). Exit 7 when a
+    reassignment is in flight for a saved partition (unless --force).
+    """
+    from kadmin.services.drain import read_file
+    from kadmin.services.drain import undrain as run
+
+    if timeout <= 0:
+        raise UsageError("--timeout must be positive")
+    read_file(source, broker_id)  # a bad file is exit 2 before anything is contacted
+    backend = _drain_backend(inv, timeout)
+    try:
+        return inv.emit(run(backend, broker_id, source, dry_run=dry_run, force=force,  # type: ignore[arg-type]
+                            timeout=timeout))
+    finally:
+        backend.close()  # type: ignore[attr-defined]

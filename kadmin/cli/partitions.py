@@ -1,4 +1,5 @@
-"""`kadmin partitions`: partition state and health, read from ZooKeeper at scale."""
+"""`kadmin partitions`: partition state and health, from ZooKeeper (--zookeeper) or, on KRaft, over the
+Kafka protocol (--bootstrap-server); the backend is chosen by kadmin/cluster/connect.py."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ MinIsrDefault = Annotated[int, typer.Option(
     "--min-isr-default", min=1, max=INT32_MAX, metavar="N",
     help="The brokers' static min.insync.replicas (server.properties, not in ZooKeeper): used by partitions "
          "without a topic value, a dynamic value of their leader (/config/brokers/<id>) or a dynamic "
-         "cluster default (/config/brokers/<default>).")]
+         "cluster default (/config/brokers/<default>). With --bootstrap-server the brokers report it "
+         "(DescribeConfigs) and this is used only when no broker answers.")]
 
 
 @command(app, "list")
@@ -42,7 +44,9 @@ def list_(
     Health filters combine with OR, as kafka-topics' --under-replicated-partitions,
     --unavailable-partitions, --under-min-isr-partitions and --at-min-isr-partitions do; --topic and
     --broker narrow the set. The partition epoch is the state znode's version. Topics queued for
-    deletion are listed, marked "deleting".
+    deletion are listed, marked "deleting". With --bootstrap-server (KRaft) the partitions come from
+    DescribeTopicPartitions (paged), min ISR and its source from DescribeConfigs; the partition epoch
+    is not served there (null).
     """
     f = svc.Filters(topic, broker, under_replicated, offline, under_min_isr, at_min_isr)
     with ScanProgress() as progress:

@@ -71,7 +71,9 @@ def _sasl_available() -> bool:
 
 def open_cluster(settings: ConnectionSettings, log: Callable[[str], None] | None = None,
                  timeout: float | None = None, on_connection: Callable[[str], None] | None = None) -> Cluster:
-    """Open the backend the settings name. ZooKeeper mode when a ZooKeeper is given.
+    """Open the backend the settings name: THE one place the mode is chosen. ZooKeeper mode when a
+    ZooKeeper is given, else the Kafka protocol (KraftCluster) with --bootstrap-server; commands the
+    Kafka-protocol backend does not serve yet fail there with exit 3, naming themselves.
 
     `timeout` (a command's own deadline) caps the connection timeout; `on_connection` hears, in one
     line each, that the connection was lost and that it is back.
@@ -84,10 +86,15 @@ def open_cluster(settings: ConnectionSettings, log: Callable[[str], None] | None
         if log:
             log(f"backend: ZooKeeper mode, {conn.where}, because zookeeper came from {settings.source('zookeeper')}")
         return ZkCluster(conn, on_connection=on_connection).start()
-    if settings.get("bootstrap-server") or settings.get("bootstrap-controller"):
+    if settings.get("bootstrap-server"):
+        # KRaft (or any cluster reached over the Kafka protocol): partition state from the brokers.
+        from kadmin.cluster.kraft_cluster import KraftCluster
+
+        return KraftCluster(kraft_client(settings, log=log))
+    if settings.get("bootstrap-controller"):
         raise ConfigError(
-            "this command reads ZooKeeper-mode registrations; KRaft clusters (--bootstrap-server) "
-            "are not supported by it yet: give --zookeeper"
+            "this command reads what the brokers serve (partitions, configs, live brokers); controllers "
+            "(--bootstrap-controller) do not answer it: give --bootstrap-server", code="needs_bootstrap_server"
         )
     raise ConfigError(
         "no cluster given: use --zookeeper/-z HOST:PORT[/chroot], KADMIN_ZOOKEEPER, or --context NAME"

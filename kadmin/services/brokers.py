@@ -325,3 +325,272 @@ def unregister(client: Any, broker_id: int, force: bool) -> Result:
                                                        "was": None if b is None else ("fenced" if b.fenced else
                                                                                       "active")},
                   message=f"Broker {broker_id} is no longer registered.")
+
+
+# ---------------------------------------------------------------------------- KRaft: polled DescribeCluster
+KraftWaitKind = Literal["registered", "gone", "fenced", "unfenced"]
+Sleep = Callable[[float], None]
+
+
+def kraft_seen(client: Any) -> tuple[dict[int, Any], int]:
+    """One DescribeCluster answer as broker id -> kraft_registrations.Seen, and its version."""
+    from kadmin.domain.kraft_registrations import Seen
+
+    d = client.describe_brokers()
+    return {b.id: Seen(b.fenced, host_port(b.host, b.port), b.rack) for b in d.brokers}, d.version
+
+
+def poll_describe_cluster(client: Any, timeout: float | None, clock: Clock = time.monotonic,
+                          sleep: Sleep = time.sleep, on_note: Callable[[str], None] | None = None,
+                          first: float = 0.25, ceiling: float = 2.0) -> Iterator[tuple[dict[int, Any], int]]:
+    """DescribeCluster answers, the first at once, then polled with backoff (`first` ×1.5 up to
+    `ceiling` seconds) until `timeout` (None: forever). The first look must succeed; a later one that
+    fails (a bootstrap broker went away) is said on stderr and retried."""
+    from kadmin.domain.kraft_registrations import backoff
+    from kadmin.errors import ClusterUnreachable
+
+    start = clock()
+    yield kraft_seen(client)
+    if on_note is not None:
+        on_note(f"polling DescribeCluster every {first:g}s, backing off to every {ceiling:g}s")
+    interval: float | None = None
+    while True:
+        interval = backoff(interval, first, ceiling)
+        if timeout is not None:
+            left = timeout - (clock() - start)
+            if left <= 0:
+                return
+            interval = min(interval, left)
+        sleep(interval)
+        try:
+            yield kraft_seen(client)
+        except ClusterUnreachable as e:
+            if on_note is not None:
+                on_note(f"DescribeCluster failed, retrying: {e.message}")
+
+
+@dataclass(frozen=True)
+class KraftWaitCondition:
+    kind: KraftWaitKind
+    broker_id: int
+
+    def holds(self, seen: Mapping[int, Any]) -> bool:
+        s = seen.get(self.broker_id)
+        if self.kind == "registered":
+            return s is not None
+        if self.kind == "gone":
+            return s is None
+        if self.kind == "fenced":
+            return s is not None and s.fenced is True
+        return s is not None and s.fenced is False
+
+    def describe(self) -> str:
+        return f"broker {self.broker_id} {self.kind}"
+
+    def missing(self, seen: Mapping[int, Any], version: int = 2) -> str:
+        s = seen.get(self.broker_id)
+        if s is None and version < 2:
+            return (f"broker {self.broker_id} is not listed (DescribeCluster v{version} lists only unfenced "
+                    "brokers: it is fenced or not registered)")
+        if s is None:
+            return f"broker {self.broker_id} is not registered"
+        state = "fenced" if s.fenced else "active (unfenced)"
+        return f"broker {self.broker_id} is registered and {state}"
+
+
+def kraft_wait(client: Any, cond: KraftWaitCondition, timeout: float, clock: Clock = time.monotonic,
+               sleep: Sleep = time.sleep, on_note: Callable[[str], None] | None = None,
+               asked: float | None = None) -> Result:
+    """`brokers wait` with --bootstrap-server: polls DescribeCluster (v2 lists fenced brokers).
+
+    Below v2 a fenced broker is not listed at all: "not listed" cannot tell fenced from gone, so
+    --fenced and --gone exit 3 there; --registered then means registered and unfenced."""
+    from kadmin.errors import ConfigError
+
+    start = clock()
+    last: Mapping[int, Any] = {}
+    met = False
+    warnings: list[str] = []
+    last_version = 2
+    for seen, version in poll_describe_cluster(client, timeout, clock, sleep, on_note):
+        last_version = version
+        if version < 2:
+            if cond.kind in ("fenced", "gone"):
+                raise ConfigError(f"--{cond.kind} needs DescribeCluster v2 (Kafka 4.0+, KIP-1073): this cluster "
+                                  f"answers v{version}, which does not list fenced brokers, so a fenced broker and "
+                                  "a gone one look the same", code="describe_cluster_no_fenced")
+            if not warnings:
+                warnings.append(f"the cluster answers DescribeCluster v{version}: only unfenced brokers are listed, "
+                                f"so --{cond.kind} waits for broker {cond.broker_id} registered and unfenced")
+        last = seen
+        if cond.holds(seen):
+            met = True
+            break
+    s = last.get(cond.broker_id)
+    data = {
+        "broker_id": cond.broker_id,
+        "condition": cond.kind,
+        "met": met,
+        "epoch": None,  # DescribeCluster carries no broker epoch
+        "fenced": None if s is None else s.fenced,
+        "waited_ms": int((clock() - start) * 1000),
+    }
+    if met:
+        return Result(command="brokers wait", data=data, warnings=warnings, message=cond.describe())
+    return Result(command="brokers wait", data=data, warnings=warnings, exit_code=ExitCode.CONDITION_NOT_MET,
+                  message=f"timed out after {asked or timeout:g}s: {cond.missing(last, last_version)}")
+
+
+def kraft_watch(client: Any, count: int | None = None, timeout: float | None = None, initial: bool = False,
+                clock: Clock = time.time, monotonic: Clock = time.monotonic, sleep: Sleep = time.sleep,
+                on_note: Callable[[str], None] | None = None, asked: float | None = None) -> Iterator[dict[str, Any]]:
+    """`brokers watch` with --bootstrap-server: events between polled DescribeCluster answers
+    (registered, unregistered, fenced, unfenced, endpoint_changed). The ZooKeeper-mode keys (`epoch`,
+    `old_epoch` null: DescribeCluster has no epoch) plus `fenced`, `endpoint` (and `old_endpoint`).
+    A change undone between two polls is not seen."""
+    from kadmin.domain.kraft_registrations import poll_events
+
+    emitted = 0
+    before: dict[int, Any] | None = None
+    warned = False
+    for seen, version in poll_describe_cluster(client, timeout, monotonic, sleep, on_note):
+        if version < 2 and not warned and on_note is not None:
+            on_note(f"the cluster answers DescribeCluster v{version}: fenced brokers are not listed, so a fence "
+                    "shows as unregistered and an unfence as registered")
+            warned = True
+        if before is None:
+            before = {} if initial else seen
+        for ev in poll_events(before, seen):
+            yield {"event": ev["event"], "id": ev["id"], "epoch": None, "old_epoch": None, "at": iso(clock()),
+                   **{k: v for k, v in ev.items() if k not in ("event", "id")}}
+            emitted += 1
+            if count is not None and emitted >= count:
+                return
+        before = seen
+    if count is not None:
+        raise ConditionNotMet(f"saw {emitted} of {count} events before the timeout ({asked or timeout:g}s)")
+
+
+# ---------------------------------------------------------------------------- KRaft: offline metadata log
+def metadata_partition_dir(path: Path) -> Path:
+    """DIR is a metadata.log.dir (holding __cluster_metadata-0) or that partition directory itself."""
+    if (path / "__cluster_metadata-0").is_dir():
+        return path / "__cluster_metadata-0"
+    if path.is_dir() and path.name == "__cluster_metadata-0":
+        return path
+    if not path.exists():
+        raise UsageError(f"--metadata-dir {path}: no such directory")
+    raise UsageError(f"--metadata-dir {path}: no __cluster_metadata-0 in it (give a controller's metadata.log.dir)")
+
+
+def read_registrations(path: Path) -> tuple[dict[int, Any], list[str], dict[str, Any]]:
+    """Replay the newest snapshot (`<offset>-<epoch>.checkpoint`) then the log segments from its end
+    offset: broker id -> kraft_registrations.Registration, damage found, and what was read."""
+    from kadmin.cluster.metadata_records import CRC32C, DECODER
+    from kadmin.domain.kraft_registrations import apply
+    from kadmin.formats import kraft_log
+
+    part = metadata_partition_dir(path)
+    damage: list[str] = []
+    regs: dict[int, Any] = {}
+    try:
+        names = sorted(p.name for p in part.iterdir())
+    except OSError as e:
+        raise UsageError(f"--metadata-dir {path}: cannot read: {e.strerror}") from e
+    snapshots = sorted((sid, n) for n in names if (sid := kraft_log.snapshot_id(n)) is not None)
+    segments = sorted((b, n) for n in names if (b := kraft_log.segment_base_offset(n)) is not None)
+    snap_end = 0
+    snapshot_name = None
+    last_offset = None
+
+    tail: list[str] = []
+
+    def note(prefix: str, active: bool = False) -> Callable[[Any], None]:
+        def report(d: Any) -> None:
+            text = f"{prefix}: {d.reason} (offset {d.offset})"
+            # the active segment of a running controller may end in a batch still being written
+            (tail if active and d.reason.startswith("truncated batch") else damage).append(text)
+        return report
+
+    try:
+        if snapshots:
+            (snap_end, _epoch), snapshot_name = snapshots[-1]
+            for rec in kraft_log.iter_checkpoint(part / snapshot_name, DECODER, note(snapshot_name), CRC32C):
+                if not rec.control:
+                    apply(regs, rec.type_name, rec.fields, None, "snapshot")
+        for i, (_base, name) in enumerate(segments):
+            active = i == len(segments) - 1
+            for rec in kraft_log.iter_segment(part / name, DECODER, note(name, active), CRC32C):
+                if rec.offset < snap_end:
+                    continue
+                last_offset = rec.offset
+                if not rec.control:
+                    apply(regs, rec.type_name, rec.fields, rec.offset, "log")
+    except OSError as e:
+        raise UsageError(f"--metadata-dir {path}: cannot read: {e.strerror}") from e
+    info = {"snapshot": snapshot_name, "segments": [n for _, n in segments], "last_offset": last_offset,
+            "tail": tail}
+    return regs, damage, info
+
+
+def list_metadata_dir(path: Path) -> Result:
+    """`brokers list --metadata-dir DIR`: registrations as this controller's metadata log has them."""
+    from kadmin.domain.kraft_registrations import registration_json
+    from kadmin.services.result import Problem
+
+    regs, damage, info = read_registrations(path)
+    rows = [registration_json(regs[i]) for i in sorted(regs)]
+    warnings = [] if rows else [f"no broker registration in {path} (is it a controller's metadata.log.dir?)"]
+    warnings += [f"{t}: read up to the last complete batch (a write in progress?)" for t in info["tail"]]
+    if info["snapshot"] is None and not info["segments"]:
+        warnings.append(f"{path}: no snapshot and no log segment")
+    return Result(command="brokers list", data=rows, warnings=warnings,
+                  errors=[Problem("damaged_metadata_log", d) for d in damage],
+                  exit_code=ExitCode.PARTIAL if damage else ExitCode.OK)
+
+
+def parse_saved_registrations(text: str, name: str) -> dict[int, Any]:
+    """A saved `brokers list -o json` as broker id -> kraft_registrations.Saved (epoch and, when the
+    listing has it, the incarnation id)."""
+    from kadmin.domain.kraft_registrations import Saved
+
+    epochs_by_id = parse_saved_epochs(text, name)
+    incarnations: dict[int, str] = {}
+    try:
+        doc = loads_strict(text)
+        rows = doc.get("data") if isinstance(doc, dict) else doc
+    except ValueError:
+        rows = [loads_strict(line) for line in text.splitlines() if line.strip()]
+    for row in rows if isinstance(rows, list) else []:
+        inc = row.get("incarnation_id") if isinstance(row, dict) else None
+        if isinstance(inc, str) and isinstance(row.get("id"), int):
+            incarnations[row["id"]] = inc
+    return {i: Saved(e, incarnations.get(i)) for i, e in epochs_by_id.items()}
+
+
+def load_saved_registrations(path: Path) -> dict[int, Any]:
+    load_saved_epochs(path)  # the same readable/UTF-8 checks and messages
+    return parse_saved_registrations(path.read_text(), str(path))
+
+
+def diff_registrations(before: Mapping[int, Any], after: Mapping[int, Any], exit_code_on_change: bool = False,
+                       errors: list[Any] | None = None) -> Result:
+    """`brokers diff` between two KRaft listings: bounced = a new incarnation id or a larger epoch."""
+    from kadmin.domain.kraft_registrations import classify
+
+    d = classify(before, after)
+    data = {
+        "new": list(d.new),
+        "dead": list(d.dead),
+        "bounced": [{"id": b.id, "old_epoch": b.old_epoch, "new_epoch": b.new_epoch,
+                     "old_incarnation_id": b.old_incarnation_id, "new_incarnation_id": b.new_incarnation_id}
+                    for b in d.bounced + d.went_backwards],
+        "unchanged": list(d.unchanged),
+    }
+    warnings = [f"broker {b.id}: epoch went backwards ({b.old_epoch} → {b.new_epoch}) with the same incarnation: "
+                "another cluster's metadata log?" for b in d.went_backwards]
+    nb = len(d.bounced) + len(d.went_backwards)
+    parts = [f"{len(d.new)} new", f"{len(d.dead)} dead", f"{nb} bounced", f"{len(d.unchanged)} unchanged"]
+    code = ExitCode.CONDITION_NOT_MET if (exit_code_on_change and d.changed) else ExitCode.OK
+    return Result(command="brokers diff", data=data, errors=errors or [], warnings=warnings, exit_code=code,
+                  message=", ".join(parts))

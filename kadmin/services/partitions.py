@@ -177,7 +177,7 @@ def describe_keys(keys: Iterable[tuple[str, int | None]], limit: int = 8) -> str
 
 
 def wait_in_sync(
-    cluster: Any,
+    cluster: Cluster,
     broker_id: int,
     timeout: float,
     on_status: Callable[[str], None] | None = None,
@@ -187,9 +187,10 @@ def wait_in_sync(
 ) -> Result:
     """Block until broker_id is in the ISR of every partition that lists it as a replica.
 
-    One full scan finds the partitions still waiting for the broker; after that only their state
-    znodes are watched and re-read when ZooKeeper says they changed, so keeping up costs one read
-    per change, not a scan.
+    One full scan finds the partitions still waiting for the broker; after that only those are
+    followed (cluster.watch_states): in ZooKeeper mode their state znodes are watched and re-read
+    when ZooKeeper says they changed (one read per change, not a scan); on KRaft their topics are
+    polled with DescribeTopicPartitions, every 0.5 s doubling to 5 s.
     """
     start = clock()
     s = scan(cluster, None, progress, 1)

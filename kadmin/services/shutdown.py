@@ -279,6 +279,9 @@ def _refuse_kraft_controller(cluster: Any) -> Any:
     kraftControllerEpoch >= 0; a ZooKeeper controller writes -1 or, before 3.4, nothing). A KRaft
     controller does not serve ZooKeeper-mode ControlledShutdown: say so, do not try to reach it.
     Returns /controller's content (None when absent or unreadable)."""
+    if getattr(cluster, "mode", "") == "kraft":
+        raise Unsupported("a KRaft cluster serves no client ControlledShutdown: stop the broker itself (SIGTERM runs "
+                          "Kafka's own controlled shutdown) or move its leaderships with `kadmin brokers drain`")
     controller, _ = cluster.controller()
     if controller is not None and controller.kraft_controller_epoch >= 0:
         raise Unsupported(

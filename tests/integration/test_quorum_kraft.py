@@ -260,3 +260,75 @@ def test_cluster_id_and_check_id(run_nozk, tmp_path):
 def test_cluster_id_in_zookeeper_mode(run, fleet):
     r = run("cluster", "id", "-o", "plain")
     assert r.exit_code == 0 and r.stdout == "kadmin-sandbox-cluster\n"
+
+
+# ---------------------------------------------------------------------------------------------------
+# partitions / can-stop / wait --in-sync over --bootstrap-server (real Kafka: tests/kafka/test_real_kraft_partitions.py)
+
+
+def test_partitions_fall_back_to_metadata_without_describe_topic_partitions(run_nozk):
+    """A broker without DescribeTopicPartitions (API 75, Kafka < 3.8; this test server): Metadata answers.
+    No topics exist here: an empty, healthy listing; can-stop answers for a live broker, exit 1 for an unknown one."""
+    sc = Scenario.cluster(brokers=3)
+    with KraftServer(sc) as srv:
+        bs = srv.bootstrap()
+        r = run_nozk("partitions", "list", "--bootstrap-server", bs, "-o", "json")
+        assert r.exit_code == 0, r.stderr
+        assert json.loads(r.stdout)["data"] == [] and srv.requests_for(3)
+        r = run_nozk("partitions", "check", "--bootstrap-server", bs, "-o", "json")
+        assert r.exit_code == 0 and json.loads(r.stdout)["data"]["status"] == "ok", r.stderr
+        r = run_nozk("brokers", "can-stop", "2", "--bootstrap-server", bs, "-o", "json")
+        assert r.exit_code == 0 and json.loads(r.stdout)["data"]["safe"] is True, r.stderr
+        r = run_nozk("brokers", "can-stop", "9", "--bootstrap-server", bs)
+        assert r.exit_code == 1 and "no broker 9" in r.stderr, r.stderr
+
+
+def test_partition_commands_refuse_controllers_in_one_line(run_nozk):
+    """Controllers serve no partition state: --bootstrap-controller exits 3 naming --bootstrap-server."""
+    for args in (("partitions", "list"), ("partitions", "check"), ("brokers", "can-stop", "1"),
+                 ("brokers", "wait", "1", "--in-sync", "--timeout", "5")):
+        r = run_nozk(*args, "--bootstrap-controller", "127.0.0.1:1")
+        assert r.exit_code == 3 and "--bootstrap-server" in r.stderr, (args, r.stderr)
+        assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("cap", [1, 2])
+def test_kraft_brokers_wait_and_watch(cap, run_nozk):
+    """KRaft `brokers wait`/`watch` poll DescribeCluster; below v2 fenced brokers are not listed, so
+    --fenced and --gone exit 3 there (a fenced broker and a gone one look the same). The real
+    lifecycle (kill, fence, restart, unregister) is in tests/kafka/test_real_kraft_brokers.py."""
+    sc = Scenario.cluster(brokers=3)
+    sc.brokers[1].fenced = True
+    sc.broker_apis[60] = (0, cap)
+    with KraftServer(sc) as srv:
+        bs = srv.bootstrap()
+        r = run_nozk("brokers", "wait", "2", "--fenced", "--bootstrap-server", bs, "-o", "json")
+        if cap < 2:
+            assert r.exit_code == 3 and "needs DescribeCluster v2" in r.stderr
+            r = run_nozk("brokers", "wait", "2", "--gone", "--bootstrap-server", bs)
+            assert r.exit_code == 3 and "a fenced broker and a gone one look the same" in r.stderr
+        else:
+            data = json.loads(r.stdout)["data"]
+            assert r.exit_code == 0 and data == {**data, "met": True, "fenced": True, "epoch": None}
+            r = run_nozk("brokers", "wait", "2", "--unfenced", "--timeout", "0.5", "--bootstrap-server", bs)
+            assert r.exit_code == 1 and "broker 2 is registered and fenced" in r.stderr
+            assert "polling DescribeCluster every 0.25s" in r.stderr
+        r = run_nozk("brokers", "wait", "1", "--registered", "--bootstrap-server", bs)
+        assert r.exit_code == 0, r.stderr
+        r = run_nozk("brokers", "wait", "1", "--epoch-gt", "3", "--bootstrap-server", bs)
+        assert r.exit_code == 3 and "DescribeCluster does not carry" in r.stderr
+        r = run_nozk("brokers", "watch", "--initial", "--count", "4" if cap >= 2 else "2", "--timeout", "30",
+                     "--bootstrap-server", bs, "-o", "json")
+        assert r.exit_code == 0, r.stderr
+        events = [(e["event"], e["id"], e["fenced"]) for e in json.loads(r.stdout)["data"]]
+        if cap >= 2:
+            assert events == [("registered", 1, False), ("registered", 2, True), ("fenced", 2, True),
+                              ("registered", 3, False)]
+        else:
+            assert events == [("registered", 1, False), ("registered", 3, False)]
+            assert "fenced brokers are not listed" in r.stderr
+
+
+def test_fenced_waits_are_kraft_only(run_nozk):
+    r = run_nozk("brokers", "wait", "1", "--fenced", "--zookeeper", "127.0.0.1:1")
+    assert r.exit_code == 3 and "KRaft broker state" in r.stderr

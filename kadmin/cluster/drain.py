@@ -1,0 +1,190 @@
+"""Leadership drain: the cluster side (reorder replicas, elect preferred leaders, read leaders).
+
+Two backends with one interface (`DrainBackend` in kadmin/services/drain.py):
+- `AdminDrain`: the Kafka protocol through kafka-python 3.x's admin client (Metadata,
+  ListPartitionReassignments 46, AlterPartitionReassignments 45, ElectLeaders 43). KRaft, and ZooKeeper
+  mode when --bootstrap-server is given (Kafka 2.4+ serves these APIs in ZooKeeper mode too).
+- `ZkDrain`: ZooKeeper mode with --zookeeper only: Kafka's admin znodes /admin/reassign_partitions and
+  /admin/preferred_replica_election (kafka-formats.md §1.5), which the 3.9 controller still watches.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from kadmin.cluster.kafka import _translate, bootstrap_failures, bootstrap_reason, error_name
+from kadmin.domain.drain import Key, PartitionView
+from kadmin.errors import ClusterUnreachable, KadminError
+
+REASSIGN_ZNODE = "/admin/reassign_partitions"
+ELECTION_ZNODE = "/admin/preferred_replica_election"
+ELECTION_NOT_NEEDED = 84
+
+
+class AdminDrain:
+    """The Kafka protocol, through brokers (--bootstrap-server)."""
+
+    mode = "protocol"
+
+    def __init__(self, bootstrap: str, config: Mapping[str, Any], timeout: float) -> None:
+        from kafka import KafkaAdminClient
+        from kafka.errors import KafkaError
+
+        self.where = bootstrap
+        self.timeout_ms = int(timeout * 1000)
+        with bootstrap_failures() as failures:
+            try:
+                self.admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="kadmin",
+                                              request_timeout_ms=self.timeout_ms,
+                                              bootstrap_timeout_ms=self.timeout_ms, **config)
+            except KafkaError as e:
+                why = bootstrap_reason(failures, sasl=str(config.get("security_protocol", "")).startswith("SASL"))
+                raise (why(bootstrap) if why else _translate(e, bootstrap)) from e
+            except OSError as e:
+                raise ClusterUnreachable(f"cannot reach {bootstrap}: {e}") from e
+
+    def _call(self, what: str, fn: Any, *args: Any, **kw: Any) -> Any:
+        from kafka.errors import KafkaError
+
+        try:
+            return fn(*args, **kw)
+        except KafkaError as e:
+            err = _translate(e, self.where)
+            raise type(err)(f"{what}: {err.message}") from e
+        except OSError as e:
+            raise ClusterUnreachable(f"{what}: lost {self.where}: {e}") from e
+
+    def partitions(self, in_flight: bool = True) -> list[PartitionView]:
+        """Every partition's replicas, ISR and leader (Metadata), marked when a reassignment is in flight."""
+        topics = self._call("Metadata", self.admin.describe_topics)
+        ongoing = self.in_flight() if in_flight else set()
+        out = []
+        for t in topics:
+            if t.get("error_code"):
+                raise KadminError(f"Metadata for topic {t.get('name')}: {error_name(int(t['error_code']))}")
+            for p in t["partitions"]:
+                key = (t["name"], int(p["partition_index"]))
+                out.append(PartitionView(key[0], key[1], tuple(p["replica_nodes"]), tuple(p["isr_nodes"]),
+                                         int(p["leader_id"]), key in ongoing))
+        return out
+
+    def in_flight(self) -> set[Key]:
+        """The partitions with an ongoing reassignment (ListPartitionReassignments, to the controller)."""
+        got = self._call("ListPartitionReassignments", self.admin.list_partition_reassignments)
+        return {(tp.topic, tp.partition) for tp in got}
+
+    def reassign(self, plan: Mapping[Key, tuple[int, ...]]) -> dict[Key, str]:
+        """AlterPartitionReassignments: {key: error name} for the partitions the controller refused."""
+        from kafka import TopicPartition
+
+        if not plan:
+            return {}
+        got = self._call("AlterPartitionReassignments", self.admin.alter_partition_reassignments,
+                         {TopicPartition(t, p): list(r) for (t, p), r in plan.items()})
+        return {(tp.topic, tp.partition): err.__name__ for tp, err in got.items() if err is not None}
+
+    def reassigned(self, keys: Iterable[Key]) -> bool:
+        return not (set(keys) & self.in_flight())
+
+    def elect_preferred(self, keys: Iterable[Key]) -> dict[Key, str]:
+        """ElectLeaders (PREFERRED): {key: error name} except NONE and ELECTION_NOT_NEEDED."""
+        by_topic: dict[str, list[int]] = {}
+        for t, p in sorted(keys):
+            by_topic.setdefault(t, []).append(p)
+        if not by_topic:
+            return {}
+        resp = self._call("ElectLeaders", self.admin.elect_leaders, 0, by_topic, raise_errors=False)
+        if getattr(resp, "error_code", 0):
+            raise KadminError(f"ElectLeaders: {error_name(int(resp.error_code))}")
+        out = {}
+        for r in resp.replica_election_results:
+            for p in r.partition_result:
+                if p.error_code not in (0, ELECTION_NOT_NEEDED):
+                    out[(r.topic, int(p.partition_id))] = error_name(int(p.error_code)) + (
+                        f" ({p.error_message})" if p.error_message else "")
+        return out
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.admin.close()
+
+
+class ZkDrain:
+    """ZooKeeper mode through Kafka's admin znodes (a ZkCluster's kazoo client)."""
+
+    mode = "zookeeper"
+
+    def __init__(self, cluster: Any) -> None:
+        self.cluster = cluster
+        self.zk = cluster.zk
+        self.where = cluster.description
+
+    def partitions(self, in_flight: bool = True) -> list[PartitionView]:
+        """Replicas from the topic znodes, ISR and leader from the state znodes (what the controller wrote).
+        In flight: adding/removing replicas in the topic znode (API reassignments, Kafka 2.4+) or the
+        partition listed in /admin/reassign_partitions."""
+        scan = self.cluster.scan_partitions()
+        legacy = self._znode_partitions() if in_flight else set()
+        out = []
+        for p in scan.partitions:
+            moving = bool(p.adding_replicas or p.removing_replicas) or (p.topic, p.partition) in legacy
+            out.append(PartitionView(p.topic, p.partition, tuple(p.replicas), tuple(p.isr),
+                                     -1 if p.leader is None else int(p.leader), moving))
+        return out
+
+    def in_flight(self) -> set[Key]:
+        return {p.key for p in self.partitions() if p.reassigning}
+
+    def _znode_partitions(self) -> set[Key]:
+        from kazoo.exceptions import NoNodeError
+
+        try:
+            data, _ = self.zk.get(REASSIGN_ZNODE)
+        except NoNodeError:
+            return set()
+        try:
+            return {(str(x["topic"]), int(x["partition"])) for x in json.loads(data or b"{}").get("partitions", [])}
+        except (ValueError, TypeError, KeyError, AttributeError):
+            return {("?", -1)}  # unreadable: something is in flight
+
+    def reassign(self, plan: Mapping[Key, tuple[int, ...]]) -> dict[Key, str]:
+        """Create /admin/reassign_partitions (Kafka's JSON); it exists already → a reassignment is in flight."""
+        from kazoo.exceptions import NodeExistsError
+
+        if not plan:
+            return {}
+        doc = {"version": 1, "partitions": [{"topic": t, "partition": p, "replicas": list(r)}
+                                            for (t, p), r in sorted(plan.items())]}
+        try:
+            self.zk.create(REASSIGN_ZNODE, json.dumps(doc, separators=(",", ":")).encode(), makepath=True)
+        except NodeExistsError:
+            return {k: "REASSIGNMENT_IN_PROGRESS (/admin/reassign_partitions exists)" for k in plan}
+        return {}
+
+    def reassigned(self, keys: Iterable[Key]) -> bool:
+        """The controller deletes /admin/reassign_partitions once it has applied (or completed) it."""
+        return self.zk.exists(REASSIGN_ZNODE) is None
+
+    def elect_preferred(self, keys: Iterable[Key]) -> dict[Key, str]:
+        """Create /admin/preferred_replica_election; the controller deletes it when done. Kafka gives no
+        per-partition answer here: what did not move is seen when the leaders are read again."""
+        from kazoo.exceptions import NodeExistsError
+
+        ks = sorted(keys)
+        if not ks:
+            return {}
+        doc = {"version": 1, "partitions": [{"topic": t, "partition": p} for t, p in ks]}
+        try:
+            self.zk.create(ELECTION_ZNODE, json.dumps(doc, separators=(",", ":")).encode(), makepath=True)
+        except NodeExistsError:
+            return {k: "ELECTION_IN_PROGRESS (/admin/preferred_replica_election exists)" for k in ks}
+        return {}
+
+    def elected(self) -> bool:
+        return self.zk.exists(ELECTION_ZNODE) is None
+
+    def close(self) -> None:
+        pass  # the ZkCluster is the invocation's, closed with it

@@ -1,0 +1,300 @@
+"""The `Cluster` protocol over the Kafka protocol (KRaft mode, `--bootstrap-server`), with kafka-python 3.x.
+
+Partitions come from DescribeTopicPartitions (API 75, KIP-966; paginated with its cursor, so a large
+cluster is read in pages of PAGE_PARTITIONS), reassignments in flight from ListPartitionReassignments,
+the live (unfenced) brokers, the active controller and the cluster id from DescribeCluster, and
+min.insync.replicas with its source from DescribeConfigs: the topics (their own value) and each live
+broker (its dynamic value, the dynamic cluster default, its static server.properties value). Every
+answer is turned into the domain's PartitionState rows, so the rules in kadmin/domain/partitions.py
+judge both modes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from kadmin.cluster.base import BrokerListing, PartitionScan, Problem, Progress, WatchTick
+from kadmin.cluster.kafka import error_name
+from kadmin.cluster.kraft import ClusterDescription, KraftClient, uuid_text
+from kadmin.domain import partitions as rules
+from kadmin.domain.addresses import host_port
+from kadmin.domain.models import Broker, Controller, MinIsrConfig, PartitionState
+from kadmin.errors import ConfigError, KadminError, Rejected
+
+PAGE_PARTITIONS = 2000  # DescribeTopicPartitions' ResponsePartitionLimit (Kafka's default)
+MIN_ISR = "min.insync.replicas"
+RESOURCE_TOPIC, RESOURCE_BROKER = 2, 4
+# DescribeConfigs' ConfigSource values
+TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 2, 3, 4, 5
+STATIC_SOURCE = "static"  # KRaft reads the brokers' static value: no --min-isr-default needed
+UNKNOWN_TOPIC_OR_PARTITION = 3
+# wait --in-sync on KRaft polls DescribeTopicPartitions: first after POLL_FIRST s, doubling up to POLL_MAX s
+POLL_FIRST, POLL_MAX = 0.5, 5.0
+
+
+def source_name(source: int, broker_id: int | None) -> str | None:
+    """kadmin's min_isr_source for a DescribeConfigs ConfigSource (None: not one min ISR can come from)."""
+    return {TOPIC_CONFIG: "topic", DYNAMIC_BROKER_CONFIG: f"broker:{broker_id}",
+            DYNAMIC_DEFAULT_BROKER_CONFIG: "cluster-default", STATIC_BROKER_CONFIG: STATIC_SOURCE,
+            DEFAULT_CONFIG: STATIC_SOURCE}.get(source)
+
+
+def min_isr_levels(entries: Sequence[tuple[int, str | None]]) -> dict[int, int | None]:
+    """The (ConfigSource, value) synonyms of one DescribeConfigs entry as {source: int value or None}."""
+    out: dict[int, int | None] = {}
+    for source, value in entries:
+        if source in out:
+            continue
+        try:
+            out[source] = int(value) if value is not None else None
+        except ValueError:
+            out[source] = None
+    return out
+
+
+class KraftCluster:
+    """A KRaft cluster read through its brokers (`--bootstrap-server`)."""
+
+    mode = "kraft"
+
+    def __init__(self, client: KraftClient) -> None:
+        self.client = client
+        self.description = f"KRaft via --bootstrap-server {','.join(client.addresses)}"
+        self._cluster: ClusterDescription | None = None
+
+    # ------------------------------------------------------------------ what every command may need
+    def describe(self, fresh: bool = False) -> ClusterDescription:
+        if self._cluster is None or fresh:
+            self._cluster = self.client.describe_brokers()
+        return self._cluster
+
+    def cluster_id(self) -> str | None:
+        return self.describe().cluster_id
+
+    def active_controller(self) -> tuple[int, int] | None:
+        """The active controller and its epoch: the metadata quorum's leader (DescribeQuorum, which brokers
+        forward). Not DescribeCluster's controller id: KRaft brokers put a random live broker there."""
+        q, _ = self.client.describe_quorum()
+        return None if q.leader_id < 0 else (q.leader_id, q.leader_epoch)
+
+    def controller(self) -> tuple[Controller | None, list[Problem]]:
+        active = self.active_controller()
+        return (None if active is None else Controller(active[0], 0, None, active[1])), []
+
+    def live_brokers(self, fresh: bool = False) -> frozenset[int]:
+        """Registered and unfenced brokers: those TopicCommand counts as live (DescribeCluster's nodes)."""
+        return frozenset(b.id for b in self.describe(fresh).brokers if not b.fenced)
+
+    # ------------------------------------------------------------------ registrations: not on this seam yet
+    def _unsupported(self, what: str) -> ConfigError:
+        return ConfigError(f"{what} needs ZooKeeper mode (--zookeeper): it is not available over --bootstrap-server "
+                           "(KRaft) yet", code="kraft_unsupported")
+
+    def __getattr__(self, name: str) -> Any:
+        """Any other ZooKeeper-mode operation (znodes, id mappings, controlled shutdown): exit 3, one line."""
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise self._unsupported(f"this command ({name})")
+
+    def list_brokers(self) -> BrokerListing:
+        raise self._unsupported("this command")
+
+    def get_broker(self, broker_id: int) -> tuple[Broker | None, list[Problem]]:
+        raise self._unsupported("this command")
+
+    def watch_brokers(self, timeout: float | None) -> Iterator[WatchTick]:
+        raise self._unsupported("watching registrations")
+
+    # ------------------------------------------------------------------ partitions
+    def describe_partitions(self, topics: Sequence[str] | None,
+                            progress: Progress | None = None) -> tuple[list[Any], list[Problem]]:
+        """Every partition of `topics` (None: all topics), page by page; (topic, partition) answers."""
+        from kafka.protocol.admin.topics import DescribeTopicPartitionsRequest as Req
+
+        rows: list[Any] = []
+        problems: list[Problem] = []
+        cursor: Any = None
+        names = list(topics or [])
+        while True:
+            def make(cur: Any = cursor) -> Any:
+                kw: dict[str, Any] = {"topics": [Req.TopicRequest(name=n) for n in names],
+                                      "response_partition_limit": PAGE_PARTITIONS}
+                if cur is not None:
+                    kw["cursor"] = Req.Cursor(topic_name=cur[0], partition_index=cur[1])
+                return Req(**kw)
+
+            try:
+                address, resp = self.client._send_any(make)
+            except Rejected as e:
+                if e.code != "unsupported_version" or cursor is not None:
+                    raise
+                address, resp = self._metadata(names)  # brokers before Kafka 3.8: one Metadata answer
+            for t in resp.topics:
+                if t.error_code == UNKNOWN_TOPIC_OR_PARTITION:
+                    problems.append(Problem("not_found", f"topic {t.name} does not exist"))
+                    continue
+                if t.error_code:
+                    problems.append(Problem(error_name(t.error_code).lower(),
+                                            f"DescribeTopicPartitions at {address}: topic {t.name}: "
+                                            f"{error_name(t.error_code)}", topic=t.name))
+                    continue
+                for p in t.partitions:
+                    rows.append((t, p))
+            if progress:
+                progress("partitions", None, sum(len(t.partitions) for t in resp.topics))
+            nxt = getattr(resp, "next_cursor", None)
+            if nxt is None:
+                return rows, problems
+            cursor = (nxt.topic_name, int(nxt.partition_index))
+
+    def _metadata(self, names: list[str]) -> tuple[str, Any]:
+        """Metadata (all topics, or `names`) for brokers without DescribeTopicPartitions: the same
+        partition fields, no eligible leader replicas, no paging."""
+        from kafka.protocol.metadata.metadata import MetadataRequest as Req
+
+        def make() -> Any:
+            topics = [Req.MetadataRequestTopic(name=n) for n in names] if names else Req.ALL_TOPICS
+            return Req(topics=topics, allow_auto_topic_creation=False)
+
+        return self.client._send_any(make)
+
+    def reassignments(self) -> dict[tuple[str, int], tuple[tuple[int, ...], tuple[int, ...]]]:
+        """Reassignments in flight: (topic, partition) -> (adding, removing)."""
+        from kafka.protocol.admin.topics import ListPartitionReassignmentsRequest as Req
+
+        address, resp = self.client._send_any(
+            lambda: Req(timeout_ms=int(self.client.timeout * 1000), topics=None))
+        if resp.error_code:
+            raise self.client._error(resp.error_code, resp.error_message, address, "ListPartitionReassignments")
+        return {(t.name, int(p.partition_index)): (tuple(p.adding_replicas), tuple(p.removing_replicas))
+                for t in resp.topics for p in t.partitions}
+
+    def _describe_configs(self, address: str | None, resources: list[tuple[int, str]]) -> list[Any]:
+        from kafka.protocol.admin.configs import DescribeConfigsRequest as Req
+
+        def make() -> Any:
+            return Req(resources=[Req.DescribeConfigsResource(resource_type=rt, resource_name=name,
+                                                              configuration_keys=[MIN_ISR])
+                                  for rt, name in resources], include_synonyms=True)
+
+        if address is None:
+            _, resp = self.client._send_any(make)
+        else:
+            resp = self.client._conn(address).send(make())
+        return list(resp.results)
+
+    def min_isr_configs(self, topics: Sequence[str], live: Sequence[int], default: int,
+                        problems: list[Problem]) -> tuple[dict[str, int | None], MinIsrConfig]:
+        """Each topic's own min.insync.replicas (None: not set) and the broker levels: per live broker
+        its dynamic value, the dynamic cluster default and the static value (the largest the live
+        brokers report: a leader may be any of them; `default` when none answered)."""
+        topic_values: dict[str, int | None] = {}
+        if topics:
+            for r in self._describe_configs(None, [(RESOURCE_TOPIC, t) for t in topics]):
+                if r.error_code:
+                    problems.append(Problem(error_name(r.error_code).lower(), f"DescribeConfigs topic "
+                                            f"{r.resource_name}: {error_name(r.error_code)}", topic=r.resource_name))
+                    continue
+                levels = self._levels(r)
+                topic_values[r.resource_name] = levels.get(TOPIC_CONFIG)
+        per_broker: list[tuple[int, int]] = []
+        cluster_default: int | None = None
+        statics: list[int] = []
+        by_id = {b.id: b for b in self.describe().brokers}
+        for bid in sorted(live):
+            b = by_id.get(bid)
+            if b is None:
+                continue
+            try:
+                results = self._describe_configs(host_port(b.host, b.port), [(RESOURCE_BROKER, str(bid))])
+            except KadminError as e:
+                problems.append(Problem("describe_configs", f"broker {bid}'s min.insync.replicas: {e.message}"))
+                continue
+            for r in results:
+                if r.error_code:
+                    problems.append(Problem(error_name(r.error_code).lower(), f"DescribeConfigs broker {bid}: "
+                                            f"{error_name(r.error_code)}"))
+                    continue
+                levels = self._levels(r)
+                if levels.get(DYNAMIC_BROKER_CONFIG) is not None:
+                    per_broker.append((bid, int(levels[DYNAMIC_BROKER_CONFIG] or 0)))
+                if levels.get(DYNAMIC_DEFAULT_BROKER_CONFIG) is not None:
+                    cluster_default = levels[DYNAMIC_DEFAULT_BROKER_CONFIG]
+                static = levels.get(STATIC_BROKER_CONFIG) or levels.get(DEFAULT_CONFIG)
+                if static is not None:
+                    statics.append(static)
+        cfg = MinIsrConfig(brokers=tuple(per_broker), cluster_default=cluster_default,
+                           static=max(statics) if statics else default)
+        return topic_values, cfg
+
+    @staticmethod
+    def _levels(result: Any) -> dict[int, int | None]:
+        entries: list[tuple[int, str | None]] = []
+        for c in result.configs:
+            if c.name != MIN_ISR:
+                continue
+            syn = list(getattr(c, "synonyms", None) or [])
+            entries += [(int(s.source), s.value) for s in syn] or [(int(c.config_source), c.value)]
+        return min_isr_levels(entries)
+
+    def scan_partitions(self, topics: Sequence[str] | None = None, progress: Progress | None = None,
+                        min_isr_default: int = 1) -> PartitionScan:
+        live = self.live_brokers(fresh=True)
+        answers, problems = self.describe_partitions(topics, progress)
+        moving = self.reassignments() if answers else {}
+        names = sorted({t.name for t, _ in answers})
+        topic_min: dict[str, int | None] = {}
+        cfg = MinIsrConfig(static=min_isr_default)
+        if answers:  # no partition: no min ISR to resolve
+            topic_min, cfg = self.min_isr_configs(names, sorted(live), min_isr_default, problems)
+        out: list[PartitionState] = []
+        for t, p in answers:
+            key = (t.name, int(p.partition_index))
+            adding, removing = moving.get(key, ((), ()))
+            replicas = tuple(int(r) for r in p.replica_nodes)
+            leader = int(p.leader_id)
+            pcfg = MinIsrConfig(topic=topic_min.get(t.name), brokers=cfg.brokers,
+                                cluster_default=cfg.cluster_default, static=cfg.static)
+            value, source = rules.current_min_isr(pcfg, leader if leader >= 0 else None, replicas)
+            if source == rules.STATIC:
+                source = STATIC_SOURCE
+            problem = None
+            if p.error_code and p.error_code != 5:  # 5 LEADER_NOT_AVAILABLE: no leader, not a read error
+                problem = f"DescribeTopicPartitions: {error_name(p.error_code)}"
+            if t.name not in topic_min and names:
+                bad = [e for e in problems if e.topic == t.name]
+                if bad:
+                    problem = bad[0].message
+            out.append(PartitionState(
+                topic=t.name, partition=key[1], replicas=replicas, isr=tuple(int(r) for r in p.isr_nodes),
+                leader=leader, leader_epoch=int(p.leader_epoch), partition_epoch=None,
+                adding_replicas=adding, removing_replicas=removing, min_isr=value, topic_id=uuid_text(t.topic_id),
+                problem=problem, min_isr_source=source, min_isr_config=pcfg))
+        out.sort(key=lambda s: (s.topic, s.partition))
+        return PartitionScan(partitions=out, live=live, problems=problems)
+
+    def watch_states(
+        self, keys: Sequence[tuple[str, int]], timeout: float | None,
+        sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic,
+    ) -> Iterator[list[tuple[tuple[str, int], tuple[int, ...] | None]]]:
+        """Poll the keys' ISRs (DescribeTopicPartitions of their topics): yield every key's ISR now, then
+        again after POLL_FIRST s, doubling to POLL_MAX s between polls, until `timeout`. KRaft has no
+        watches; a missing partition yields ISR None."""
+        deadline = None if timeout is None else clock() + timeout
+        wanted = set(keys)
+        topics = sorted({t for t, _ in keys})
+        interval = POLL_FIRST
+        while True:
+            answers, _ = self.describe_partitions(topics)
+            seen = {(t.name, int(p.partition_index)): tuple(int(r) for r in p.isr_nodes) for t, p in answers}
+            yield [(k, seen.get(k)) for k in sorted(wanted)]
+            left = None if deadline is None else deadline - clock()
+            if left is not None and left <= 0:
+                return
+            sleep(interval if left is None else min(interval, left))
+            interval = min(interval * 2, POLL_MAX)
+
+    def close(self) -> None:
+        self.client.close()

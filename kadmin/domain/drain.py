@@ -1,0 +1,198 @@
+"""Leadership drain (Cruise Control's demote) as pure planning: no I/O.
+
+`drain ID` reorders each partition's replicas so that ID is last (the replica set is unchanged, so no
+data moves) and then asks for preferred-leader elections: ID leads nothing afterwards, unless it is the
+only in-sync replica of a partition (no one else may take over). `undrain ID --from FILE` puts the
+saved order back and elects the preferred leaders again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+FILE_VERSION = 1
+FILE_KIND = "kadmin-drain"
+
+Key = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class PartitionView:
+    """One partition as the cluster reports it now."""
+
+    topic: str
+    partition: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    leader: int  # -1: none
+    reassigning: bool = False  # a reassignment is in flight (adding/removing replicas, or listed as ongoing)
+
+    @property
+    def key(self) -> Key:
+        return (self.topic, self.partition)
+
+
+@dataclass
+class DrainPlan:
+    broker_id: int
+    hosted: list[PartitionView] = field(default_factory=list)  # every partition with ID as a replica
+    reorder: dict[Key, tuple[int, ...]] = field(default_factory=dict)  # new order (ID last), only where it changes
+    elect: list[Key] = field(default_factory=list)  # preferred-leader elections to ask for
+    only_isr: list[Key] = field(default_factory=list)  # ID is the only ISR member: its leadership cannot move
+    sole_replica: list[Key] = field(default_factory=list)  # ID is the only replica: nothing to move to
+    in_flight: list[Key] = field(default_factory=list)  # affected partitions with a reassignment in flight
+    skipped: list[Key] = field(default_factory=list)  # left alone (in flight, --force)
+
+    @property
+    def stuck(self) -> set[Key]:
+        """Partitions whose leadership by ID does not move: it cannot (naming them is all drain can do), or
+        drain leaves them alone (--force past a reassignment in flight)."""
+        return set(self.only_isr) | set(self.sole_replica) | set(self.skipped)
+
+
+def demoted(replicas: Sequence[int], broker_id: int) -> tuple[int, ...]:
+    """The replicas with broker_id moved to the end, the others keeping their order."""
+    return tuple(r for r in replicas if r != broker_id) + ((broker_id,) if broker_id in replicas else ())
+
+
+def plan_drain(parts: Iterable[PartitionView], broker_id: int, skip_in_flight: bool = False) -> DrainPlan:
+    """What `drain broker_id` does to each partition that has it as a replica.
+
+    A partition with a reassignment in flight is affected (listed in `in_flight`); with
+    `skip_in_flight` (--force) it is left alone: reordering it would replace the reassignment's target.
+    """
+    plan = DrainPlan(broker_id)
+    for p in sorted(parts, key=lambda x: x.key):
+        if broker_id not in p.replicas:
+            continue
+        plan.hosted.append(p)
+        if p.reassigning:
+            plan.in_flight.append(p.key)
+            if skip_in_flight:
+                plan.skipped.append(p.key)
+                continue
+        if len(p.replicas) == 1:
+            if p.leader == broker_id:
+                plan.sole_replica.append(p.key)
+            continue
+        target = demoted(p.replicas, broker_id)
+        if target != tuple(p.replicas):
+            plan.reorder[p.key] = target
+        if p.leader == broker_id:
+            if set(p.isr) <= {broker_id}:
+                plan.only_isr.append(p.key)
+            else:
+                plan.elect.append(p.key)
+        elif p.leader != target[0] and target[0] in p.isr:
+            plan.elect.append(p.key)  # the new first replica is in sync: elect it, as Kafka's rebalance would
+    return plan
+
+
+def led_by(parts: Iterable[PartitionView], broker_id: int, keys: set[Key] | None = None) -> list[Key]:
+    """The partitions (among `keys`, default all) that broker_id leads."""
+    return sorted(p.key for p in parts if p.leader == broker_id and (keys is None or p.key in keys))
+
+
+def drain_file(broker_id: int, plan: DrainPlan, created: str, cluster: Mapping[str, Any]) -> dict[str, Any]:
+    """The saved original order (versioned JSON), for `undrain --from`: every partition ID hosts (those
+    left alone by --force excepted), so undrain elects each one's preferred leader again, reordered or not."""
+    return {
+        "version": FILE_VERSION,
+        "kind": FILE_KIND,
+        "broker_id": broker_id,
+        "created": created,
+        "cluster": dict(cluster),
+        "partitions": [{"topic": p.topic, "partition": p.partition, "replicas": list(p.replicas)}
+                       for p in plan.hosted if p.key not in plan.skipped],
+    }
+
+
+class BadDrainFile(ValueError):
+    pass
+
+
+def parse_drain_file(doc: Any, broker_id: int) -> dict[Key, tuple[int, ...]]:
+    """{(topic, partition): original replicas} from a drain file; BadDrainFile says what is wrong."""
+    if not isinstance(doc, dict) or doc.get("kind") != FILE_KIND:
+        raise BadDrainFile("not a kadmin drain file (no \"kind\": \"kadmin-drain\")")
+    if doc.get("version") != FILE_VERSION:
+        raise BadDrainFile(f"drain file version {doc.get('version')!r} is not supported (this kadmin reads "
+                           f"version {FILE_VERSION})")
+    if doc.get("broker_id") != broker_id:
+        raise BadDrainFile(f"the file is for broker {doc.get('broker_id')!r}, not {broker_id}")
+    out: dict[Key, tuple[int, ...]] = {}
+    parts = doc.get("partitions")
+    if not isinstance(parts, list):
+        raise BadDrainFile("\"partitions\" is not a list")
+    for i, p in enumerate(parts):
+        ok = (isinstance(p, dict) and isinstance(p.get("topic"), str) and type(p.get("partition")) is int
+              and isinstance(p.get("replicas"), list) and p["replicas"]
+              and all(type(r) is int for r in p["replicas"]) and len(set(p["replicas"])) == len(p["replicas"]))
+        if not ok:
+            raise BadDrainFile(f"partitions[{i}] is not {{\"topic\": str, \"partition\": int, \"replicas\": "
+                               "[distinct ints]}")
+        out[(p["topic"], p["partition"])] = tuple(p["replicas"])
+    return out
+
+
+@dataclass
+class UndrainPlan:
+    broker_id: int
+    restore: dict[Key, tuple[int, ...]] = field(default_factory=dict)  # saved order to put back
+    already: list[Key] = field(default_factory=list)  # already in the saved order
+    changed: list[Key] = field(default_factory=list)  # the replica set changed since the drain: left alone
+    gone: list[Key] = field(default_factory=list)  # no longer exists
+    in_flight: list[Key] = field(default_factory=list)
+    skipped: list[Key] = field(default_factory=list)
+    elect: list[Key] = field(default_factory=list)  # every saved partition whose saved order now applies
+
+    def preferred(self, saved: Mapping[Key, tuple[int, ...]]) -> dict[Key, int]:
+        return {k: saved[k][0] for k in self.elect}
+
+
+def plan_undrain(saved: Mapping[Key, tuple[int, ...]], parts: Iterable[PartitionView], broker_id: int,
+                 skip_in_flight: bool = False) -> UndrainPlan:
+    """Put back each saved order whose replica set is still the same set (no data moves)."""
+    now = {p.key: p for p in parts}
+    plan = UndrainPlan(broker_id)
+    for key in sorted(saved):
+        p = now.get(key)
+        if p is None:
+            plan.gone.append(key)
+            continue
+        if set(p.replicas) != set(saved[key]):
+            plan.changed.append(key)
+            continue
+        if p.reassigning:
+            plan.in_flight.append(key)
+            if skip_in_flight:
+                plan.skipped.append(key)
+                continue
+        if tuple(p.replicas) == saved[key]:
+            plan.already.append(key)
+        else:
+            plan.restore[key] = saved[key]
+        plan.elect.append(key)
+    return plan
+
+
+def not_preferred(parts: Iterable[PartitionView], preferred: Mapping[Key, int]) -> list[Key]:
+    """Partitions (of `preferred`) whose leader is not the preferred one although it is in sync."""
+    out = []
+    for p in parts:
+        want = preferred.get(p.key)
+        if want is not None and p.leader != want and want in p.isr:
+            out.append(p.key)
+    return sorted(out)
+
+
+def keys_text(keys: Iterable[Key], limit: int = 10) -> str:
+    ks = sorted(keys)
+    text = ", ".join(f"{t}-{p}" for t, p in ks[:limit])
+    return text + (f" and {len(ks) - limit} more" if len(ks) > limit else "")
+
+
+def keys_json(keys: Iterable[Key]) -> list[dict[str, Any]]:
+    return [{"topic": t, "partition": p} for t, p in sorted(keys)]

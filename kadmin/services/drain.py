@@ -1,0 +1,316 @@
+"""`kadmin brokers drain ID` / `undrain ID --from FILE`: leadership drain without stopping the broker.
+
+Cruise Control's demote: a reassignment that only reorders each partition's replicas so that ID is
+last (the replica set is unchanged: no data moves), then preferred-leader elections. The original
+order is saved first (kadmin/domain/drain.py's versioned file); `undrain` puts it back and elects the
+preferred leaders again. Afterwards the leaders are read again until the goal holds or the deadline
+passes, polling every 0.1 s growing by half up to 1 s; elections are asked again (at most every 2 s)
+for partitions that have not moved yet.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import time
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any, Protocol
+
+from kadmin import interrupts
+from kadmin.domain import drain as dom
+from kadmin.domain.drain import Key, PartitionView
+from kadmin.errors import UsageError
+from kadmin.exit_codes import ExitCode
+from kadmin.services.result import Result
+
+POLL_FIRST, POLL_GROWTH, POLL_MAX = 0.1, 1.5, 1.0
+REELECT_EVERY = 2.0
+
+ONLY_ISR_NOTE = ("broker {id} is the only in-sync replica of {keys}: no other replica may take over, so it keeps "
+                 "leading them (wait for the followers to catch up: `kadmin partitions list --under-replicated`, "
+                 "then drain again)")
+SOLE_REPLICA_NOTE = "broker {id} is the only replica of {keys}: there is nothing to move their leadership to"
+
+
+class DrainBackend(Protocol):
+    mode: str
+    where: str
+
+    def partitions(self, in_flight: bool = True) -> list[PartitionView]: ...
+
+    def reassign(self, plan: Mapping[Key, tuple[int, ...]]) -> dict[Key, str]: ...
+
+    def reassigned(self, keys: Iterable[Key]) -> bool: ...
+
+    def elect_preferred(self, keys: Iterable[Key]) -> dict[Key, str]: ...
+
+    def close(self) -> None: ...
+
+
+def default_dir(env: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if env is None else env
+    base = env.get("XDG_STATE_HOME") or str(Path(env.get("HOME", "~")).expanduser() / ".local" / "state")
+    return Path(base) / "kadmin" / "drain"
+
+
+def _now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.timezone.utc)
+
+
+def default_path(broker_id: int, now: datetime.datetime | None = None) -> Path:
+    stamp = (now or _now()).strftime("%Y%m%dT%H%M%S.%fZ")
+    return default_dir() / f"broker-{broker_id}-{stamp}.json"
+
+
+def write_file(path: Path, doc: Mapping[str, Any]) -> None:
+    """Write the drain file once (never over an existing one: that would lose an original order)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with open(path, "x", encoding="utf-8") as f:
+            json.dump(doc, f, indent=2)
+            f.write("\n")
+    except FileExistsError:
+        raise UsageError(f"{path} exists: it may hold the order of an earlier drain; give another --save FILE") \
+            from None
+    except OSError as e:
+        raise UsageError(f"cannot write {path}: {e.strerror or e}") from e
+
+
+def read_file(path: Path, broker_id: int) -> dict[Key, tuple[int, ...]]:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise UsageError(f"--from {path}: {e.strerror or e}") from e
+    except ValueError as e:
+        raise UsageError(f"--from {path}: not JSON: {e}") from e
+    try:
+        return dom.parse_drain_file(doc, broker_id)
+    except dom.BadDrainFile as e:
+        raise UsageError(f"--from {path}: {e}") from e
+
+
+def _poll(backend: DrainBackend, left: Callable[[], float], done: Callable[[list[PartitionView]], bool],
+          reelect: Callable[[list[PartitionView]], None] | None, sleep: Callable[[float], None],
+          clock: Callable[[], float]) -> list[PartitionView]:
+    """Read the partitions until `done` holds or time is up; the last reading."""
+    interval = POLL_FIRST
+    last_elect = clock()
+    while True:
+        parts = backend.partitions(in_flight=False)
+        if done(parts) or left() <= 0 or interrupts.pending():
+            return parts
+        if reelect is not None and clock() - last_elect >= REELECT_EVERY:
+            reelect(parts)
+            last_elect = clock()
+        sleep(min(interval, max(left(), 0.0)))
+        interval = min(interval * POLL_GROWTH, POLL_MAX)
+
+
+def _wait_reassigned(backend: DrainBackend, keys: list[Key], left: Callable[[], float],
+                     sleep: Callable[[float], None]) -> bool:
+    interval = POLL_FIRST
+    while not backend.reassigned(keys):
+        if left() <= 0 or interrupts.pending():
+            return False
+        sleep(min(interval, max(left(), 0.0)))
+        interval = min(interval * POLL_GROWTH, POLL_MAX)
+    return True
+
+
+def _wait_election_free(backend: DrainBackend, left: Callable[[], float], sleep: Callable[[float], None]) -> bool:
+    """ZooKeeper mode: one /admin/preferred_replica_election at a time (the controller deletes it when done)."""
+    elected = getattr(backend, "elected", None)
+    if elected is None:
+        return True
+    interval = POLL_FIRST
+    while not elected():
+        if left() <= 0 or interrupts.pending():
+            return False
+        sleep(min(interval, max(left(), 0.0)))
+        interval = min(interval * POLL_GROWTH, POLL_MAX)
+    return True
+
+
+def _elect(backend: DrainBackend, keys: list[Key], left: Callable[[], float],
+           sleep: Callable[[float], None]) -> dict[Key, str]:
+    if not keys:
+        return {}
+    if not _wait_election_free(backend, left, sleep):
+        return {k: "ELECTION_IN_PROGRESS (another preferred-replica election did not finish)" for k in keys}
+    return backend.elect_preferred(keys)
+
+
+def _errors_json(errors: Mapping[Key, str]) -> list[dict[str, Any]]:
+    return [{"topic": t, "partition": p, "error": e} for (t, p), e in sorted(errors.items())]
+
+
+def _reorder_json(plan: Mapping[Key, tuple[int, ...]], before: Mapping[Key, tuple[int, ...]]) -> list[dict[str, Any]]:
+    return [{"topic": t, "partition": p, "replicas": list(before[(t, p)]), "new_replicas": list(r)}
+            for (t, p), r in sorted(plan.items())]
+
+
+def drain(backend: DrainBackend, broker_id: int, *, save: Path | None, dry_run: bool, force: bool, timeout: float,
+          sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic) -> Result:
+    deadline = clock() + timeout
+
+    def left() -> float:
+        return deadline - clock()
+
+    parts = backend.partitions()
+    plan = dom.plan_drain(parts, broker_id, skip_in_flight=force)
+    before = {p.key: p.replicas for p in parts}
+    path = save or default_path(broker_id)
+    data: dict[str, Any] = {
+        "drain_version": dom.FILE_VERSION,
+        "broker_id": broker_id,
+        "mode": backend.mode,
+        "dry_run": dry_run,
+        "file": None if dry_run else str(path),
+        "hosted": len(plan.hosted),
+        "led_before": len(dom.led_by(parts, broker_id)),
+        "reorder": _reorder_json(plan.reorder, before),
+        "elect": dom.keys_json(plan.elect),
+        "in_flight": dom.keys_json(plan.in_flight),
+        "skipped": dom.keys_json(plan.skipped),
+        "only_isr": dom.keys_json(plan.only_isr),
+        "sole_replica": dom.keys_json(plan.sole_replica),
+        "refused": [],
+        "remaining": [],
+    }
+    warnings = []
+    notes = []
+    if plan.only_isr:
+        notes.append(ONLY_ISR_NOTE.format(id=broker_id, keys=dom.keys_text(plan.only_isr)))
+    if plan.sole_replica:
+        notes.append(SOLE_REPLICA_NOTE.format(id=broker_id, keys=dom.keys_text(plan.sole_replica)))
+    if plan.in_flight and not force:
+        return Result(command="brokers drain", data=data, warnings=notes, exit_code=ExitCode.UNSAFE,
+                      message=f"refused: a reassignment is in flight for {dom.keys_text(plan.in_flight)}, which "
+                      f"broker {broker_id} hosts; wait for it to finish, or use --force to leave those partitions "
+                      "alone and drain the rest")
+    if plan.skipped:
+        warnings.append(f"--force: left alone (a reassignment is in flight): {dom.keys_text(plan.skipped)}")
+    if dry_run:
+        msg = (f"would reorder {len(plan.reorder)} of the {len(plan.hosted)} partitions broker {broker_id} hosts "
+               f"(it goes last) and elect preferred leaders for {len(plan.elect)}; the original order would be saved "
+               f"to {path}")
+        lines = "".join(f"{r['topic']}\t{r['partition']}\t{','.join(map(str, r['replicas']))}\t"
+                        f"{','.join(map(str, r['new_replicas']))}\n" for r in data["reorder"])
+        return Result(command="brokers drain", data=data, warnings=warnings + notes, message=msg, plain=lines)
+    write_file(path, dom.drain_file(broker_id, plan, _now().isoformat(), {"mode": backend.mode,
+                                                                          "where": backend.where}))
+    # From here the cluster may change: a Ctrl-C is held back until the outcome is reported
+    # (kadmin/interrupts.py); the waits stop early and say what holds then. The file is already saved.
+    interrupts.arm()
+    refused = backend.reassign(plan.reorder)
+    if not _wait_reassigned(backend, [k for k in plan.reorder if k not in refused], left, sleep):
+        warnings.append("the reordering was not complete before the deadline")
+    refused.update(_elect(backend, [k for k in plan.elect if k not in refused], left, sleep))
+    stuck = plan.stuck
+
+    def done(now: list[PartitionView]) -> bool:
+        return set(dom.led_by(now, broker_id)) <= stuck
+
+    def reelect(now: list[PartitionView]) -> None:
+        again = [k for k in dom.led_by(now, broker_id) if k not in stuck and k not in refused]
+        if again and _wait_election_free(backend, lambda: min(left(), 1.0), sleep):
+            backend.elect_preferred(again)
+
+    final = _poll(backend, left, done, reelect, sleep, clock)
+    remaining = dom.led_by(final, broker_id)
+    data["refused"] = _errors_json({k: v for k, v in refused.items() if k in set(remaining) or k in plan.reorder})
+    data["remaining"] = dom.keys_json(remaining)
+    data["led_after"] = len(remaining)
+    if remaining:
+        return Result(command="brokers drain", data=data, warnings=warnings + notes, plain=f"{path}\n",
+                      exit_code=ExitCode.CONDITION_NOT_MET,
+                      message=f"broker {broker_id} still leads {len(remaining)} partition(s): "
+                      f"{dom.keys_text(remaining)}; the original order is saved in {path}")
+    return Result(command="brokers drain", data=data, warnings=warnings + notes, plain=f"{path}\n",
+                  message=f"broker {broker_id} leads no partition; the original order is saved in {path} "
+                  f"(undo: kadmin brokers undrain {broker_id} --from {path})")
+
+
+def undrain(backend: DrainBackend, broker_id: int, source: Path, *, dry_run: bool, force: bool, timeout: float,
+            sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic) -> Result:
+    deadline = clock() + timeout
+
+    def left() -> float:
+        return deadline - clock()
+
+    saved = read_file(source, broker_id)
+    parts = backend.partitions()
+    plan = dom.plan_undrain(saved, parts, broker_id, skip_in_flight=force)
+    before = {p.key: p.replicas for p in parts}
+    preferred = plan.preferred(saved)
+    data: dict[str, Any] = {
+        "drain_version": dom.FILE_VERSION,
+        "broker_id": broker_id,
+        "mode": backend.mode,
+        "dry_run": dry_run,
+        "file": str(source),
+        "saved": len(saved),
+        "restore": _reorder_json(plan.restore, before),
+        "already": dom.keys_json(plan.already),
+        "changed": dom.keys_json(plan.changed),
+        "gone": dom.keys_json(plan.gone),
+        "in_flight": dom.keys_json(plan.in_flight),
+        "skipped": dom.keys_json(plan.skipped),
+        "elect": dom.keys_json(plan.elect),
+        "refused": [],
+        "not_preferred": [],
+    }
+    warnings = []
+    if plan.changed:
+        warnings.append(f"the replica set changed since the drain, left as it is: {dom.keys_text(plan.changed)}")
+    if plan.gone:
+        warnings.append(f"no longer exist: {dom.keys_text(plan.gone)}")
+    if plan.in_flight and not force:
+        return Result(command="brokers undrain", data=data, warnings=warnings, exit_code=ExitCode.UNSAFE,
+                      message=f"refused: a reassignment is in flight for {dom.keys_text(plan.in_flight)}; wait for "
+                      "it to finish, or use --force to leave those partitions alone")
+    if plan.skipped:
+        warnings.append(f"--force: left alone (a reassignment is in flight): {dom.keys_text(plan.skipped)}")
+    if dry_run:
+        return Result(command="brokers undrain", data=data, warnings=warnings,
+                      message=f"would restore the saved order of {len(plan.restore)} partition(s) and elect "
+                      f"preferred leaders for {len(plan.elect)}")
+    interrupts.arm()  # as in drain: from here a Ctrl-C is reported with the outcome
+    refused = backend.reassign(plan.restore)
+    if not _wait_reassigned(backend, [k for k in plan.restore if k not in refused], left, sleep):
+        warnings.append("the reordering was not complete before the deadline")
+    refused.update(_elect(backend, [k for k in plan.elect if k not in refused], left, sleep))
+    targets = {k: v for k, v in preferred.items() if k not in refused or k in plan.already}
+
+    def behind(now: list[PartitionView]) -> list[Key]:
+        """Saved partitions not led by their preferred replica (in sync or not: the goal is the saved leader)."""
+        by_key = {p.key: p for p in now}
+        return sorted(k for k, want in targets.items() if k in by_key and by_key[k].leader != want)
+
+    def reelect(now: list[PartitionView]) -> None:
+        by_key = {p.key: p for p in now}
+        again = [k for k in behind(now) if targets[k] in by_key[k].isr]
+        if again and _wait_election_free(backend, lambda: min(left(), 1.0), sleep):
+            backend.elect_preferred(again)
+
+    final = _poll(backend, left, lambda now: not behind(now), reelect, sleep, clock)
+    lagging = behind(final)
+    by_key = {p.key: p for p in final}
+    data["refused"] = _errors_json({k: v for k, v in refused.items() if k in set(lagging)})
+    data["not_preferred"] = [{"topic": t, "partition": p, "preferred": targets[(t, p)],
+                              "leader": by_key[(t, p)].leader,
+                              "preferred_in_sync": targets[(t, p)] in by_key[(t, p)].isr}
+                             for t, p in lagging]
+    data["led_after"] = len(dom.led_by(final, broker_id))
+    if lagging:
+        out_of_sync = [k for k in lagging if targets[k] not in by_key[k].isr]
+        why = (f" (not in sync, so not electable: {dom.keys_text(out_of_sync)}; `kadmin brokers wait {broker_id} "
+               "--in-sync` first)") if out_of_sync else ""
+        return Result(command="brokers undrain", data=data, warnings=warnings, exit_code=ExitCode.CONDITION_NOT_MET,
+                      message=f"{len(lagging)} partition(s) are not led by their preferred replica: "
+                      f"{dom.keys_text(lagging)}{why}")
+    return Result(command="brokers undrain", data=data, warnings=warnings,
+                  message=f"restored the order of {len(plan.restore)} partition(s); every saved partition is led by "
+                  f"its preferred replica (broker {broker_id} leads {data['led_after']})")

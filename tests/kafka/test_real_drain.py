@@ -1,0 +1,375 @@
+"""`kadmin brokers drain` / `undrain` against real Apache Kafka: 3.9.1 in ZooKeeper mode, 4.3.1 in KRaft.
+
+ZooKeeper mode: three real 3.9.1 brokers under a chroot of the session's ZooKeeper, drained both ways
+kadmin offers: Kafka's admin znodes (--zookeeper only) and the Kafka protocol (--bootstrap-server too).
+KRaft: a 4.3.1 sandbox (3 controllers + 3 brokers) started once through kadmin's own CLI.
+
+What is checked is what Kafka's own TopicCommand says: after `drain` the broker leads nothing and every
+replica set is the same set as before (only the order changed: no data moved); after `undrain` the
+original order is back and every partition is led by its original preferred replica. A reassignment
+held in flight by a 1 B/s throttle makes drain refuse (exit 7); a partition whose only in-sync replica
+is the broker is named. Nothing waits on time: every wait is on TopicCommand's answer or a znode.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kadmin.sandbox.zkserver import Ensemble
+from tests.support.kafka import (
+    KAFKA_4,
+    REASSIGN_COMMAND,
+    TOPIC_COMMAND,
+    RealCluster,
+    kafka_home,
+    parse_partition_lines,
+    produce,
+    tool,
+    wait_for,
+    zk_mode_cluster,
+)
+
+pytestmark = [pytest.mark.kafka, pytest.mark.integration, pytest.mark.slow]
+
+IDS = (1, 2, 3)
+WAIT = 240.0  # generous: two busy cores, other suites running alongside
+# No automatic preferred-leader rebalance moving leaders in the middle of a check.
+BROKER_EXTRA = {"auto.leader.rebalance.enable": "false"}
+Key = tuple[str, int]
+Assignment = dict[int, list[int]]
+
+
+def layout() -> Assignment:
+    """Each broker first, second and last somewhere (RF 3: Kafka wants one replica count per topic)."""
+    return {0: [1, 2, 3], 1: [2, 3, 1], 2: [3, 1, 2], 3: [1, 3, 2], 4: [2, 1, 3], 5: [3, 2, 1]}
+
+
+def new_topic(bootstrap: str, assignment: Mapping[int, list[int]], prefix: str = "drain") -> str:
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    name = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=60000)
+    try:
+        admin.create_topics([NewTopic(name, replica_assignments=dict(assignment))], timeout_ms=60000)
+    finally:
+        admin.close()
+    return name
+
+
+def topic_state(home: Path, bootstrap: str, topics: list[str] | None = None) -> dict[Key, tuple[int, list[int],
+                                                                                              list[int]]]:
+    """TopicCommand --describe: {(topic, partition): (leader, replicas, isr)}; leader none is -1."""
+    args = ["--bootstrap-server", bootstrap, "--describe"]
+    out = tool(home, TOPIC_COMMAND, *args, *(["--topic", "|".join(topics)] if topics else [])).stdout
+    parts = parse_partition_lines(out)
+
+    def ints(s: str) -> list[int]:
+        return [int(x) for x in s.split(",") if x]
+
+    return {k: (-1 if f["Leader"] == "none" else int(f["Leader"]), ints(f["Replicas"]), ints(f["Isr"]))
+            for k, f in parts.items()}
+
+
+def wait_state(home: Path, bootstrap: str, topics: list[str] | None, ok: Any, what: str) -> dict[Key, Any]:
+    def check() -> dict[Key, Any] | None:
+        st = topic_state(home, bootstrap, topics)
+        return st if st and ok(st) else None
+    return wait_for(check, WAIT, what, interval=0.5)
+
+
+def healthy(assignments: Mapping[str, Assignment]) -> Any:
+    """Every partition led by its first replica with a full ISR, replicas in the created order."""
+    def ok(st: Mapping[Key, tuple[int, list[int], list[int]]]) -> bool:
+        want = {(t, p): r for t, a in assignments.items() for p, r in a.items()}
+        return all(k in st and st[k][1] == r and st[k][0] == r[0] and sorted(st[k][2]) == sorted(r)
+                   for k, r in want.items())
+    return ok
+
+
+def drained(st: Mapping[Key, tuple[int, list[int], list[int]]], assignments: Mapping[str, Assignment],
+            broker: int) -> bool:
+    """What TopicCommand shows once drained (its brokers' metadata may trail the controller by a moment)."""
+    try:
+        assert_drained(st, assignments, broker)
+    except AssertionError:
+        return False
+    return True
+
+
+def assert_drained(st: Mapping[Key, tuple[int, list[int], list[int]]], assignments: Mapping[str, Assignment],
+                   broker: int) -> None:
+    for (t, p), (leader, replicas, _isr) in st.items():
+        if t not in assignments:
+            continue
+        before = assignments[t][p]
+        assert sorted(replicas) == sorted(before), f"{t}-{p}: replica set changed {before} -> {replicas}"
+        assert leader != broker, f"{t}-{p} still led by {broker}: {st[(t, p)]}"
+        if broker in before and len(before) > 1:
+            assert replicas[-1] == broker and [r for r in replicas if r != broker] == [
+                r for r in before if r != broker], f"{t}-{p}: {before} -> {replicas}"
+
+
+# ---------------------------------------------------------------------------------------------------
+# ZooKeeper mode (Kafka 3.9.1)
+
+
+@pytest.fixture(scope="module")
+def kafka(zk_server: Ensemble, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealCluster]:
+    with zk_mode_cluster(zk_server, tmp_path_factory.mktemp("kafka39-drain"), IDS, chroot_prefix="kdrain",
+                         extra=BROKER_EXTRA) as cluster:
+        yield cluster
+
+
+def zk_topic(k: RealCluster, assignment: Assignment) -> str:
+    name = new_topic(k.bootstrap, assignment)
+    wait_state(k.home, k.bootstrap, [name], healthy({name: assignment}), f"{name} created and in sync")
+    return name
+
+
+@pytest.mark.parametrize("via", ["znodes", "protocol"])
+def test_zk_drain_then_undrain(kafka: RealCluster, tmp_path: Path, via: str) -> None:
+    a = layout()
+    topic = zk_topic(kafka, a)
+    extra = ["--bootstrap-server", kafka.bootstrap] if via == "protocol" else []
+    saved = tmp_path / "drain-1.json"
+
+    code, doc, err = kafka.run.json("brokers", "drain", "1", "--dry-run", "--save", str(saved), *extra)
+    assert code == 0, err
+    assert not saved.exists() and doc["data"]["dry_run"] is True
+    assert {(r["topic"], r["partition"]) for r in doc["data"]["reorder"] if r["topic"] == topic} == {
+        (topic, p) for p, r in a.items() if 1 in r and r[-1] != 1}
+
+    if via == "znodes":  # the default file: under $XDG_STATE_HOME/kadmin/drain/, its path on stdout (plain)
+        r = kafka.run("brokers", "drain", "1", "-o", "plain")
+        assert r.exit_code == 0, r.stderr
+        saved = Path(r.stdout.strip())
+        assert saved.parent == Path(os.environ["XDG_STATE_HOME"]) / "kadmin" / "drain" and saved.is_file()
+        assert "leads no partition" in r.stderr and f"undrain 1 --from {saved}" in r.stderr
+    else:
+        code, doc, err = kafka.run.json("brokers", "drain", "1", "--save", str(saved), *extra)
+        assert code == 0, err
+        d = doc["data"]
+        assert d["mode"] == "protocol" and d["remaining"] == [] and d["led_before"] > 0
+        assert d["file"] == str(saved) and str(saved) in err
+    # TopicCommand, every topic (internal ones too)
+    wait_state(kafka.home, kafka.bootstrap, None, lambda st: drained(st, {topic: a}, 1) and all(
+        leader != 1 for leader, _, _ in st.values()), "broker 1 leading nothing, per TopicCommand")
+    f = json.loads(saved.read_text())
+    assert (f["version"], f["kind"], f["broker_id"]) == (1, "kadmin-drain", 1)
+    assert {(p["topic"], p["partition"]): p["replicas"] for p in f["partitions"] if p["topic"] == topic} == {
+        (topic, p): r for p, r in a.items() if 1 in r}
+
+    code, doc, err = kafka.run.json("brokers", "undrain", "1", "--from", str(saved), *extra)
+    assert code == 0, err
+    assert doc["data"]["not_preferred"] == []
+    wait_state(kafka.home, kafka.bootstrap, [topic], healthy({topic: a}), "the original leaders and order back")
+
+
+def test_zk_drain_names_the_partitions_it_is_the_only_in_sync_replica_of(kafka: RealCluster,
+                                                                          tmp_path: Path) -> None:
+    a = {0: [2, 3], 1: [3, 2]}
+    topic = zk_topic(kafka, a)
+    b3 = kafka.brokers[3]
+    b3.stop()
+    try:
+        wait_state(kafka.home, kafka.brokers[1].bootstrap, [topic],
+                   lambda st: st[(topic, 0)][2] == [2] and st[(topic, 1)][0] == 2, "ISR of 2 only")
+        saved = tmp_path / "d.json"
+        code, doc, err = kafka.run.json("brokers", "drain", "2", "--save", str(saved), "--timeout", "20")
+        assert code == 1, err
+        assert {(r["topic"], r["partition"]) for r in doc["data"]["only_isr"]} >= {(topic, 0), (topic, 1)}
+        assert {(topic, 0), (topic, 1)} <= {(r["topic"], r["partition"]) for r in doc["data"]["remaining"]}
+        assert "only in-sync replica" in err and f"{topic}-0" in err
+    finally:
+        kafka.ready(timeout=WAIT)  # restarts broker 3
+    # once in sync again, undrain gives broker 2 back what it preferred to lead
+    wait_state(kafka.home, kafka.bootstrap, [topic], lambda st: all(len(v[2]) == 2 for v in st.values()),
+               "ISR full again")
+    code, doc, err = kafka.run.json("brokers", "undrain", "2", "--from", str(saved))
+    assert code == 0, err
+    wait_state(kafka.home, kafka.bootstrap, [topic], healthy({topic: a}), "the original leaders and order back")
+
+
+def hold_reassignment(home: Path, bootstrap: str, work: Path, leader: int, target: list[int],
+                      produce_to: Any) -> tuple[str, Path]:
+    """A topic on `leader` alone being moved to `target` under a 1 B/s throttle: held in flight."""
+    topic = new_topic(bootstrap, {0: [leader]}, prefix="moving")
+    produce_to(topic)
+    plan = {"version": 1, "partitions": [{"topic": topic, "partition": 0, "replicas": target,
+                                          "log_dirs": ["any"] * len(target)}]}
+    f = work / f"reassign-{topic}.json"
+    f.write_text(json.dumps(plan))
+    tool(home, REASSIGN_COMMAND, "--bootstrap-server", bootstrap, "--reassignment-json-file", str(f), "--execute",
+         "--throttle", "1")
+    return topic, f
+
+
+def cancel(home: Path, bootstrap: str, plan: Path) -> None:
+    tool(home, REASSIGN_COMMAND, "--bootstrap-server", bootstrap, "--reassignment-json-file", str(plan), "--cancel")
+
+
+@pytest.mark.parametrize("via", ["znodes", "protocol"])
+def test_zk_drain_refuses_while_a_reassignment_is_in_flight(kafka: RealCluster, tmp_path: Path, via: str) -> None:
+    kafka.ready(timeout=WAIT)
+    a = layout()
+    other = zk_topic(kafka, a)
+    topic, plan = hold_reassignment(kafka.home, kafka.bootstrap, tmp_path, 1, [2, 3],
+                                    lambda t: produce(kafka, t, 0, count=4000, size=1000))
+    extra = ["--bootstrap-server", kafka.bootstrap] if via == "protocol" else []
+    try:
+        wait_state(kafka.home, kafka.bootstrap, [topic], lambda st: st[(topic, 0)][1] == [2, 3, 1],
+                   f"{topic}-0 being reassigned")
+        saved = tmp_path / "d.json"
+        code, doc, err = kafka.run.json("brokers", "drain", "1", "--save", str(saved), *extra)
+        assert code == 7, err
+        assert doc["data"]["in_flight"] == [{"topic": topic, "partition": 0}]
+        assert f"{topic}-0" in err and "--force" in err and not saved.exists()
+        st = topic_state(kafka.home, kafka.bootstrap, [other])
+        assert all(st[(other, p)][:2] == (r[0], r) for p, r in a.items())  # nothing changed
+        # --force drains the rest and leaves the reassigning partition alone: still led by 1, named
+        code, doc, err = kafka.run.json("brokers", "drain", "1", "--force", "--save", str(saved), "--timeout", "30",
+                                        *extra)
+        assert code == 1, err
+        d = doc["data"]
+        assert {"topic": topic, "partition": 0} in d["remaining"] and {"topic": topic, "partition": 0} in d["skipped"]
+        assert all(r in d["skipped"] or r in d["sole_replica"] for r in d["remaining"])  # earlier tests' RF-1 topics
+        wait_state(kafka.home, kafka.bootstrap, [other], lambda st: drained(st, {other: a}, 1), "the rest drained")
+        assert topic_state(kafka.home, kafka.bootstrap, [topic])[(topic, 0)][1] == [2, 3, 1]  # untouched
+        code, doc, err = kafka.run.json("brokers", "undrain", "1", "--from", str(saved), *extra)
+        assert code == 0, err
+    finally:
+        cancel(kafka.home, kafka.bootstrap, plan)
+    wait_state(kafka.home, kafka.bootstrap, [topic], lambda st: st[(topic, 0)][1] == [1], "reassignment cancelled")
+    wait_state(kafka.home, kafka.bootstrap, [other], healthy({other: a}), "the original leaders and order back")
+
+
+# ---------------------------------------------------------------------------------------------------
+# KRaft (Kafka 4.3.1 sandbox: 3 controllers + brokers 1-3)
+
+
+class Sandbox:
+    def __init__(self, directory: Path) -> None:
+        self.dir = directory
+        self.env = {**os.environ, "KADMIN_SANDBOX_DIR": str(directory)}
+        for var in ("KADMIN_ZOOKEEPER", "KADMIN_BOOTSTRAP_SERVER", "KADMIN_BOOTSTRAP_CONTROLLER", "KADMIN_CONTEXT",
+                    "KADMIN_KAFKA_HOME"):
+            self.env.pop(var, None)
+        self.home = kafka_home(KAFKA_4)
+        self.bootstrap = ""
+
+    def run(self, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "kadmin", *args], capture_output=True, text=True,
+                              env=self.env, timeout=timeout, stdin=subprocess.DEVNULL)
+
+    def json(self, *args: str) -> tuple[int, dict[str, Any], str]:
+        r = self.run(*args, "-o", "json")
+        return r.returncode, json.loads(r.stdout) if r.stdout.strip() else {}, r.stderr
+
+    def pids(self) -> list[int]:
+        st = json.loads((self.dir / "state.json").read_text())
+        return [int(e["pid"]) for e in [*st["zookeeper"], *st.get("nodes", [])] if e.get("pid")]
+
+
+@pytest.fixture(scope="module")
+def kraft(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
+    import signal
+
+    from kadmin.sandbox.manager import process_identity
+
+    sb = Sandbox(tmp_path_factory.mktemp("kraft-drain") / "sb")
+    started: list[int] = []
+    try:
+        up = sb.run("sandbox", "up", "--kafka-home", str(sb.home), "--mode", "kraft", "--brokers", "3", "-o", "json")
+        assert up.returncode == 0, up.stderr
+        sb.bootstrap = json.loads(up.stdout)["data"]["bootstrap_servers"]
+        started = sb.pids()
+        yield sb
+    finally:
+        if (sb.dir / "state.json").exists():
+            started = started or sb.pids()
+            sb.run("sandbox", "down")
+        for pid in started:
+            if process_identity(pid) is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+
+
+def kraft_topic(sb: Sandbox, assignment: Assignment) -> str:
+    name = new_topic(sb.bootstrap, assignment)
+    wait_state(sb.home, sb.bootstrap, [name], healthy({name: assignment}), f"{name} created and in sync")
+    return name
+
+
+def test_kraft_drain_then_undrain(kraft: Sandbox, tmp_path: Path) -> None:
+    a = layout()
+    topic = kraft_topic(kraft, a)
+    saved = tmp_path / "drain-1.json"
+    code, doc, err = kraft.json("brokers", "drain", "1", "--bootstrap-server", kraft.bootstrap, "--save", str(saved))
+    assert code == 0, err
+    assert doc["data"]["mode"] == "protocol" and doc["data"]["remaining"] == []
+    wait_state(kraft.home, kraft.bootstrap, None, lambda st: drained(st, {topic: a}, 1) and all(
+        leader != 1 for leader, _, _ in st.values()), "broker 1 leading nothing, per TopicCommand")
+    code, doc, err = kraft.json("brokers", "undrain", "1", "--bootstrap-server", kraft.bootstrap, "--from",
+                                str(saved))
+    assert code == 0, err
+    wait_state(kraft.home, kraft.bootstrap, [topic], healthy({topic: a}), "the original leaders and order back")
+
+
+def test_kraft_drain_refuses_while_a_reassignment_is_in_flight(kraft: Sandbox, tmp_path: Path) -> None:
+    from kafka import KafkaProducer
+
+    def fill(topic: str) -> None:
+        producer = KafkaProducer(bootstrap_servers=kraft.bootstrap, acks=1, linger_ms=20, batch_size=256 * 1024)
+        try:
+            value = os.urandom(1000)
+            futures = [producer.send(topic, value=value, partition=0) for _ in range(4000)]
+            producer.flush(timeout=300)
+            for f in futures:
+                f.get(timeout=300)
+        finally:
+            producer.close(timeout=30)
+
+    topic, plan = hold_reassignment(kraft.home, kraft.bootstrap, tmp_path, 1, [2, 3], fill)
+    try:
+        wait_state(kraft.home, kraft.bootstrap, [topic], lambda st: sorted(st[(topic, 0)][1]) == [1, 2, 3],
+                   f"{topic}-0 being reassigned")
+        code, doc, err = kraft.json("brokers", "drain", "1", "--bootstrap-server", kraft.bootstrap, "--save",
+                                    str(tmp_path / "d.json"))
+        assert code == 7, err
+        assert doc["data"]["in_flight"] == [{"topic": topic, "partition": 0}] and f"{topic}-0" in err
+        assert not (tmp_path / "d.json").exists()
+    finally:
+        cancel(kraft.home, kraft.bootstrap, plan)
+
+
+def test_kraft_drain_names_the_partitions_it_is_the_only_in_sync_replica_of(kraft: Sandbox, tmp_path: Path) -> None:
+    a = {0: [2, 3]}
+    topic = kraft_topic(kraft, a)
+    code, _, err = kraft.json("sandbox", "kill", "3")
+    assert code == 0, err
+    try:
+        wait_state(kraft.home, kraft.bootstrap, [topic], lambda st: st[(topic, 0)][2] == [2], "ISR of 2 only")
+        code, doc, err = kraft.json("brokers", "drain", "2", "--bootstrap-server", kraft.bootstrap, "--save",
+                                    str(tmp_path / "d.json"), "--timeout", "20")
+        assert code == 1, err
+        assert {"topic": topic, "partition": 0} in doc["data"]["only_isr"]
+        assert {"topic": topic, "partition": 0} in doc["data"]["remaining"]
+        assert "only in-sync replica" in err and f"{topic}-0" in err
+    finally:
+        code, _, err = kraft.json("sandbox", "start", "3")
+        assert code == 0, err
+    wait_state(kraft.home, kraft.bootstrap, [topic], lambda st: sorted(st[(topic, 0)][2]) == [2, 3], "ISR full")
+    code, doc, err = kraft.json("brokers", "undrain", "2", "--bootstrap-server", kraft.bootstrap, "--from",
+                                str(tmp_path / "d.json"))
+    assert code == 0, err
+    wait_state(kraft.home, kraft.bootstrap, [topic], healthy({topic: a}), "the original leaders and order back")

@@ -1,0 +1,117 @@
+"""Leadership drain planning (kadmin/domain/drain.py) and the drain file's round trip."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kadmin.domain import drain as dom
+from kadmin.domain.drain import PartitionView
+from kadmin.errors import UsageError
+from kadmin.services.drain import default_dir, read_file, write_file
+from tests.conftest import Run
+
+
+def pv(topic: str, p: int, replicas: list[int], isr: list[int] | None = None, leader: int | None = None,
+       reassigning: bool = False) -> PartitionView:
+    return PartitionView(topic, p, tuple(replicas), tuple(replicas if isr is None else isr),
+                         replicas[0] if leader is None else leader, reassigning)
+
+
+def test_demoted_moves_only_the_broker_to_the_end() -> None:
+    assert dom.demoted([1, 2, 3], 1) == (2, 3, 1)
+    assert dom.demoted([2, 1, 3], 1) == (2, 3, 1)
+    assert dom.demoted([2, 3, 1], 1) == (2, 3, 1)
+    assert dom.demoted([2, 3], 1) == (2, 3)
+
+
+def test_plan_reorders_and_elects_only_what_the_broker_touches() -> None:
+    parts = [pv("t", 0, [1, 2, 3]), pv("t", 1, [2, 1, 3]), pv("t", 2, [2, 3, 1]), pv("t", 3, [2, 3]),
+             pv("t", 4, [2, 1, 3], leader=1)]
+    plan = dom.plan_drain(parts, 1)
+    assert plan.reorder == {("t", 0): (2, 3, 1), ("t", 1): (2, 3, 1), ("t", 4): (2, 3, 1)}
+    assert sorted(plan.elect) == [("t", 0), ("t", 4)]  # t-1 is led by 2 already, t-2 needs nothing
+    assert [p.key for p in plan.hosted] == [("t", 0), ("t", 1), ("t", 2), ("t", 4)]
+    assert plan.only_isr == plan.sole_replica == plan.in_flight == []
+    # the reorder keeps every replica set as it is: no data moves
+    for key, target in plan.reorder.items():
+        assert sorted(target) == sorted(next(p.replicas for p in parts if p.key == key))
+
+
+def test_plan_names_partitions_whose_only_in_sync_replica_is_the_broker() -> None:
+    parts = [pv("t", 0, [1, 2], isr=[1]), pv("t", 1, [2, 1], isr=[1], leader=1), pv("solo", 0, [1])]
+    plan = dom.plan_drain(parts, 1)
+    assert plan.only_isr == [("t", 0), ("t", 1)] and plan.sole_replica == [("solo", 0)]
+    assert plan.elect == [] and plan.stuck == {("t", 0), ("t", 1), ("solo", 0)}
+    assert plan.reorder == {("t", 0): (2, 1)}
+
+
+def test_plan_with_a_reassignment_in_flight() -> None:
+    parts = [pv("t", 0, [1, 2, 3]), pv("m", 0, [2, 3, 1], isr=[1], leader=1, reassigning=True),
+             pv("x", 0, [2, 3], reassigning=True)]  # not hosted by 1: not affected
+    plan = dom.plan_drain(parts, 1)
+    assert plan.in_flight == [("m", 0)] and plan.skipped == []
+    forced = dom.plan_drain(parts, 1, skip_in_flight=True)
+    assert forced.skipped == [("m", 0)] and ("m", 0) not in forced.reorder and ("m", 0) in forced.stuck
+    doc = dom.drain_file(1, forced, "now", {"mode": "protocol"})
+    assert [(p["topic"], p["partition"]) for p in doc["partitions"]] == [("t", 0)]
+
+
+def test_led_by_and_not_preferred() -> None:
+    parts = [pv("t", 0, [2, 1], leader=1), pv("t", 1, [1, 2], leader=2), pv("t", 2, [1, 2], isr=[2], leader=2)]
+    assert dom.led_by(parts, 1) == [("t", 0)]
+    assert dom.led_by(parts, 1, {("t", 1)}) == []
+    pref = {("t", 0): 2, ("t", 1): 1, ("t", 2): 1}
+    assert dom.not_preferred(parts, pref) == [("t", 0), ("t", 1)]  # t-2: its preferred is not in sync
+
+
+def test_undrain_plan_restores_same_sets_only() -> None:
+    saved = {("t", 0): (1, 2, 3), ("t", 1): (2, 1, 3), ("t", 2): (1, 2), ("gone", 0): (1, 2), ("m", 0): (1, 2)}
+    now = [pv("t", 0, [2, 3, 1]), pv("t", 1, [2, 1, 3]), pv("t", 2, [2, 3]), pv("m", 0, [2, 1], reassigning=True)]
+    plan = dom.plan_undrain(saved, now, 1)
+    assert plan.restore == {("t", 0): (1, 2, 3), ("m", 0): (1, 2)} and plan.already == [("t", 1)]
+    assert plan.changed == [("t", 2)] and plan.gone == [("gone", 0)] and plan.in_flight == [("m", 0)]
+    assert plan.preferred(saved) == {("m", 0): 1, ("t", 0): 1, ("t", 1): 2}
+    forced = dom.plan_undrain(saved, now, 1, skip_in_flight=True)
+    assert forced.skipped == [("m", 0)] and ("m", 0) not in forced.restore and ("m", 0) not in forced.elect
+
+
+def test_drain_file_round_trip_and_refusals(tmp_path: Path) -> None:
+    plan = dom.plan_drain([pv("t", 0, [1, 2, 3]), pv("t", 1, [2, 3, 1])], 1)
+    f = tmp_path / "sub" / "d.json"
+    write_file(f, dom.drain_file(1, plan, "2026-01-01T00:00:00+00:00", {"mode": "zookeeper"}))
+    assert read_file(f, 1) == {("t", 0): (1, 2, 3), ("t", 1): (2, 3, 1)}
+    with pytest.raises(UsageError, match="exists"):  # never overwrites an original order
+        write_file(f, {})
+    with pytest.raises(UsageError, match="for broker 1, not 2"):
+        read_file(f, 2)
+    doc = json.loads(f.read_text())
+    for bad, msg in ((dict(doc, version=2), "version 2 is not supported"), ({"x": 1}, "not a kadmin drain file"),
+                     (dict(doc, partitions=[{"topic": "t", "partition": "0", "replicas": [1]}]), r"partitions\[0\]"),
+                     (dict(doc, partitions=[{"topic": "t", "partition": 0, "replicas": [1, 1]}]), "distinct")):
+        g = tmp_path / f"bad-{len(msg)}.json"
+        g.write_text(json.dumps(bad))
+        with pytest.raises(UsageError, match=msg):
+            read_file(g, 1)
+    g = tmp_path / "notjson.json"
+    g.write_text("{")
+    with pytest.raises(UsageError, match="not JSON"):
+        read_file(g, 1)
+    with pytest.raises(UsageError, match="--from"):
+        read_file(tmp_path / "missing.json", 1)
+
+
+def test_default_dir_follows_xdg_state_home(tmp_path: Path) -> None:
+    assert default_dir({"XDG_STATE_HOME": str(tmp_path)}) == tmp_path / "kadmin" / "drain"
+    assert default_dir({"HOME": str(tmp_path)}) == tmp_path / ".local" / "state" / "kadmin" / "drain"
+
+
+def test_cli_refuses_bad_input_before_contacting_anything(run_nozk: Run, tmp_path: Path) -> None:
+    r = run_nozk("brokers", "undrain", "1", "--from", str(tmp_path / "missing.json"), "--zookeeper", "127.0.0.1:1")
+    assert r.exit_code == 2 and "missing.json" in r.stderr
+    r = run_nozk("brokers", "drain", "1", "--bootstrap-controller", "127.0.0.1:1")
+    assert r.exit_code == 3 and "--bootstrap-server" in r.stderr
+    r = run_nozk("brokers", "drain", "1", "--timeout", "0", "--zookeeper", "127.0.0.1:1")
+    assert r.exit_code == 2

@@ -1,0 +1,53 @@
+"""The Kafka-protocol backend's pure parts: where min.insync.replicas comes from (DescribeConfigs' sources),
+and the one place the backend is chosen from the connection settings."""
+
+from __future__ import annotations
+
+import pytest
+
+from kadmin.cluster.connect import open_cluster
+from kadmin.cluster.kraft_cluster import KraftCluster, min_isr_levels, source_name
+from kadmin.config import ConnectionSettings, Sourced
+from kadmin.domain import partitions as rules
+from kadmin.domain.models import MinIsrConfig
+from kadmin.errors import ConfigError
+from kadmin.exit_codes import ExitCode
+
+
+def settings(**kv: str) -> ConnectionSettings:
+    return ConnectionSettings({k.replace("_", "-"): Sourced(v, "flag") for k, v in kv.items()})
+
+
+def test_describe_configs_sources_map_to_kadmins_min_isr_sources() -> None:
+    # ConfigSource: 1 TOPIC_CONFIG, 2 DYNAMIC_BROKER_CONFIG, 3 DYNAMIC_DEFAULT_BROKER_CONFIG, 4 STATIC_BROKER_CONFIG,
+    # 5 DEFAULT_CONFIG; 0 UNKNOWN and 6 DYNAMIC_BROKER_LOGGER_CONFIG are no min ISR source
+    assert [source_name(s, 7) for s in range(7)] == [None, "topic", "broker:7", "cluster-default", "static", "static",
+                                                     None]
+
+
+def test_synonyms_keep_the_first_value_of_each_level_and_unparsable_ones_as_unknown() -> None:
+    got = min_isr_levels([(1, "3"), (2, "x"), (3, "2"), (4, None), (5, "1"), (3, "9")])
+    assert got == {1: 3, 2: None, 3: 2, 4: None, 5: 1}
+
+
+def test_levels_resolve_as_the_leader_does() -> None:
+    cfg = MinIsrConfig(topic=None, brokers=((2, 3),), cluster_default=2, static=1)
+    assert rules.min_isr_for(cfg, 2) == (3, "broker:2")
+    assert rules.min_isr_for(cfg, 1) == (2, "cluster-default")
+
+
+def test_bootstrap_server_selects_the_kafka_protocol_backend_without_connecting() -> None:
+    c = open_cluster(settings(bootstrap_server="127.0.0.1:1"))
+    try:
+        assert isinstance(c, KraftCluster) and c.mode == "kraft"
+        with pytest.raises(ConfigError) as e:  # a ZooKeeper-only operation: exit 3, one line
+            c.id_state()
+        assert e.value.exit_code == ExitCode.CONFIG and "\n" not in e.value.message
+    finally:
+        c.close()
+
+
+def test_bootstrap_controller_cannot_serve_partition_state() -> None:
+    with pytest.raises(ConfigError) as e:
+        open_cluster(settings(bootstrap_controller="127.0.0.1:1"))
+    assert e.value.exit_code == ExitCode.CONFIG and "--bootstrap-server" in e.value.message
