@@ -26,7 +26,12 @@ class Mode(str, Enum):
     kraft = "kraft"
 
 
-BrokerId = Annotated[int, typer.Argument(help="Broker id.", metavar="ID")]
+BrokerId = Annotated[int, typer.Argument(help="Broker id, or (real KRaft sandbox) a controller's node id (3001...).",
+                                         metavar="ID")]
+
+
+def _what(data: dict[str, Any], node_id: int) -> str:
+    return f"{data.get('role', 'broker')} {node_id}"
 
 
 def _sandbox(directory: Path | None) -> Any:
@@ -112,10 +117,14 @@ def bounce(
     """Restart a broker: close its session and register again from a new one (a new, larger epoch).
 
     On real Kafka: SIGTERM (the broker runs its controlled shutdown), wait for the exit, start it again with
-    the same config and port; returns once it is registered again (KRaft: registered and unfenced).
+    the same config and port; returns once it is registered again (KRaft: registered and unfenced). A KRaft
+    controller (3001...) returns once the quorum leader reports it caught up.
     """
     data = _sandbox(directory).bounce(broker_id, down)
-    if data.get("old_epoch") is None and data.get("new_epoch") is None:  # KRaft: DescribeCluster has no epochs
+    if data.get("role") == "controller":
+        msg = (f"controller {broker_id} restarted: pid {data.get('old_pid')} -> {data.get('pid')}, caught up with "
+               f"leader {data.get('controller')}")
+    elif data.get("old_epoch") is None and data.get("new_epoch") is None:  # KRaft: DescribeCluster has no epochs
         msg = f"broker {broker_id} restarted: pid {data.get('old_pid')} -> {data.get('pid')}, registered and unfenced"
     else:
         msg = f"broker {broker_id} bounced: epoch {data['old_epoch']} -> {data['new_epoch']}"
@@ -133,17 +142,24 @@ def kill(
     """Stop a broker (its registration goes). `kadmin sandbox start ID` brings it back.
 
     On real Kafka: SIGTERM and wait for the exit (a controlled shutdown), or SIGKILL with --hard (a crash).
+    In a KRaft sandbox ID may be a controller (3001...): it leaves the quorum until started again.
     """
     data = _sandbox(directory).kill(broker_id, hard)
-    return inv.emit(Result(command="sandbox kill", data=data, message=f"broker {broker_id} stopped"))
+    return inv.emit(Result(command="sandbox kill", data=data, message=f"{_what(data, broker_id)} stopped"))
 
 
 @command(app, "start", cluster=False)
 def start(inv: Invocation, broker_id: BrokerId, directory: DirOpt = None) -> int:
-    """Start a stopped broker (it registers with a new epoch)."""
+    """Start a stopped broker (it registers with a new epoch).
+
+    A KRaft controller (3001...) is started again with the same config and directory; this returns once
+    the quorum leader reports it caught up (its LastCaughtUpTimestamp after the start)."""
     data = _sandbox(directory).start(broker_id)
     epoch = f"epoch {data['new_epoch']}" if data.get("new_epoch") is not None else f"pid {data.get('pid')}"
-    return inv.emit(Result(command="sandbox start", data=data, message=f"broker {broker_id} started with {epoch}"))
+    if data.get("role") == "controller":
+        epoch += f", caught up with leader {data.get('controller')}"
+    msg = f"{_what(data, broker_id)} started with {epoch}"
+    return inv.emit(Result(command="sandbox start", data=data, message=msg))
 
 
 @command(app, "down", cluster=False)

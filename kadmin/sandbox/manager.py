@@ -470,7 +470,56 @@ class Sandbox:
             if n["role"] == "broker" and n["id"] == broker_id:
                 return dict(n)
         ids = ", ".join(str(n["id"]) for n in st["nodes"] if n["role"] == "broker")
-        raise ConditionNotMet(f"broker {broker_id} is not a sandbox broker (brokers: {ids})")
+        controllers = ", ".join(str(n["id"]) for n in st["nodes"] if n["role"] == "controller")
+        raise ConditionNotMet(f"broker {broker_id} is not a sandbox broker (brokers: {ids}"
+                              + (f"; controllers: {controllers}" if controllers else "") + ")")
+
+    @staticmethod
+    def _controller_node(st: dict[str, Any], node_id: int) -> dict[str, Any] | None:
+        """The KRaft controller with this node id (3001...), None when `node_id` names no controller."""
+        return next((dict(n) for n in st["nodes"] if n["role"] == "controller" and n["id"] == node_id), None)
+
+    def _kill_controller(self, st: dict[str, Any], node: dict[str, Any], hard: bool) -> dict[str, Any]:
+        if not self._alive(st, _node_name(node), node):
+            raise ConditionNotMet(f"controller {node['id']} is not running")
+        took = self._terminate(st, node, hard=hard)
+        leader = None
+        with contextlib.suppress(Exception):
+            leader = self._view(st, [])[1]
+        return {"id": node["id"], "role": "controller", "controller": leader, "pid": node["pid"], "hard": hard,
+                "stop_seconds": took}
+
+    def _start_controller(self, st: dict[str, Any], node: dict[str, Any], timeout: float) -> dict[str, Any]:
+        """Start a stopped controller (same config, directory and port) and return once it has caught up:
+        the quorum leader reports it caught up to the leader's log end at a time after it was started."""
+        from kadmin.sandbox import realkafka as rk
+
+        if self._alive(st, _node_name(node), node):
+            raise ConditionNotMet(f"controller {node['id']} is already running (pid {node['pid']})")
+        deadline = time.monotonic() + timeout
+        started_ms = int(time.time() * 1000)
+        self._launch(st, node)
+        self._update(st, node)
+        marker = self._markers(st)[_node_name(node)]
+        last: Any = None
+        while True:
+            ours, why = still_ours(node, marker)
+            if not ours:
+                raise SandboxError(f"controller {node['id']} (pid {node['pid']}: {why}) while waiting for it to "
+                                   f"catch up: {rk.log_problem(node)}")
+            try:
+                q = rk.quorum_view(st["bootstrap_controllers"])
+                row = next((v for v in q.voters if v.id == node["id"]), None)
+                if q.leader_id == node["id"] or (q.leader_id >= 0 and row is not None
+                                                 and (row.last_caught_up_timestamp or -1) >= started_ms):
+                    return {"id": node["id"], "role": "controller", "controller": q.leader_id, "pid": node["pid"],
+                            "log_end_offset": row.log_end_offset if row else None}
+                last = f"leader {q.leader_id}, node {node['id']}: {row}"
+            except Exception as e:  # noqa: BLE001 - the quorum re-forming: poll again
+                last = f"{type(e).__name__}: {e}"
+            if time.monotonic() > deadline:
+                raise SandboxError(f"timed out waiting for controller {node['id']} to catch up (last seen: {last})")
+            time.sleep(0.25)
 
     def _update(self, st: dict[str, Any], node: dict[str, Any]) -> None:
         st["nodes"] = [node if (n["role"], n["id"]) == (node["role"], node["id"]) else n for n in st["nodes"]]
@@ -586,6 +635,13 @@ class Sandbox:
 
     def _bounce_kafka(self, st: dict[str, Any], broker_id: int, down_seconds: float,
                       timeout: float = 300.0) -> dict[str, Any]:
+        c = self._controller_node(st, broker_id)
+        if c is not None:
+            stopped = self._kill_controller(st, c, hard=False)
+            if down_seconds:
+                time.sleep(down_seconds)  # asked for: stay down this long
+            started = self._start_controller(st, c, timeout)
+            return {**started, "old_pid": stopped["pid"], "stop_seconds": stopped["stop_seconds"]}
         n, alive = self._alive_broker(st, broker_id)
         if not alive:
             raise ConditionNotMet(f"broker {broker_id} is not running: `kadmin sandbox start {broker_id}`")
@@ -603,6 +659,9 @@ class Sandbox:
                 "old_pid": old_pid, "pid": n["pid"], "stop_seconds": took}
 
     def _kill_kafka(self, st: dict[str, Any], broker_id: int, hard: bool) -> dict[str, Any]:
+        c = self._controller_node(st, broker_id)
+        if c is not None:
+            return self._kill_controller(st, c, hard)
         n, alive = self._alive_broker(st, broker_id)
         if not alive:
             raise ConditionNotMet(f"broker {broker_id} is not running")
@@ -615,6 +674,9 @@ class Sandbox:
                 "stop_seconds": took}
 
     def _start_kafka(self, st: dict[str, Any], broker_id: int, timeout: float = 300.0) -> dict[str, Any]:
+        c = self._controller_node(st, broker_id)
+        if c is not None:
+            return self._start_controller(st, c, timeout)
         n, alive = self._alive_broker(st, broker_id)
         if alive:
             raise ConditionNotMet(f"broker {broker_id} is already running (pid {n['pid']})")

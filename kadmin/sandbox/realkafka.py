@@ -285,3 +285,14 @@ def kraft_view(bootstrap: str, controllers: bool = False,
     finally:
         client.close()
     return {b.id: b.fenced for b in d.brokers}, d.controller_id
+
+
+def quorum_view(bootstrap_controllers: str, timeout: float = 5.0) -> Any:
+    """The metadata quorum as its leader reports it (DescribeQuorum through the controllers)."""
+    from kadmin.cluster.kraft import KraftClient
+
+    client = KraftClient(bootstrap_controllers, {}, timeout, controllers=True)
+    try:
+        return client.describe_quorum()[0]
+    finally:
+        client.close()

@@ -5,9 +5,11 @@ DescribeQuorum timestamps in the same answer. Nothing waits on a sleep: every wa
 the fact it asserts shows (e.g. the frozen voter's last fetch is older than the leader's check-quorum window,
 measured on the leader's clock).
 
-`sandbox kill/start` take broker ids only, so a controller is stopped by its pid and restarted from the command
-line and node recorded in the sandbox state (realkafka.launch), its new pid written back so `sandbox down`
-stops it. Teardown resumes every frozen process and kills whatever is left.
+A controller is stopped with `kadmin sandbox kill NODE` (SIGTERM, waits for the exit). In the rolling bounce it
+is started again from the command line and node recorded in the sandbox state (realkafka.launch, its new pid
+written back so `sandbox down` stops it) rather than by `sandbox start`, which would return only once it caught
+up: the test watches `quorum check` while it is still behind. `sandbox bounce NODE` has a test of its own.
+Teardown resumes every frozen process and kills whatever is left.
 """
 
 from __future__ import annotations
@@ -98,13 +100,13 @@ class Quorum:
         self.frozen.discard(pid)
 
     def stop(self, node_id: int) -> None:
-        """SIGTERM the controller (Kafka's graceful shutdown) and wait until its process is gone."""
+        """`kadmin sandbox kill NODE`: SIGTERM the controller (Kafka's graceful shutdown), wait for its exit."""
         pid = self.pid(node_id)
-        os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + DEADLINE
-        while process_identity(pid) is not None:
-            assert time.monotonic() < deadline, f"controller {node_id} (pid {pid}) did not exit on SIGTERM"
-            time.sleep(0.05)
+        r = self.run("sandbox", "kill", str(node_id), "-o", "json")
+        assert r.returncode == 0, r.stderr
+        data = json.loads(r.stdout)["data"]
+        assert (data["role"], data["id"], data["pid"], data["hard"]) == ("controller", node_id, pid, False)
+        assert process_identity(pid) is None, f"controller {node_id} (pid {pid}) still runs after sandbox kill"
 
     def restart(self, node_id: int) -> int:
         """Start the stopped controller again from its recorded node (same config, dir and port)."""
@@ -285,3 +287,22 @@ def test_restart_answers_before_each_step_of_a_rolling_bounce(quorum: Quorum) ->
             if code == 0:
                 assert "voter_lagging" not in codes(d)
     assert healthy(*quorum.check())
+
+
+def test_sandbox_bounce_restarts_a_controller_and_returns_once_it_caught_up(quorum: Quorum) -> None:
+    data = all_ok(quorum)
+    node = next(c for c in CONTROLLERS if c != data["quorum"]["leader_id"])
+    old_pid = quorum.pid(node)
+    started_ms = int(time.time() * 1000)
+    r = quorum.run("sandbox", "bounce", str(node), "-o", "json")
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)["data"]
+    assert (got["role"], got["id"], got["old_pid"]) == ("controller", node, old_pid)
+    assert got["pid"] != old_pid and process_identity(old_pid) is None and quorum.pid(node) == got["pid"]
+    # it returned once the leader had it caught up after the restart: the leader's own timestamp says so
+    _, data = quorum.check()
+    caught_up = voter(data, node)["last_caught_up_timestamp"]
+    assert caught_up is not None and caught_up >= started_ms
+    quorum.wait_check(f"the quorum healthy after bouncing {node}", healthy)
+    r = quorum.run("sandbox", "kill", "42")
+    assert r.returncode != 0 and "controllers: 3001, 3002, 3003" in r.stderr
