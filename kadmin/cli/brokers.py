@@ -59,8 +59,13 @@ def list_(inv: Invocation, metadata_dir: MetadataDir = None) -> int:
 def show(inv: Invocation, broker_id: BrokerId) -> int:
     """Show one registration in full: decoded fields, raw znode data and its stat.
 
-    Exit 1 when the broker is not registered.
+    Exit 1 when the broker is not registered. KRaft (--bootstrap-server) keeps registrations in the
+    metadata log, not in znodes: exit 3, naming `brokers list` and `brokers list --metadata-dir`.
     """
+    inv.zookeeper_only("it shows the registration znode /brokers/ids/ID (its JSON, raw data and stat), and KRaft "
+                       "keeps registrations in the metadata log, not in znodes",
+                       "use `kadmin brokers list` (DescribeCluster: endpoint, rack, fenced) or, on a controller "
+                       "host, `kadmin brokers list --metadata-dir DIR` (epoch, incarnation id)")
     return inv.emit(svc.show_broker(inv.cluster(), broker_id))
 
 
@@ -68,8 +73,12 @@ def show(inv: Invocation, broker_id: BrokerId) -> int:
 def max_epoch(inv: Invocation) -> int:
     """Print the max broker epoch over live brokers (seed 003). Plain output is the bare integer.
 
-    Exit 1 when no broker is registered.
+    Exit 1 when no broker is registered. KRaft (--bootstrap-server): exit 3, as DescribeCluster carries
+    no broker epoch (`brokers list --metadata-dir DIR` on a controller host shows each one).
     """
+    inv.zookeeper_only("the broker epoch is the czxid of /brokers/ids/ID, and KRaft serves no broker epoch over "
+                       "the Kafka protocol (DescribeCluster has none)",
+                       "on a controller host `kadmin brokers list --metadata-dir DIR` shows each broker's epoch")
     return inv.emit(svc.max_epoch(inv.cluster()))
 
 
@@ -109,7 +118,8 @@ def diff(
     if _kraft(inv):
         from kadmin.errors import ConfigError
 
-        raise ConfigError("DescribeCluster carries no broker epoch: on KRaft, diff offline listings "
+        raise ConfigError("brokers diff needs broker epochs to tell a bounce, and DescribeCluster (KRaft) carries "
+                          "none: on KRaft, diff offline listings "
                           "(`brokers list --metadata-dir DIR -o json`) with --metadata-dir DIR or --to FILE")
     before = svc.load_saved_epochs(since)
     return inv.emit(svc.diff(inv.cluster(), before, exit_code_on_change=exit_code))
@@ -211,7 +221,8 @@ def wait(
         from kadmin.errors import ConfigError
 
         if epoch_gt is not None:
-            raise ConfigError("--epoch-gt needs the broker epoch, which DescribeCluster does not carry: on KRaft "
+            raise ConfigError("brokers wait --epoch-gt needs the broker epoch, which DescribeCluster does not "
+                              "carry (KRaft): on KRaft "
                               "wait --fenced then --unfenced after a restart (or read epochs offline with "
                               "`brokers list --metadata-dir`)", code="no_broker_epoch")
         kkind = "registered" if registered else "gone" if gone else "fenced" if fenced else "unfenced"
@@ -260,6 +271,12 @@ def can_stop(
     return inv.emit(result)
 
 
+SHUTDOWN_WHY = ("it sends the epoch-fenced ControlledShutdown request to a ZooKeeper-mode controller, and KRaft has "
+                "no such request (a KRaft broker shuts down through its own heartbeats to the controller quorum)")
+SHUTDOWN_INSTEAD = ("move its leaderships with `kadmin brokers drain ID`, then stop the broker itself (SIGTERM runs "
+                    "Kafka's own controlled shutdown)")
+
+
 @command(app, "shutdown")
 def shutdown(
     inv: Invocation,
@@ -285,7 +302,8 @@ def shutdown(
     unless --force. Exit 6 when the controller rejects it: STALE_BROKER_EPOCH means the broker has
     re-registered since that epoch. Exit 1 when partitions remain led by the broker. Exit 8 when the
     cluster does not serve it: /controller names a KRaft controller (a ZooKeeper to KRaft migration)
-    or the controller lacks the API (Kafka 4.0 removed it).
+    or the controller lacks the API (Kafka 4.0 removed it). A KRaft cluster (--bootstrap-server or
+    --bootstrap-controller, no --zookeeper): exit 3, naming `brokers drain` (KRaft has no such request).
 
     Once accepted, the broker stays in the controller's shutting-down set until it restarts (a new
     registration): it is dropped from every ISR it follows and is not elected leader, even if it
@@ -305,6 +323,7 @@ def shutdown(
 
     if timeout <= 0:
         raise UsageError("--timeout must be positive")
+    inv.zookeeper_only(SHUTDOWN_WHY, SHUTDOWN_INSTEAD)
     path = inv.settings.get("command-config")
     cfg = client_config(read_properties(path) if path else {})
     with ScanProgress() as progress:
@@ -352,8 +371,9 @@ def _drain_backend(inv: Invocation, timeout: float) -> object:
     from kadmin.errors import ConfigError
 
     if inv.settings.get("bootstrap-controller") and not inv.settings.get("bootstrap-server"):
-        raise ConfigError("drain/undrain talk to brokers (Metadata, ElectLeaders): give --bootstrap-server, not "
-                          "--bootstrap-controller")
+        raise ConfigError(f"{inv.command} talks to brokers (Metadata, AlterPartitionReassignments, ElectLeaders), "
+                          "which the controllers (--bootstrap-controller) do not serve: give --bootstrap-server, not "
+                          "--bootstrap-controller", code="needs_bootstrap_server")
     if inv.settings.get("bootstrap-server"):
         from kadmin.cluster.drain import AdminDrain
         from kadmin.cluster.kafka import client_config

@@ -8,7 +8,6 @@ from typing import Annotated
 import typer
 
 from kadmin.cli.options import Invocation, check_broker_id, command
-from kadmin.errors import ConfigError
 
 app = typer.Typer(name="ids", help="Broker-id assignment (seed 002): host mappings, missing ids, repair.",
                   no_args_is_help=True)
@@ -24,10 +23,9 @@ ReservedOpt = Annotated[int, typer.Option("--reserved-max", metavar="N", min=0,
 
 
 def zk_cluster(inv: Invocation):  # type: ignore[no-untyped-def]
-    if not inv.settings.get("zookeeper") and (inv.settings.get("bootstrap-server")
-                                              or inv.settings.get("bootstrap-controller")):
-        raise ConfigError("node ids are static in KRaft mode (KIP-631 drops automatic broker-id assignment): "
-                          "set node.id in each node's configuration")
+    inv.zookeeper_only("broker-id assignment keeps host-to-id mappings (/brokers/hosts) and /brokers/seqid in "
+                       "ZooKeeper, and KRaft has neither: node ids are static in KRaft mode (KIP-631 drops "
+                       "automatic broker-id assignment)", "set node.id in each node's configuration", code="config")
     return inv.cluster()
 
 

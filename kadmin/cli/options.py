@@ -21,7 +21,7 @@ import typer
 
 from kadmin import interrupts
 from kadmin.config import MAX_TIMEOUT, ConnectionSettings, Sourced, resolve
-from kadmin.errors import KadminError
+from kadmin.errors import ConfigError, KadminError
 from kadmin.exit_codes import ExitCode
 from kadmin.render import Renderer
 
@@ -183,11 +183,30 @@ class Invocation:
                     self.renderer.note(line)
         return self._settings
 
+    def kraft_mode(self) -> bool:
+        """The settings reach a cluster over the Kafka protocol only (--bootstrap-server or
+        --bootstrap-controller without --zookeeper): a KRaft cluster, as open_cluster chooses."""
+        s = self.settings
+        return not s.get("zookeeper") and bool(s.get("bootstrap-server") or s.get("bootstrap-controller"))
+
+    def zookeeper_only(self, why: str, instead: str | None = None, code: str = "kraft_unsupported") -> None:
+        """Exit 3 in one line naming this command when the cluster is reached as KRaft: `why` says what the
+        command reads or writes in ZooKeeper that KRaft has no counterpart for, `instead` what to use."""
+        if self.kraft_mode():
+            raise ConfigError(f"{self.command} needs ZooKeeper mode (--zookeeper): {why}"
+                              + (f"; {instead}" if instead else ""), code=code)
+
     def cluster(self, deadline: float | None = None) -> Any:
         """The cluster, opened on first use. `deadline` (time.monotonic()) bounds connecting: a wait's
         --timeout covers reaching the cluster too. Lost and regained connections are said on stderr."""
         if self._cluster is None:
             from kadmin.cluster.connect import open_cluster
+
+            s = self.settings
+            if s.get("bootstrap-controller") and not s.get("bootstrap-server") and not s.get("zookeeper"):
+                raise ConfigError(f"{self.command} reads partitions, topic configs and live brokers, which only "
+                                  "brokers serve: the controllers (--bootstrap-controller) do not answer for them "
+                                  "(KIP-919); give --bootstrap-server", code="needs_bootstrap_server")
 
             timeout = None if deadline is None else max(deadline - time.monotonic(), 0.001)
             self._cluster = open_cluster(self.settings, log=self.renderer.note if self.verbose else None,
@@ -290,7 +309,10 @@ def run_guarded(inv: Invocation, body: Callable[[], int]) -> int:
                 inv.renderer.note("interrupted after the change was committed: the result above is what happened")
         return code
     except KadminError as e:
-        return inv.renderer.emit_error(inv.command, e.code, e.message, int(e.exit_code))
+        message = e.message
+        if message.startswith("this command "):  # a layer below the CLI that does not know the command's name
+            message = f"{inv.command} {message.removeprefix('this command ')}"
+        return inv.renderer.emit_error(inv.command, e.code, message, int(e.exit_code))
     except KeyboardInterrupt:
         print("", file=sys.stderr)
         inv.renderer.note("interrupted")

@@ -18,8 +18,9 @@ MinIsrDefault = Annotated[int, typer.Option(
     "--min-isr-default", min=1, max=INT32_MAX, metavar="N",
     help="The brokers' static min.insync.replicas (server.properties, not in ZooKeeper): used by partitions "
          "without a topic value, a dynamic value of their leader (/config/brokers/<id>) or a dynamic "
-         "cluster default (/config/brokers/<default>). With --bootstrap-server the brokers report it "
-         "(DescribeConfigs) and this is used only when no broker answers.")]
+         "cluster default (/config/brokers/<default>). With --bootstrap-server (KRaft, or ZooKeeper mode "
+         "with both --zookeeper and --bootstrap-server) the brokers report it (DescribeConfigs, source "
+         "\"static\") and this is used only when no broker answers (then a warning says so).")]
 
 
 @command(app, "list")
@@ -46,7 +47,13 @@ def list_(
     --broker narrow the set. The partition epoch is the state znode's version. Topics queued for
     deletion are listed, marked "deleting". With --bootstrap-server (KRaft) the partitions come from
     DescribeTopicPartitions (paged), min ISR and its source from DescribeConfigs; the partition epoch
-    is not served there (null).
+    is not served there (null). In ZooKeeper mode, --bootstrap-server given too makes min ISR and its
+    source come from DescribeConfigs (the brokers' static server.properties value included).
+
+    JSON keys elr and last_known_elr: KIP-966's eligible leader replicas and last known ELR, as
+    DescribeTopicPartitions serves them (Kafka 4.x, feature eligible.leader.replicas.version >= 1;
+    lists, empty while ELR is off or unused); null where the backend does not have them (ZooKeeper
+    mode, brokers that answer only Metadata).
     """
     f = svc.Filters(topic, broker, under_replicated, offline, under_min_isr, at_min_isr)
     with ScanProgress() as progress:

@@ -85,7 +85,23 @@ def open_cluster(settings: ConnectionSettings, log: Callable[[str], None] | None
         conn = zk_connection(settings, timeout)
         if log:
             log(f"backend: ZooKeeper mode, {conn.where}, because zookeeper came from {settings.source('zookeeper')}")
-        return ZkCluster(conn, on_connection=on_connection).start()
+        # With --bootstrap-server too, min.insync.replicas comes from the brokers (DescribeConfigs: their
+        # static server.properties value included), ZooKeeper and --min-isr-default when none answers.
+        kafka = None
+        if settings.get("bootstrap-server"):
+            import dataclasses
+
+            brokers_only = {k: v for k, v in settings.values.items() if k != "bootstrap-controller"}
+            kafka = kraft_client(dataclasses.replace(settings, values=brokers_only))
+            if log:
+                log(f"min.insync.replicas: DescribeConfigs via --bootstrap-server {settings.get('bootstrap-server')} "
+                    f"(from {settings.source('bootstrap-server')}), else ZooKeeper and --min-isr-default")
+        try:
+            return ZkCluster(conn, on_connection=on_connection, kafka=kafka).start()
+        except BaseException:
+            if kafka is not None:
+                kafka.close()
+            raise
     if settings.get("bootstrap-server"):
         # KRaft (or any cluster reached over the Kafka protocol): partition state from the brokers.
         from kadmin.cluster.kraft_cluster import KraftCluster

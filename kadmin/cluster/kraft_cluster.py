@@ -18,40 +18,22 @@ from typing import Any
 from kadmin.cluster.base import BrokerListing, PartitionScan, Problem, Progress, WatchTick
 from kadmin.cluster.kafka import error_name
 from kadmin.cluster.kraft import ClusterDescription, KraftClient, uuid_text
+from kadmin.cluster.min_isr import STATIC_SOURCE, read_min_isr
+from kadmin.cluster.min_isr import min_isr_levels as min_isr_levels  # re-exported
+from kadmin.cluster.min_isr import source_name as source_name  # re-exported
 from kadmin.domain import partitions as rules
-from kadmin.domain.addresses import host_port
 from kadmin.domain.models import Broker, Controller, MinIsrConfig, PartitionState
-from kadmin.errors import ConfigError, KadminError, Rejected
+from kadmin.errors import ConfigError, Rejected
 
 PAGE_PARTITIONS = 2000  # DescribeTopicPartitions' ResponsePartitionLimit (Kafka's default)
-MIN_ISR = "min.insync.replicas"
-RESOURCE_TOPIC, RESOURCE_BROKER = 2, 4
-# DescribeConfigs' ConfigSource values
-TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 2, 3, 4, 5
-STATIC_SOURCE = "static"  # KRaft reads the brokers' static value: no --min-isr-default needed
 UNKNOWN_TOPIC_OR_PARTITION = 3
 # wait --in-sync on KRaft polls DescribeTopicPartitions: first after POLL_FIRST s, doubling up to POLL_MAX s
 POLL_FIRST, POLL_MAX = 0.5, 5.0
 
 
-def source_name(source: int, broker_id: int | None) -> str | None:
-    """kadmin's min_isr_source for a DescribeConfigs ConfigSource (None: not one min ISR can come from)."""
-    return {TOPIC_CONFIG: "topic", DYNAMIC_BROKER_CONFIG: f"broker:{broker_id}",
-            DYNAMIC_DEFAULT_BROKER_CONFIG: "cluster-default", STATIC_BROKER_CONFIG: STATIC_SOURCE,
-            DEFAULT_CONFIG: STATIC_SOURCE}.get(source)
-
-
-def min_isr_levels(entries: Sequence[tuple[int, str | None]]) -> dict[int, int | None]:
-    """The (ConfigSource, value) synonyms of one DescribeConfigs entry as {source: int value or None}."""
-    out: dict[int, int | None] = {}
-    for source, value in entries:
-        if source in out:
-            continue
-        try:
-            out[source] = int(value) if value is not None else None
-        except ValueError:
-            out[source] = None
-    return out
+def replica_list(value: Any) -> tuple[int, ...] | None:
+    """A nullable []int32 of DescribeTopicPartitions (ELR, last known ELR): None when absent (Metadata)."""
+    return None if value is None else tuple(int(r) for r in value)
 
 
 class KraftCluster:
@@ -88,24 +70,29 @@ class KraftCluster:
         return frozenset(b.id for b in self.describe(fresh).brokers if not b.fenced)
 
     # ------------------------------------------------------------------ registrations: not on this seam yet
-    def _unsupported(self, what: str) -> ConfigError:
-        return ConfigError(f"{what} needs ZooKeeper mode (--zookeeper): it is not available over --bootstrap-server "
-                           "(KRaft) yet", code="kraft_unsupported")
+    def _unsupported(self, what: str, instead: str = "") -> ConfigError:
+        """Exit 3 in one line. It starts "this command", which the CLI replaces with the command's name."""
+        return ConfigError(f"this command needs ZooKeeper mode (--zookeeper): it reads {what}, which KRaft does not "
+                           "keep (registrations live in the controllers' metadata log)"
+                           + (f"; {instead}" if instead else ""), code="kraft_unsupported")
 
     def __getattr__(self, name: str) -> Any:
         """Any other ZooKeeper-mode operation (znodes, id mappings, controlled shutdown): exit 3, one line."""
         if name.startswith("__"):
             raise AttributeError(name)
-        raise self._unsupported(f"this command ({name})")
+        raise self._unsupported(f"ZooKeeper znodes ({name.replace('_', ' ')})")
 
     def list_brokers(self) -> BrokerListing:
-        raise self._unsupported("this command")
+        raise self._unsupported("the registration znodes /brokers/ids/* (with their epochs)",
+                                "use `kadmin brokers list` (DescribeCluster) or `brokers list --metadata-dir DIR`")
 
     def get_broker(self, broker_id: int) -> tuple[Broker | None, list[Problem]]:
-        raise self._unsupported("this command")
+        raise self._unsupported(f"the registration znode /brokers/ids/{broker_id} (its epoch is the znode's czxid)",
+                                "use `kadmin brokers list` (DescribeCluster) or `brokers list --metadata-dir DIR`")
 
     def watch_brokers(self, timeout: float | None) -> Iterator[WatchTick]:
-        raise self._unsupported("watching registrations")
+        raise self._unsupported("ZooKeeper watches on /brokers/ids",
+                                "`kadmin brokers watch --bootstrap-server` polls DescribeCluster instead")
 
     # ------------------------------------------------------------------ partitions
     def describe_partitions(self, topics: Sequence[str] | None,
@@ -171,73 +158,13 @@ class KraftCluster:
         return {(t.name, int(p.partition_index)): (tuple(p.adding_replicas), tuple(p.removing_replicas))
                 for t in resp.topics for p in t.partitions}
 
-    def _describe_configs(self, address: str | None, resources: list[tuple[int, str]]) -> list[Any]:
-        from kafka.protocol.admin.configs import DescribeConfigsRequest as Req
-
-        def make() -> Any:
-            return Req(resources=[Req.DescribeConfigsResource(resource_type=rt, resource_name=name,
-                                                              configuration_keys=[MIN_ISR])
-                                  for rt, name in resources], include_synonyms=True)
-
-        if address is None:
-            _, resp = self.client._send_any(make)
-        else:
-            resp = self.client._conn(address).send(make())
-        return list(resp.results)
-
     def min_isr_configs(self, topics: Sequence[str], live: Sequence[int], default: int,
                         problems: list[Problem]) -> tuple[dict[str, int | None], MinIsrConfig]:
-        """Each topic's own min.insync.replicas (None: not set) and the broker levels: per live broker
-        its dynamic value, the dynamic cluster default and the static value (the largest the live
-        brokers report: a leader may be any of them; `default` when none answered)."""
-        topic_values: dict[str, int | None] = {}
-        if topics:
-            for r in self._describe_configs(None, [(RESOURCE_TOPIC, t) for t in topics]):
-                if r.error_code:
-                    problems.append(Problem(error_name(r.error_code).lower(), f"DescribeConfigs topic "
-                                            f"{r.resource_name}: {error_name(r.error_code)}", topic=r.resource_name))
-                    continue
-                levels = self._levels(r)
-                topic_values[r.resource_name] = levels.get(TOPIC_CONFIG)
-        per_broker: list[tuple[int, int]] = []
-        cluster_default: int | None = None
-        statics: list[int] = []
-        by_id = {b.id: b for b in self.describe().brokers}
-        for bid in sorted(live):
-            b = by_id.get(bid)
-            if b is None:
-                continue
-            try:
-                results = self._describe_configs(host_port(b.host, b.port), [(RESOURCE_BROKER, str(bid))])
-            except KadminError as e:
-                problems.append(Problem("describe_configs", f"broker {bid}'s min.insync.replicas: {e.message}"))
-                continue
-            for r in results:
-                if r.error_code:
-                    problems.append(Problem(error_name(r.error_code).lower(), f"DescribeConfigs broker {bid}: "
-                                            f"{error_name(r.error_code)}"))
-                    continue
-                levels = self._levels(r)
-                if levels.get(DYNAMIC_BROKER_CONFIG) is not None:
-                    per_broker.append((bid, int(levels[DYNAMIC_BROKER_CONFIG] or 0)))
-                if levels.get(DYNAMIC_DEFAULT_BROKER_CONFIG) is not None:
-                    cluster_default = levels[DYNAMIC_DEFAULT_BROKER_CONFIG]
-                static = levels.get(STATIC_BROKER_CONFIG) or levels.get(DEFAULT_CONFIG)
-                if static is not None:
-                    statics.append(static)
-        cfg = MinIsrConfig(brokers=tuple(per_broker), cluster_default=cluster_default,
-                           static=max(statics) if statics else default)
-        return topic_values, cfg
-
-    @staticmethod
-    def _levels(result: Any) -> dict[int, int | None]:
-        entries: list[tuple[int, str | None]] = []
-        for c in result.configs:
-            if c.name != MIN_ISR:
-                continue
-            syn = list(getattr(c, "synonyms", None) or [])
-            entries += [(int(s.source), s.value) for s in syn] or [(int(c.config_source), c.value)]
-        return min_isr_levels(entries)
+        """Each topic's own min.insync.replicas (None: not set) and the broker levels, from DescribeConfigs
+        (kadmin/cluster/min_isr.py, shared with ZooKeeper mode)."""
+        addresses = {b.id: (b.host, b.port) for b in self.describe().brokers}
+        got = read_min_isr(self.client, topics, live, addresses, default, problems)
+        return got.topics, got.config
 
     def scan_partitions(self, topics: Sequence[str] | None = None, progress: Progress | None = None,
                         min_isr_default: int = 1) -> PartitionScan:
@@ -271,7 +198,9 @@ class KraftCluster:
                 topic=t.name, partition=key[1], replicas=replicas, isr=tuple(int(r) for r in p.isr_nodes),
                 leader=leader, leader_epoch=int(p.leader_epoch), partition_epoch=None,
                 adding_replicas=adding, removing_replicas=removing, min_isr=value, topic_id=uuid_text(t.topic_id),
-                problem=problem, min_isr_source=source, min_isr_config=pcfg))
+                problem=problem, min_isr_source=source, min_isr_config=pcfg,
+                elr=replica_list(getattr(p, "eligible_leader_replicas", None)),
+                last_known_elr=replica_list(getattr(p, "last_known_elr", None))))
         out.sort(key=lambda s: (s.topic, s.partition))
         return PartitionScan(partitions=out, live=live, problems=problems)
 

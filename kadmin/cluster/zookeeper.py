@@ -28,10 +28,11 @@ from kazoo.retry import KazooRetry
 from kadmin import interrupts
 from kadmin.cluster.base import BrokerListing, Contention, IdState, PartitionScan, Problem, Progress, WatchTick, Znode
 from kadmin.cluster.bulk import BulkReader, client_ssl_context, parse_hosts
+from kadmin.cluster.min_isr import FALLBACK, STATIC_SOURCE, BrokerMinIsr, read_min_isr
 from kadmin.domain import znodes
 from kadmin.domain.addresses import host_port
 from kadmin.domain.models import Broker, Controller, Generation, MinIsrConfig, PartitionState, Stat
-from kadmin.domain.partitions import current_min_isr
+from kadmin.domain.partitions import STATIC, current_min_isr
 from kadmin.errors import AuthFailed, ClusterUnreachable, KadminError, WrongChroot
 
 IDS = "/brokers/ids"
@@ -90,8 +91,10 @@ class ZkCluster:
     mode = "zookeeper"
 
     def __init__(self, conn: ZkConnection, sleep: Callable[[float], None] = time.sleep,
-                 on_connection: Callable[[str], None] | None = None) -> None:
+                 on_connection: Callable[[str], None] | None = None, kafka: Any = None) -> None:
         self.conn = conn
+        # a KraftClient for --bootstrap-server, when also given: min.insync.replicas from DescribeConfigs
+        self.kafka = kafka
         self.description = conn.where
         self._sleep = sleep
         self._on_connection = on_connection
@@ -213,6 +216,10 @@ class ZkCluster:
         return host_port(host, port)
 
     def close(self) -> None:
+        if self.kafka is not None:
+            with contextlib.suppress(Exception):  # closing must never mask the result
+                self.kafka.close()
+            self.kafka = None
         if self._bulk_reader is not None:
             self._bulk_reader.close()
             self._bulk_reader = None
@@ -391,6 +398,7 @@ class ZkCluster:
         min_isr: dict[str, int | None] = {}
         config_problem: dict[str, str] = {}
         broker_min_isr, bad_default, bad_brokers = self._broker_min_isr(problems)
+        static_source = STATIC
         deleting = self._queued_for_deletion()
         if progress:
             progress("topics", len(names), 0)
@@ -419,6 +427,18 @@ class ZkCluster:
             except znodes.ZnodeFormatError as e:
                 problems.append(Problem("invalid_znode", f"{path}: {e}", topic=name))
                 config_problem[name] = f"min.insync.replicas unknown: {path}: {e}"
+        from_brokers = self._min_isr_from_brokers(sorted(assignments), live, min_isr_default, problems) \
+            if self.kafka is not None and assignments else None
+        if from_brokers is not None:  # what the brokers use (their static value included) wins over ZooKeeper
+            min_isr.update(from_brokers.topics)
+            # a broker that reported no dynamic value (it did not answer) keeps ZooKeeper's, where Kafka keeps it
+            reported = {b for b, _ in from_brokers.config.brokers}
+            broker_min_isr = tuple(sorted([*from_brokers.config.brokers,
+                                           *((b, v) for b, v in broker_min_isr if b not in reported)]))
+            bad_default = (from_brokers.config.cluster_default, None)
+            bad_brokers = {}
+            min_isr_default = from_brokers.config.static
+            static_source = STATIC_SOURCE
         wanted = [(t, p) for t, a in assignments.items() for p in sorted(a["partitions"])]
         if progress:
             progress("partitions", len(wanted), 0)
@@ -447,7 +467,7 @@ class ZkCluster:
             if node is None:
                 problems.append(Problem("missing_state", f"{path}: no state znode (the partition has no leader)",
                                         topic=t, partition=p))
-                mi, mi_source = current_min_isr(cfg, None, replicas)
+                mi, mi_source = self._min_isr(cfg, None, replicas, static_source)
                 out.append(PartitionState(**base, min_isr=mi, min_isr_source=mi_source,  # type: ignore[arg-type]
                                           problem="no state znode"))
                 continue
@@ -455,11 +475,11 @@ class ZkCluster:
                 st = znodes.decode_partition_state(node.data)
             except znodes.ZnodeFormatError as e:
                 problems.append(Problem("invalid_znode", f"{path}: {e}", topic=t, partition=p))
-                mi, mi_source = current_min_isr(cfg, None, replicas)
+                mi, mi_source = self._min_isr(cfg, None, replicas, static_source)
                 out.append(PartitionState(**base, min_isr=mi, min_isr_source=mi_source,  # type: ignore[arg-type]
                                           problem=f"invalid state: {e}"))
                 continue
-            mi, mi_source = current_min_isr(cfg, st["leader"], replicas)
+            mi, mi_source = self._min_isr(cfg, st["leader"], replicas, static_source)
             out.append(PartitionState(
                 **base,  # type: ignore[arg-type]
                 isr=st["isr"], leader=st["leader"], leader_epoch=st["leader_epoch"],
@@ -468,6 +488,34 @@ class ZkCluster:
                 min_isr=mi, min_isr_source=mi_source,
             ))
         return PartitionScan(out, live, problems, unreadable)
+
+    @staticmethod
+    def _min_isr(cfg: MinIsrConfig, leader: int | None, replicas: Sequence[int], static: str) -> tuple[int, str]:
+        value, source = current_min_isr(cfg, leader, replicas)
+        return value, static if source == STATIC else source
+
+    def _min_isr_from_brokers(self, topics: list[str], live: frozenset[int], default: int,
+                              problems: list[Problem]) -> BrokerMinIsr | None:
+        """min.insync.replicas as the brokers report it (DescribeConfigs over --bootstrap-server), or None
+        when no broker answered: then ZooKeeper and `default` (--min-isr-default) stand, and a FALLBACK
+        problem says so. ZooKeeper keeps every level but the static one, so what a broker cannot answer
+        is a warning (FALLBACK), never a read error."""
+        said: list[Problem] = []
+        got: BrokerMinIsr | None = None
+        try:
+            desc = self.kafka.describe_brokers()
+            addresses = {b.id: (b.host, b.port) for b in desc.brokers}
+            got = read_min_isr(self.kafka, topics, sorted(live), addresses, default, said)
+        except KadminError as e:
+            said.append(Problem("describe_configs", e.message))
+        if got is not None and got.answered == 0:
+            got = None
+            said.insert(0, Problem("describe_configs", "no live broker answered DescribeConfigs"))
+        for said_one in said:
+            problems.append(Problem(FALLBACK, f"--bootstrap-server: {said_one.message}"
+                                    + ("" if got is not None else f"; min.insync.replicas from ZooKeeper and "
+                                       f"--min-isr-default ({default})")))
+        return got
 
     def _broker_min_isr(
         self, problems: list[Problem]

@@ -122,6 +122,9 @@ class PartitionState:
     `min_isr` is the configured min.insync.replicas that applies now (the leader's, see MinIsrConfig),
     `min_isr_source` where it came from; `min_isr_config` (when known) gives the value under any
     other leader. `deleting`: the topic is queued in /admin/delete_topics.
+    `elr` / `last_known_elr`: KIP-966's eligible leader replicas and last known ELR (DescribeTopicPartitions,
+    Kafka 4.x with eligible.leader.replicas.version >= 1); None where the backend does not have them
+    (ZooKeeper mode, brokers answering only Metadata).
     """
 
     topic: str
@@ -141,3 +144,5 @@ class PartitionState:
     min_isr_source: str = "static (--min-isr-default)"
     min_isr_config: MinIsrConfig | None = None
     deleting: bool = False
+    elr: tuple[int, ...] | None = None
+    last_known_elr: tuple[int, ...] | None = None

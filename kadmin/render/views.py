@@ -136,13 +136,16 @@ def _min_isr_source(source: str) -> str:
 
 
 def _partitions(data: list[dict[str, Any]]) -> View:
-    # MIN_ISR_SOURCE and DELETING come after the original columns, so scripts cutting fields keep working
+    # MIN_ISR_SOURCE and DELETING come after the original columns, so scripts cutting fields keep working;
+    # ELR and LAST_KNOWN_ELR (KIP-966, KRaft) are added last, and only when some partition has one
+    elr = any(r.get("elr") or r.get("last_known_elr") for r in data)
     return View(
         ["TOPIC", "PARTITION", "LEADER", "LEADER_EPOCH", "PARTITION_EPOCH", "REPLICAS", "ISR", "MIN_ISR", "ADDING",
-         "REMOVING", "MIN_ISR_SOURCE", "DELETING"],
+         "REMOVING", "MIN_ISR_SOURCE", "DELETING", *(["ELR", "LAST_KNOWN_ELR"] if elr else [])],
         [[r["topic"], r["partition"], r["leader"], r["leader_epoch"], r["partition_epoch"], r["replicas"], r["isr"],
           r["min_isr"], r["adding_replicas"], r["removing_replicas"], _min_isr_source(r["min_isr_source"]),
-          "deleting" if r["deleting"] else "-"] for r in data],
+          "deleting" if r["deleting"] else "-", *([r.get("elr") or [], r.get("last_known_elr") or []] if elr else [])]
+         for r in data],
     )
 
 

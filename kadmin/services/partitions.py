@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from kadmin.cluster.base import Cluster, PartitionScan, Problem, Progress
+from kadmin.cluster.min_isr import FALLBACK
 from kadmin.domain import partitions as rules
 from kadmin.domain.models import PartitionState
 from kadmin.errors import NotFound
@@ -35,6 +37,10 @@ def partition_json(p: PartitionState) -> dict[str, Any]:
         "min_isr_source": p.min_isr_source,
         "effective_min_isr": rules.effective_min_isr(p),
         "deleting": p.deleting,
+        # KIP-966 (DescribeTopicPartitions, Kafka 4.x): eligible leader replicas and the last known ELR;
+        # null where the backend does not have them (ZooKeeper mode, brokers answering only Metadata)
+        "elr": None if p.elr is None else list(p.elr),
+        "last_known_elr": None if p.last_known_elr is None else list(p.last_known_elr),
     }
 
 
@@ -64,6 +70,16 @@ def scan(cluster: Cluster, topic: str | None, progress: Progress | None, min_isr
     return cluster.scan_partitions([topic] if topic else None, progress=progress, min_isr_default=min_isr_default)
 
 
+def split_warnings(s: PartitionScan) -> tuple[PartitionScan, list[str]]:
+    """The scan without its warnings (ZooKeeper mode with --bootstrap-server: a broker that did not answer
+    DescribeConfigs, so min ISR came from ZooKeeper and --min-isr-default), and those warnings, said on
+    stderr: they are no read error (ZooKeeper answered), but never silent."""
+    said = [e.message for e in s.problems if e.code == FALLBACK]
+    if not said:
+        return s, []
+    return dataclasses.replace(s, problems=[e for e in s.problems if e.code != FALLBACK]), said
+
+
 def require_known_broker(s: PartitionScan, broker_id: int) -> None:
     """A broker that is neither registered nor named by any assignment does not exist: say so (exit 1)
     rather than answer for it ("can stop: all 0 partitions"). While a topic is unreadable it may be
@@ -90,15 +106,15 @@ def verdict_problems(s: PartitionScan, broker_id: int) -> tuple[list[Problem], l
 def list_partitions(
     cluster: Cluster, filters: Filters, progress: Progress | None = None, min_isr_default: int = 1
 ) -> Result:
-    s = scan(cluster, filters.topic, progress, min_isr_default)
+    s, warnings = split_warnings(scan(cluster, filters.topic, progress, min_isr_default))
     if filters.broker is not None and filters.topic is None:
         require_known_broker(s, filters.broker)
     rows = [partition_json(p) for p in s.partitions if filters.keep(p, s.live)]
-    return Result(command="partitions list", data=rows, errors=s.problems)
+    return Result(command="partitions list", data=rows, errors=s.problems, warnings=warnings)
 
 
 def check(cluster: Cluster, progress: Progress | None = None, min_isr_default: int = 1) -> Result:
-    s = scan(cluster, None, progress, min_isr_default)
+    s, warnings = split_warnings(scan(cluster, None, progress, min_isr_default))
     health = rules.health(s.partitions, s.live, s.unreadable)
     if s.problems:
         health = rules.Health.CRITICAL  # e.g. a /brokers/ids child that is no broker id: the live set is in doubt
@@ -122,7 +138,7 @@ def check(cluster: Cluster, progress: Progress | None = None, min_isr_default: i
     }[health]
     # The monitoring convention: 0 OK, 1 WARNING, 2 CRITICAL. Problems reading znodes are named in
     # the findings and in `errors` and make the check critical, so a partial read never passes as healthy.
-    return Result(command="partitions check", data=data, errors=list(s.problems),
+    return Result(command="partitions check", data=data, errors=list(s.problems), warnings=warnings,
                   exit_code=ExitCode(int(health)), message=summary)
 
 
@@ -193,7 +209,7 @@ def wait_in_sync(
     polled with DescribeTopicPartitions, every 0.5 s doubling to 5 s.
     """
     start = clock()
-    s = scan(cluster, None, progress, 1)
+    s, _ = split_warnings(scan(cluster, None, progress, 1))  # min ISR plays no part in being in sync
     require_known_broker(s, broker_id)  # a broker not registered yet but named by assignments is waited for
     # an unreadable topic may hold partitions the broker is not in sync with: the answer is partial then
     unread = [e for e in s.problems if e.topic is not None and e.topic in s.unreadable]

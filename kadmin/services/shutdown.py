@@ -279,9 +279,13 @@ def _refuse_kraft_controller(cluster: Any) -> Any:
     kraftControllerEpoch >= 0; a ZooKeeper controller writes -1 or, before 3.4, nothing). A KRaft
     controller does not serve ZooKeeper-mode ControlledShutdown: say so, do not try to reach it.
     Returns /controller's content (None when absent or unreadable)."""
-    if getattr(cluster, "mode", "") == "kraft":
-        raise Unsupported("a KRaft cluster serves no client ControlledShutdown: stop the broker itself (SIGTERM runs "
-                          "Kafka's own controlled shutdown) or move its leaderships with `kadmin brokers drain`")
+    if getattr(cluster, "mode", "") == "kraft":  # the CLI refuses first (exit 3); a caller of the service too
+        from kadmin.errors import ConfigError
+
+        raise ConfigError("brokers shutdown needs ZooKeeper mode (--zookeeper): KRaft has no client "
+                          "ControlledShutdown (a KRaft broker shuts down through its own heartbeats to the "
+                          "controller quorum); move its leaderships with `kadmin brokers drain ID`, then stop the "
+                          "broker itself (SIGTERM runs Kafka's own controlled shutdown)", code="kraft_unsupported")
     controller, _ = cluster.controller()
     if controller is not None and controller.kraft_controller_epoch >= 0:
         raise Unsupported(

@@ -13,7 +13,8 @@ from tests.zkwatch import wait_for_new_watcher, watchers
 pytestmark = pytest.mark.integration
 
 ROW_KEYS = {"topic", "partition", "leader", "leader_epoch", "partition_epoch", "replicas", "isr", "adding_replicas",
-            "removing_replicas", "min_isr", "topic_id", "min_isr_source", "effective_min_isr", "deleting"}
+            "removing_replicas", "elr", "last_known_elr", "min_isr", "topic_id", "min_isr_source", "effective_min_isr",
+            "deleting"}
 
 
 def state(leader, isr, leader_epoch=0, controller_epoch=1, lrs=None):

@@ -1,0 +1,130 @@
+"""min.insync.replicas with its source, as the brokers report it (DescribeConfigs with synonyms).
+
+One implementation for both modes: KraftCluster (--bootstrap-server) and ZkCluster when a ZooKeeper-mode
+cluster is also reachable over --bootstrap-server. The topics are described once (their own value), each
+live broker on its own connection (its dynamic value, the dynamic cluster default, and its static
+server.properties value, which ZooKeeper cannot show).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kadmin.cluster.base import Problem
+from kadmin.cluster.kafka import error_name
+from kadmin.domain.addresses import host_port
+from kadmin.domain.models import MinIsrConfig
+from kadmin.errors import KadminError
+
+MIN_ISR = "min.insync.replicas"
+RESOURCE_TOPIC, RESOURCE_BROKER = 2, 4
+# DescribeConfigs' ConfigSource values
+TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 2, 3, 4, 5
+STATIC_SOURCE = "static"  # the brokers' static value, as they report it: no --min-isr-default needed
+# a Problem code that is a warning, not a read error: no broker answered DescribeConfigs, so min ISR
+# came from ZooKeeper and --min-isr-default (ZooKeeper mode with --bootstrap-server)
+FALLBACK = "min_isr_fallback"
+
+
+def source_name(source: int, broker_id: int | None) -> str | None:
+    """kadmin's min_isr_source for a DescribeConfigs ConfigSource (None: not one min ISR can come from)."""
+    return {TOPIC_CONFIG: "topic", DYNAMIC_BROKER_CONFIG: f"broker:{broker_id}",
+            DYNAMIC_DEFAULT_BROKER_CONFIG: "cluster-default", STATIC_BROKER_CONFIG: STATIC_SOURCE,
+            DEFAULT_CONFIG: STATIC_SOURCE}.get(source)
+
+
+def min_isr_levels(entries: Sequence[tuple[int, str | None]]) -> dict[int, int | None]:
+    """The (ConfigSource, value) synonyms of one DescribeConfigs entry as {source: int value or None}."""
+    out: dict[int, int | None] = {}
+    for source, value in entries:
+        if source in out:
+            continue
+        try:
+            out[source] = int(value) if value is not None else None
+        except ValueError:
+            out[source] = None
+    return out
+
+
+def levels(result: Any) -> dict[int, int | None]:
+    """One DescribeConfigs result's min.insync.replicas levels (its synonyms, else its own source)."""
+    entries: list[tuple[int, str | None]] = []
+    for c in result.configs:
+        if c.name != MIN_ISR:
+            continue
+        syn = list(getattr(c, "synonyms", None) or [])
+        entries += [(int(s.source), s.value) for s in syn] or [(int(c.config_source), c.value)]
+    return min_isr_levels(entries)
+
+
+def describe_configs(client: Any, address: str | None, resources: list[tuple[int, str]]) -> list[Any]:
+    """DescribeConfigs of min.insync.replicas with synonyms: at `address`, or any bootstrap broker (None)."""
+    from kafka.protocol.admin.configs import DescribeConfigsRequest as Req
+
+    def make() -> Any:
+        return Req(resources=[Req.DescribeConfigsResource(resource_type=rt, resource_name=name,
+                                                          configuration_keys=[MIN_ISR])
+                              for rt, name in resources], include_synonyms=True)
+
+    if address is None:
+        _, resp = client._send_any(make)
+    else:
+        resp = client._conn(address).send(make())
+    return list(resp.results)
+
+
+@dataclass(frozen=True)
+class BrokerMinIsr:
+    """What DescribeConfigs said: each topic's own value (None: not set) and the broker levels;
+    `answered`: how many live brokers answered (0: `config.static` is the caller's default)."""
+
+    topics: dict[str, int | None]
+    config: MinIsrConfig
+    answered: int
+
+
+def read_min_isr(client: Any, topics: Sequence[str], live: Sequence[int], addresses: Mapping[int, tuple[str, int]],
+                 default: int, problems: list[Problem]) -> BrokerMinIsr:
+    """Each topic's own min.insync.replicas and, per live broker (asked at its address), its dynamic
+    value, the dynamic cluster default and the static value (the largest the live brokers report: a
+    leader may be any of them; `default` when none answered). What a broker refuses is a Problem."""
+    topic_values: dict[str, int | None] = {}
+    if topics:
+        for r in describe_configs(client, None, [(RESOURCE_TOPIC, t) for t in topics]):
+            if r.error_code:
+                problems.append(Problem(error_name(r.error_code).lower(), f"DescribeConfigs topic "
+                                        f"{r.resource_name}: {error_name(r.error_code)}", topic=r.resource_name))
+                continue
+            topic_values[r.resource_name] = levels(r).get(TOPIC_CONFIG)
+    per_broker: list[tuple[int, int]] = []
+    cluster_default: int | None = None
+    statics: list[int] = []
+    answered = 0
+    for bid in sorted(live):
+        where = addresses.get(bid)
+        if where is None:
+            continue
+        try:
+            results = describe_configs(client, host_port(*where), [(RESOURCE_BROKER, str(bid))])
+        except KadminError as e:
+            problems.append(Problem("describe_configs", f"broker {bid}'s min.insync.replicas: {e.message}"))
+            continue
+        for r in results:
+            if r.error_code:
+                problems.append(Problem(error_name(r.error_code).lower(), f"DescribeConfigs broker {bid}: "
+                                        f"{error_name(r.error_code)}"))
+                continue
+            answered += 1
+            lv = levels(r)
+            if lv.get(DYNAMIC_BROKER_CONFIG) is not None:
+                per_broker.append((bid, int(lv[DYNAMIC_BROKER_CONFIG] or 0)))
+            if lv.get(DYNAMIC_DEFAULT_BROKER_CONFIG) is not None:
+                cluster_default = lv[DYNAMIC_DEFAULT_BROKER_CONFIG]
+            static = lv.get(STATIC_BROKER_CONFIG) or lv.get(DEFAULT_CONFIG)
+            if static is not None:
+                statics.append(static)
+    cfg = MinIsrConfig(brokers=tuple(per_broker), cluster_default=cluster_default,
+                       static=max(statics) if statics else default)
+    return BrokerMinIsr(topic_values, cfg, answered)

@@ -1,0 +1,125 @@
+"""KIP-966 eligible leader replicas on a real KRaft cluster (Kafka 4.3.1: 3 controllers + 3 brokers).
+
+A new 4.3.1 cluster has ELR on (feature eligible.leader.replicas.version finalized at 1, as Kafka's own
+FeatureCommand says). `partitions list -o json` carries DescribeTopicPartitions' eligible leader replicas
+and last known ELR as `elr` / `last_known_elr`, and they equal the `Elr:` / `LastKnownElr:` columns of
+Kafka's TopicCommand --describe: healthy (empty), with one broker stopped (ISR at min ISR 2, still no
+ELR) and with a second one stopped (the ISR fell below min ISR: the replica removed last is eligible).
+
+Nothing waits on time: each state is waited for on TopicCommand's own answer, and a comparison is
+repeated (until a deadline) only while kadmin and TopicCommand differ.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.support.kafka import KAFKA_4, TOPIC_COMMAND, kafka_home, parse_partition_lines, tool, wait_for
+from tests.support.sandbox import KraftBrokers, sandbox
+
+pytestmark = [pytest.mark.kafka, pytest.mark.integration, pytest.mark.slow]
+
+FEATURE_COMMAND = "org.apache.kafka.tools.FeatureCommand"
+TOPIC = "elr-rf3-min2"
+ASSIGNMENT = {0: [1, 2, 3], 1: [2, 3, 1], 2: [3, 1, 2]}
+Key = tuple[str, int]
+Elr = tuple[list[int] | None, list[int] | None]
+
+
+class Kraft(KraftBrokers):
+    def topic_command(self) -> dict[Key, dict[str, str]]:
+        out = tool(self.home, TOPIC_COMMAND, "--bootstrap-server", self.live_bootstrap(), "--describe",
+                   "--topic", TOPIC).stdout
+        return parse_partition_lines(out)
+
+    def kadmin_rows(self) -> dict[Key, dict[str, Any]]:
+        r = self.sb.run("partitions", "list", "--topic", TOPIC, "--bootstrap-server", self.live_bootstrap(),
+                        "-o", "json")
+        assert r.returncode == 0, r.stderr
+        return {(x["topic"], x["partition"]): x for x in json.loads(r.stdout)["data"]}
+
+    def stop(self, bid: int) -> None:
+        r = self.sb.run("sandbox", "kill", str(bid))
+        assert r.returncode == 0, r.stderr
+        self.down.add(bid)
+
+        def acted() -> bool:  # the controller fenced it: it leads nothing and is in no ISR
+            got = self.topic_command()
+            return len(got) == len(ASSIGNMENT) and all(
+                f["Leader"] != str(bid) and str(bid) not in f["Isr"].split(",") for f in got.values())
+        wait_for(acted, 300, f"broker {bid} out of every ISR of {TOPIC}", interval=1.0)
+
+
+def tool_list(value: str) -> list[int] | None:
+    """TopicCommand's Elr / LastKnownElr column: "N/A" when the broker sent none, else ids (maybe none)."""
+    return None if value == "N/A" else [int(x) for x in value.split(",") if x]
+
+
+def topic_command_elr(k: Kraft) -> dict[Key, Elr]:
+    return {key: (tool_list(f["Elr"]), tool_list(f["LastKnownElr"])) for key, f in k.topic_command().items()}
+
+
+def kadmin_elr(k: Kraft) -> dict[Key, Elr]:
+    return {key: (r["elr"], r["last_known_elr"]) for key, r in k.kadmin_rows().items()}
+
+
+def agree(k: Kraft, timeout: float = 300.0) -> dict[Key, Elr]:
+    deadline = time.monotonic() + timeout
+    while True:
+        mine, theirs = kadmin_elr(k), topic_command_elr(k)
+        if mine == theirs and len(theirs) == len(ASSIGNMENT):
+            return theirs
+        assert time.monotonic() < deadline, f"kadmin {mine} != TopicCommand {theirs}"
+        time.sleep(1.0)
+
+
+@pytest.fixture(scope="module")
+def kraft(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kraft]:
+    home = kafka_home(KAFKA_4)
+    with sandbox(tmp_path_factory.mktemp("kraft-elr") / "sb", "--kafka-home", str(home), "--mode", "kraft",
+                 "--brokers", "3") as sb:
+        k = Kraft(sb, home)
+        from kafka.admin import KafkaAdminClient, NewTopic
+
+        admin = KafkaAdminClient(bootstrap_servers=k.bootstrap, request_timeout_ms=60000)
+        try:
+            admin.create_topics([NewTopic(TOPIC, replica_assignments=ASSIGNMENT,
+                                          topic_configs={"min.insync.replicas": "2"})], timeout_ms=60000)
+        finally:
+            admin.close()
+        wait_for(lambda: len(k.topic_command()) == len(ASSIGNMENT) and all(
+            len(f["Isr"].split(",")) == 3 for f in k.topic_command().values()), 300, f"{TOPIC} in sync", interval=1.0)
+        yield k
+
+
+def test_elr_is_on_by_default_on_a_new_4_3_cluster(kraft: Kraft) -> None:
+    out = tool(kraft.home, FEATURE_COMMAND, "--bootstrap-server", kraft.bootstrap, "describe").stdout
+    m = re.search(r"Feature: eligible\.leader\.replicas\.version\s.*FinalizedVersionLevel: (\d+)", out)
+    assert m, out
+    assert int(m.group(1)) >= 1, out
+
+
+def test_kadmins_elr_equals_topic_commands_as_brokers_stop(kraft: Kraft) -> None:
+    healthy = agree(kraft)
+    assert all(v == ([], []) for v in healthy.values()), healthy
+    rows = kraft.kadmin_rows()  # min ISR from DescribeConfigs (kadmin/cluster/min_isr.py, shared with ZooKeeper mode)
+    assert {(r["min_isr"], r["min_isr_source"]) for r in rows.values()} == {(2, "topic")}, rows
+
+    kraft.stop(3)
+    one_down = agree(kraft)
+    assert all(elr == [] for elr, _ in one_down.values()), one_down  # ISR 2 = min ISR 2: nobody is eligible
+
+    kraft.stop(2)
+    two_down = agree(kraft)
+    # ISR {1} fell below min ISR 2: broker 2, removed from the ISR when it did, is an eligible leader
+    assert any(elr for elr, _ in two_down.values()), two_down
+    assert all(set(elr or []) <= {2, 3} for elr, _ in two_down.values()), two_down
+
+    rows = kraft.kadmin_rows()
+    assert all(r["isr"] == [1] for r in rows.values()), rows
