@@ -16,8 +16,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -38,6 +36,7 @@ from tests.support.kafka import (
     wait_for,
     zk_mode_cluster,
 )
+from tests.support.sandbox import Sandbox
 
 pytestmark = [pytest.mark.kafka, pytest.mark.integration, pytest.mark.slow]
 
@@ -257,36 +256,25 @@ def test_zk_drain_refuses_while_a_reassignment_is_in_flight(kafka: RealCluster, 
 # KRaft (Kafka 4.3.1 sandbox: 3 controllers + brokers 1-3)
 
 
-class Sandbox:
+class KraftSandbox(Sandbox):
     def __init__(self, directory: Path) -> None:
-        self.dir = directory
-        self.env = {**os.environ, "KADMIN_SANDBOX_DIR": str(directory)}
-        for var in ("KADMIN_ZOOKEEPER", "KADMIN_BOOTSTRAP_SERVER", "KADMIN_BOOTSTRAP_CONTROLLER", "KADMIN_CONTEXT",
-                    "KADMIN_KAFKA_HOME"):
-            self.env.pop(var, None)
+        super().__init__(directory)
         self.home = kafka_home(KAFKA_4)
         self.bootstrap = ""
 
-    def run(self, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "kadmin", *args], capture_output=True, text=True,
-                              env=self.env, timeout=timeout, stdin=subprocess.DEVNULL)
-
-    def json(self, *args: str) -> tuple[int, dict[str, Any], str]:
+    def json(self, *args: str) -> tuple[int, Any, str]:  # the whole envelope, {} when nothing was printed
         r = self.run(*args, "-o", "json")
         return r.returncode, json.loads(r.stdout) if r.stdout.strip() else {}, r.stderr
 
-    def pids(self) -> list[int]:
-        st = json.loads((self.dir / "state.json").read_text())
-        return [int(e["pid"]) for e in [*st["zookeeper"], *st.get("nodes", [])] if e.get("pid")]
 
 
 @pytest.fixture(scope="module")
-def kraft(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
+def kraft(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KraftSandbox]:
     import signal
 
     from kadmin.sandbox.manager import process_identity
 
-    sb = Sandbox(tmp_path_factory.mktemp("kraft-drain") / "sb")
+    sb = KraftSandbox(tmp_path_factory.mktemp("kraft-drain") / "sb")
     started: list[int] = []
     try:
         up = sb.run("sandbox", "up", "--kafka-home", str(sb.home), "--mode", "kraft", "--brokers", "3", "-o", "json")
@@ -304,13 +292,13 @@ def kraft(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
                     os.kill(pid, signal.SIGKILL)
 
 
-def kraft_topic(sb: Sandbox, assignment: Assignment) -> str:
+def kraft_topic(sb: KraftSandbox, assignment: Assignment) -> str:
     name = new_topic(sb.bootstrap, assignment)
     wait_state(sb.home, sb.bootstrap, [name], healthy({name: assignment}), f"{name} created and in sync")
     return name
 
 
-def test_kraft_drain_then_undrain(kraft: Sandbox, tmp_path: Path) -> None:
+def test_kraft_drain_then_undrain(kraft: KraftSandbox, tmp_path: Path) -> None:
     a = layout()
     topic = kraft_topic(kraft, a)
     saved = tmp_path / "drain-1.json"
@@ -325,7 +313,7 @@ def test_kraft_drain_then_undrain(kraft: Sandbox, tmp_path: Path) -> None:
     wait_state(kraft.home, kraft.bootstrap, [topic], healthy({topic: a}), "the original leaders and order back")
 
 
-def test_kraft_drain_refuses_while_a_reassignment_is_in_flight(kraft: Sandbox, tmp_path: Path) -> None:
+def test_kraft_drain_refuses_while_a_reassignment_is_in_flight(kraft: KraftSandbox, tmp_path: Path) -> None:
     from kafka import KafkaProducer
 
     def fill(topic: str) -> None:
@@ -352,7 +340,8 @@ def test_kraft_drain_refuses_while_a_reassignment_is_in_flight(kraft: Sandbox, t
         cancel(kraft.home, kraft.bootstrap, plan)
 
 
-def test_kraft_drain_names_the_partitions_it_is_the_only_in_sync_replica_of(kraft: Sandbox, tmp_path: Path) -> None:
+def test_kraft_drain_names_the_partitions_it_is_the_only_in_sync_replica_of(kraft: KraftSandbox,
+                                                                            tmp_path: Path) -> None:
     a = {0: [2, 3]}
     topic = kraft_topic(kraft, a)
     code, _, err = kraft.json("sandbox", "kill", "3")

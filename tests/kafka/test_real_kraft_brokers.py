@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from tests.kafka.test_real_sandbox import Sandbox, sandbox
 from tests.support.kafka import KAFKA_3_9, KAFKA_4, kafka_home, wait_for
+from tests.support.sandbox import Sandbox, sandbox
 
 pytestmark = [pytest.mark.kafka, pytest.mark.integration, pytest.mark.slow]
 

@@ -27,7 +27,6 @@ from typing import Any
 
 import pytest
 
-from tests.kafka.test_real_sandbox import Sandbox, sandbox
 from tests.support.kafka import (
     CONFIG_COMMAND,
     KAFKA_4,
@@ -38,6 +37,7 @@ from tests.support.kafka import (
     tool,
     wait_for,
 )
+from tests.support.sandbox import KraftBrokers, sandbox
 
 pytestmark = [pytest.mark.kafka, pytest.mark.integration, pytest.mark.slow]
 
@@ -56,17 +56,7 @@ FILTERS = {"--under-replicated": "--under-replicated-partitions", "--under-min-i
            "--at-min-isr": "--at-min-isr-partitions", "--offline": "--unavailable-partitions"}
 
 
-class Kraft:
-    def __init__(self, sb: Sandbox, home: Path) -> None:
-        self.sb, self.home = sb, home
-        st = sb.status()
-        self.bootstrap = str(st["bootstrap_servers"])
-        self.ports = {int(p["id"]): int(p["port"]) for p in st["processes"] if p.get("role") == "broker"}
-        self.down: set[int] = set()
-
-    def live_bootstrap(self) -> str:
-        return ",".join(f"127.0.0.1:{port}" for bid, port in sorted(self.ports.items()) if bid not in self.down)
-
+class Kraft(KraftBrokers):
     def kadmin(self, *args: str) -> tuple[int, Any, str]:
         r = self.sb.run(*args, "--bootstrap-server", self.live_bootstrap(), "-o", "json")
         doc = json.loads(r.stdout) if r.stdout.strip() else {}

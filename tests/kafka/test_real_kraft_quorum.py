@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.kafka.test_real_sandbox import Sandbox, sandbox
 from tests.support.kafka import KAFKA_3_9, KAFKA_4, kafka_home, tool, wait_for
+from tests.support.sandbox import Sandbox, sandbox
 
 pytestmark = [pytest.mark.kafka, pytest.mark.integration, pytest.mark.slow]
 

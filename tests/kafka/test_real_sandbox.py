@@ -9,79 +9,18 @@ The last test of each module stops the sandbox; the fixture's teardown kills wha
 
 from __future__ import annotations
 
-import contextlib
-import json
-import os
-import signal
-import subprocess
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from kadmin.sandbox.manager import process_identity
 from tests.support.kafka import KAFKA_3_9, KAFKA_4, kafka_home
+from tests.support.sandbox import Sandbox, alive, sandbox
 
 pytestmark = [pytest.mark.kafka, pytest.mark.integration, pytest.mark.slow]
 
 CONTROLLERS = {3001, 3002, 3003}
-
-
-class Sandbox:
-    def __init__(self, directory: Path) -> None:
-        self.dir = directory
-        self.env = {**os.environ, "KADMIN_SANDBOX_DIR": str(directory)}
-        for var in ("KADMIN_ZOOKEEPER", "KADMIN_BOOTSTRAP_SERVER", "KADMIN_BOOTSTRAP_CONTROLLER", "KADMIN_CONTEXT",
-                    "KADMIN_KAFKA_HOME"):
-            self.env.pop(var, None)
-        self.up_stdout = ""
-
-    def run(self, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "kadmin", *args], capture_output=True, text=True,
-                              env=self.env, timeout=timeout, stdin=subprocess.DEVNULL)
-
-    def json(self, *args: str) -> tuple[int, Any, str]:
-        r = self.run(*args, "-o", "json")
-        return r.returncode, json.loads(r.stdout)["data"] if r.stdout.strip() else None, r.stderr
-
-    def status(self) -> dict[str, Any]:
-        code, data, err = self.json("sandbox", "status")
-        assert data is not None, err
-        return dict(data)
-
-    def pids(self) -> list[int]:
-        """Every pid the state file names (processes the sandbox started), read without kadmin."""
-        st = json.loads((self.dir / "state.json").read_text())
-        return [int(e["pid"]) for e in [*st["zookeeper"], *st.get("nodes", [])] if e.get("pid")]
-
-    def kill_leftovers(self, pids: list[int]) -> None:
-        for pid in pids:
-            if process_identity(pid) is not None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
-
-
-def alive(pid: int) -> bool:
-    return process_identity(pid) is not None
-
-
-@contextlib.contextmanager
-def sandbox(directory: Path, *up_args: str) -> Iterator[Sandbox]:
-    sb = Sandbox(directory)
-    up = sb.run("sandbox", "up", *up_args, "-o", "plain")
-    started: list[int] = []
-    try:
-        assert up.returncode == 0, up.stderr
-        sb.up_stdout = up.stdout
-        started = sb.pids()
-        yield sb
-    finally:
-        if (directory / "state.json").exists():
-            started = started or sb.pids()
-            sb.run("sandbox", "down")
-        sb.kill_leftovers(started)
 
 
 # --------------------------------------------------------------------------------------- ZooKeeper mode, 3.9.1

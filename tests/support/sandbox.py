@@ -1,0 +1,90 @@
+"""Kadmin's own sandbox driven as a user drives it (the CLI in a subprocess), for the real-Kafka tests.
+
+`sandbox(DIR, *up_args)` starts one (`kadmin sandbox up`), yields a `Sandbox` to run kadmin against it, and
+stops it at the end (`sandbox down`, then SIGKILL for anything left). `KraftBrokers` is a KRaft sandbox's
+brokers with the ones a test stopped left out of the bootstrap list.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from kadmin.sandbox.manager import process_identity
+
+
+class Sandbox:
+    def __init__(self, directory: Path) -> None:
+        self.dir = directory
+        self.env = {**os.environ, "KADMIN_SANDBOX_DIR": str(directory)}
+        for var in ("KADMIN_ZOOKEEPER", "KADMIN_BOOTSTRAP_SERVER", "KADMIN_BOOTSTRAP_CONTROLLER", "KADMIN_CONTEXT",
+                    "KADMIN_KAFKA_HOME"):
+            self.env.pop(var, None)
+        self.up_stdout = ""
+
+    def run(self, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "kadmin", *args], capture_output=True, text=True,
+                              env=self.env, timeout=timeout, stdin=subprocess.DEVNULL)
+
+    def json(self, *args: str) -> tuple[int, Any, str]:
+        r = self.run(*args, "-o", "json")
+        return r.returncode, json.loads(r.stdout)["data"] if r.stdout.strip() else None, r.stderr
+
+    def status(self) -> dict[str, Any]:
+        code, data, err = self.json("sandbox", "status")
+        assert data is not None, err
+        return dict(data)
+
+    def pids(self) -> list[int]:
+        """Every pid the state file names (processes the sandbox started), read without kadmin."""
+        st = json.loads((self.dir / "state.json").read_text())
+        return [int(e["pid"]) for e in [*st["zookeeper"], *st.get("nodes", [])] if e.get("pid")]
+
+    def kill_leftovers(self, pids: list[int]) -> None:
+        for pid in pids:
+            if process_identity(pid) is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+
+
+def alive(pid: int) -> bool:
+    return process_identity(pid) is not None
+
+
+@contextlib.contextmanager
+def sandbox(directory: Path, *up_args: str) -> Iterator[Sandbox]:
+    sb = Sandbox(directory)
+    up = sb.run("sandbox", "up", *up_args, "-o", "plain")
+    started: list[int] = []
+    try:
+        assert up.returncode == 0, up.stderr
+        sb.up_stdout = up.stdout
+        started = sb.pids()
+        yield sb
+    finally:
+        if (directory / "state.json").exists():
+            started = started or sb.pids()
+            sb.run("sandbox", "down")
+        sb.kill_leftovers(started)
+
+
+class KraftBrokers:
+    """A KRaft sandbox's brokers; `down` holds those a test stopped (left out of `live_bootstrap`)."""
+
+    def __init__(self, sb: Sandbox, home: Path) -> None:
+        self.sb, self.home = sb, home
+        st = sb.status()
+        self.bootstrap = str(st["bootstrap_servers"])
+        self.ports = {int(p["id"]): int(p["port"]) for p in st["processes"] if p.get("role") == "broker"}
+        self.down: set[int] = set()
+
+    def live_bootstrap(self) -> str:
+        return ",".join(f"127.0.0.1:{port}" for bid, port in sorted(self.ports.items()) if bid not in self.down)
+
