@@ -42,8 +42,18 @@ kadmin quorum describe --replication --bootstrap-server "$servers"
 step "kadmin quorum check --bootstrap-server $servers"
 kadmin quorum check --bootstrap-server "$servers"
 
-step "kadmin sandbox bounce 2   # SIGTERM, controlled shutdown, restart; back when registered and unfenced"
-kadmin sandbox bounce 2 -o plain >/dev/null
+step "create topics orders (6x3, min.insync.replicas=2), payments (3x3), audit-log (4x2)   # Kafka admin API"
+python3 "$(dirname "$0")/demo-topics.py" "$servers"
+
+step "kadmin partitions check --bootstrap-server $servers"
+kadmin partitions check --bootstrap-server "$servers"
+
+step "kadmin brokers can-stop 2 --bootstrap-server $servers"
+kadmin brokers can-stop 2 --bootstrap-server "$servers"
+
+step "examples/rolling-bounce.sh --bootstrap-server $servers --stop 'kadmin sandbox kill {id}' --start 'kadmin sandbox start {id}' 2"
+"$(dirname "$0")/../examples/rolling-bounce.sh" --bootstrap-server "$servers" \
+    --stop 'kadmin sandbox kill {id}' --start 'kadmin sandbox start {id}' 2
 
 step "kadmin brokers list --bootstrap-server $servers"
 kadmin brokers list --bootstrap-server "$servers"

@@ -21,26 +21,7 @@ if [ -n "$kafka_home" ]; then
     # A few topics, so that the brokers lead and follow partitions (Kafka's admin API, from the venv's
     # kafka-python); returns once every partition has a leader and its full ISR.
     step "create topics orders (6x3, min.insync.replicas=2), payments (3x3), audit-log (4x2)   # Kafka admin API"
-    python3 - "$bootstrap" <<'PY'
-import sys, time
-from kafka.admin import KafkaAdminClient, NewTopic
-
-admin = KafkaAdminClient(bootstrap_servers=sys.argv[1].split(","), client_id="kadmin-demo")
-topics = [NewTopic("orders", 6, 3, topic_configs={"min.insync.replicas": "2"}),
-          NewTopic("payments", 3, 3), NewTopic("audit-log", 4, 2)]
-admin.create_topics(topics)
-deadline = time.monotonic() + 120
-while True:
-    meta = admin.describe_topics([t.name for t in topics])
-    parts = [p for t in meta if not t["error_code"] for p in t["partitions"]]
-    if len(parts) == 13 and all(p["leader_id"] >= 0 and sorted(p["isr_nodes"]) == sorted(p["replica_nodes"])
-                                for p in parts):
-        break
-    if time.monotonic() > deadline:
-        sys.exit("demo: the topics' partitions did not all get a leader and a full ISR within 120 s")
-    time.sleep(0.2)
-admin.close()
-PY
+    python3 "$(dirname "$0")/demo-topics.py" "$bootstrap"
 else
     brokers=5
     timeout=30

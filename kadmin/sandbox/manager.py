@@ -598,6 +598,13 @@ class Sandbox:
                 return True if broker_id not in view else None
             return True if view.get(broker_id) is not False else None
 
+        if st["mode"] != "zk" and not any(
+                n["role"] == "broker" and n["id"] != broker_id and self._alive(st, _node_name(n), n)
+                for n in st["nodes"]):
+            # KRaft with no broker running: none can describe the cluster. Nothing to wait for here: a new
+            # incarnation that registers while the old session lives is refused (DUPLICATE_BROKER_REGISTRATION)
+            # and the broker retries until that session expires; _wait_registered waits for the outcome
+            return
         self._poll(st, f"broker {broker_id} to be deregistered", deadline, [], check)
 
     def _terminate(self, st: dict[str, Any], node: dict[str, Any], hard: bool, grace: float = 180.0) -> float:
