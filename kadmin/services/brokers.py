@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -245,21 +245,19 @@ def wait(cluster: Cluster, cond: WaitCondition, timeout: float, clock: Clock = t
             met = True
             break
     g = last.get(cond.broker_id)
-    data = {
-        "broker_id": cond.broker_id,
-        "condition": cond.kind,
-        "met": met,
-        "epoch": g.epoch if g else None,
-        "waited_ms": int((clock() - start) * 1000),
-    }
-    if met:
-        return Result(command="brokers wait", data=data, message=cond.describe())
-    return Result(
-        command="brokers wait",
-        data=data,
-        exit_code=ExitCode.CONDITION_NOT_MET,
-        message=f"timed out after {asked or timeout:g}s: {cond.missing(last)}",
-    )
+    return wait_result(cond.broker_id, cond.kind, {"epoch": g.epoch if g else None}, int((clock() - start) * 1000),
+                       cond.describe() if met else None, lambda: cond.missing(last), asked or timeout)
+
+
+def wait_result(broker_id: int, kind: str, fields: Mapping[str, Any], waited_ms: int, done: str | None,
+                missing: Callable[[], str], timeout: float, warnings: Sequence[str] = ()) -> Result:
+    """`brokers wait`'s result in both modes: met (`done` says what holds) or timed out (exit 1, `missing`
+    says what does not); `fields` are the mode's own keys, between `met` and `waited_ms`."""
+    data = {"broker_id": broker_id, "condition": kind, "met": done is not None, **fields, "waited_ms": waited_ms}
+    if done is not None:
+        return Result(command="brokers wait", data=data, warnings=list(warnings), message=done)
+    return Result(command="brokers wait", data=data, warnings=list(warnings), exit_code=ExitCode.CONDITION_NOT_MET,
+                  message=f"timed out after {timeout:g}s: {missing()}")
 
 
 # ---------------------------------------------------------------------------- KRaft mode
@@ -427,18 +425,11 @@ def kraft_wait(client: Any, cond: KraftWaitCondition, timeout: float, clock: Clo
             met = True
             break
     s = last.get(cond.broker_id)
-    data = {
-        "broker_id": cond.broker_id,
-        "condition": cond.kind,
-        "met": met,
-        "epoch": None,  # DescribeCluster carries no broker epoch
-        "fenced": None if s is None else s.fenced,
-        "waited_ms": int((clock() - start) * 1000),
-    }
-    if met:
-        return Result(command="brokers wait", data=data, warnings=warnings, message=cond.describe())
-    return Result(command="brokers wait", data=data, warnings=warnings, exit_code=ExitCode.CONDITION_NOT_MET,
-                  message=f"timed out after {asked or timeout:g}s: {cond.missing(last, last_version)}")
+    fields = {"epoch": None,  # DescribeCluster carries no broker epoch
+              "fenced": None if s is None else s.fenced}
+    return wait_result(cond.broker_id, cond.kind, fields, int((clock() - start) * 1000),
+                       cond.describe() if met else None, lambda: cond.missing(last, last_version), asked or timeout,
+                       warnings)
 
 
 def kraft_watch(client: Any, count: int | None = None, timeout: float | None = None, initial: bool = False,
