@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.support.kafka import KAFKA_4, TOPIC_COMMAND, kafka_home, parse_partition_lines, tool, wait_for
+from tests.support.kafka import KAFKA_4, TOPIC_COMMAND, kafka_home, parse_partition_lines, settle, tool, wait_for
 from tests.support.sandbox import KraftBrokers, sandbox
 
 pytestmark = [pytest.mark.kafka, pytest.mark.integration, pytest.mark.slow]
@@ -70,13 +69,12 @@ def kadmin_elr(k: Kraft) -> dict[Key, Elr]:
 
 
 def agree(k: Kraft, timeout: float = 300.0) -> dict[Key, Elr]:
-    deadline = time.monotonic() + timeout
-    while True:
+    def attempt() -> tuple[dict[Key, Elr] | None, str]:
         mine, theirs = kadmin_elr(k), topic_command_elr(k)
-        if mine == theirs and len(theirs) == len(ASSIGNMENT):
-            return theirs
-        assert time.monotonic() < deadline, f"kadmin {mine} != TopicCommand {theirs}"
-        time.sleep(1.0)
+        ok = mine == theirs and len(theirs) == len(ASSIGNMENT)
+        return (theirs if ok else None), f"kadmin {mine} != TopicCommand {theirs}"
+
+    return settle(attempt, timeout, interval=1.0)
 
 
 @pytest.fixture(scope="module")

@@ -34,6 +34,7 @@ from tests.support.kafka import (
     TOPIC_COMMAND,
     kafka_home,
     parse_partition_lines,
+    settle,
     tool,
     wait_for,
 )
@@ -155,8 +156,9 @@ def disagreements(rows: dict[Key, dict[str, Any]], kad: dict[str, set[Key]], tc:
 def agree(k: Kraft, timeout: float = 240.0) -> tuple[dict[Key, dict[str, Any]], dict[str, set[Key]],
                                                      dict[str, set[Key]]]:
     """kadmin and TopicCommand on one settled state; repeated only while the state moved meanwhile."""
-    deadline = time.monotonic() + timeout
-    while True:
+    Views = tuple[dict[Key, dict[str, Any]], dict[str, set[Key]], dict[str, set[Key]]]
+
+    def attempt() -> tuple[Views | None, str]:
         before = k.topic_command()
         rows, kad = kadmin_views(k)
         with ThreadPoolExecutor(len(FILTERS)) as pool:
@@ -165,10 +167,12 @@ def agree(k: Kraft, timeout: float = 240.0) -> tuple[dict[Key, dict[str, Any]], 
         moved = k.topic_command() != before
         diffs = disagreements(rows, kad, tc)
         if not moved and not diffs:
-            check_agrees(k, kad)
-            return rows, kad, tc
-        assert time.monotonic() < deadline, ("the state kept moving" if moved else
-                                             "kadmin and TopicCommand disagree:\n" + "\n".join(diffs))
+            return (rows, kad, tc), ""
+        return None, ("the state kept moving" if moved else "kadmin and TopicCommand disagree:\n" + "\n".join(diffs))
+
+    rows, kad, tc = settle(attempt, timeout)
+    check_agrees(k, kad)
+    return rows, kad, tc
 
 
 def check_agrees(k: Kraft, kad: dict[str, set[Key]]) -> None:

@@ -15,14 +15,13 @@ caches, which follow ZooKeeper).
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from kadmin.sandbox.zkserver import Ensemble, free_port
-from tests.support.kafka import RealCluster, config_command, describe_all, wait_for, zk_mode_cluster
+from tests.support.kafka import RealCluster, config_command, describe_all, settle, wait_for, zk_mode_cluster
 
 pytestmark = [pytest.mark.kafka, pytest.mark.integration, pytest.mark.slow]
 
@@ -89,17 +88,17 @@ def agree(k: RealCluster, timeout: float = 300.0) -> dict[str, set[Key]]:
     documented exception (KAFKA-15583, see tests/kafka/test_real_zk_partitions.py), a replica count below
     the configured min ISR, is left out of the comparison: TopicCommand 3.9 compares the ISR with the
     configured value, the leader and kadmin with min(min ISR, replicas)."""
-    deadline = time.monotonic() + timeout
-    while True:
+    def attempt() -> tuple[dict[str, set[Key]] | None, str]:
         exc = {key for key, r in rows(k).items() if len(r["replicas"]) < r["min_isr"]}
         mine, theirs = views(k), topic_command(k)
         mine, theirs = {f: v - exc for f, v in mine.items()}, {f: v - exc for f, v in theirs.items()}
         if mine == theirs:
-            return theirs
+            return theirs, ""
         diffs = [f"{f}: kadmin only {sorted(mine[f] - theirs[f])}, TopicCommand only {sorted(theirs[f] - mine[f])}"
                  for f in FILTERS if mine[f] != theirs[f]]
-        assert time.monotonic() < deadline, "kadmin and TopicCommand disagree:\n" + "\n".join(diffs)
-        time.sleep(1.0)
+        return None, "kadmin and TopicCommand disagree:\n" + "\n".join(diffs)
+
+    return settle(attempt, timeout, interval=1.0)
 
 
 def out_of_isr(k: RealCluster, bid: int) -> bool:

@@ -28,7 +28,6 @@ TopicCommand reads) have not caught up with ZooKeeper yet.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -45,6 +44,7 @@ from tests.support.kafka import (
     describe_all,
     produce,
     reassign,
+    settle,
     tool,
     wait_for,
     zk_mode_cluster,
@@ -180,18 +180,22 @@ def agree(k: RealCluster, timeout: float = 300.0) -> tuple[dict[Key, dict[str, A
     """Compare kadmin with TopicCommand on one settled state; repeat only while ZooKeeper moved during the
     comparison, or the brokers' metadata (what TopicCommand reads) lags; fail with the differences.
     Returns kadmin's rows, kadmin's filtered keys and TopicCommand's, by kadmin filter."""
-    deadline = time.monotonic() + timeout
-    while True:
+    Views = tuple[dict[Key, dict[str, Any]], dict[str, set[Key]], dict[str, set[Key]]]
+
+    def attempt() -> tuple[Views | None, str]:
         before = zk_snapshot(k)
         rows, kad = kadmin_views(k)
         tc = topic_command_views(k)
         moved = zk_snapshot(k) != before
         diffs = disagreements(rows, kad, tc)
         if not moved and not diffs:
-            check_agrees(k, rows, kad)
-            return rows, kad, tc
-        assert time.monotonic() < deadline, ("ZooKeeper's state kept moving" if moved else
-                                             "kadmin and TopicCommand disagree:\n" + "\n".join(diffs))
+            return (rows, kad, tc), ""
+        return None, ("ZooKeeper's state kept moving" if moved else
+                      "kadmin and TopicCommand disagree:\n" + "\n".join(diffs))
+
+    rows, kad, tc = settle(attempt, timeout)
+    check_agrees(k, rows, kad)
+    return rows, kad, tc
 
 
 def check_agrees(k: RealCluster, rows: dict[Key, dict[str, Any]], kad: dict[str, set[Key]]) -> None:

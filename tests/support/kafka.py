@@ -464,15 +464,26 @@ T = TypeVar("T")
 TOPIC_COMMAND = "org.apache.kafka.tools.TopicCommand"
 
 
-def wait_for(check: Callable[[], T | None], timeout: float, what: str, interval: float = 0.1) -> T:
-    """Poll an observable condition until it returns something truthy; fail after `timeout`."""
+def settle(attempt: Callable[[], tuple[T | None, str]], timeout: float, interval: float = 0.0) -> T:
+    """Repeat `attempt` until the fact it looks for is there: it returns (result, "") then, and (None, why not)
+    before. Fails after `timeout` with the last why-not (e.g. what kadmin and Kafka's tool still disagree on)."""
     deadline = time.monotonic() + timeout
     while True:
-        got = check()
-        if got:
+        got, why = attempt()
+        if got is not None:
             return got
-        assert time.monotonic() < deadline, f"timed out after {timeout:g}s waiting for {what}"
-        time.sleep(interval)
+        assert time.monotonic() < deadline, why
+        if interval:
+            time.sleep(interval)  # between polls only: the condition is the answer, not the time
+
+
+def wait_for(check: Callable[[], T | None], timeout: float, what: str, interval: float = 0.1) -> T:
+    """Poll an observable condition until it returns something truthy; fail after `timeout`."""
+    def attempt() -> tuple[T | None, str]:
+        got = check()
+        return (got if got else None), f"timed out after {timeout:g}s waiting for {what}"
+
+    return settle(attempt, timeout, interval)
 
 
 def wait_count(read: Callable[[], list[T]], at_least: int, timeout: float, what: str) -> list[T]:
