@@ -34,6 +34,7 @@ from kadmin.formats import zk_snapshot, zk_txnlog
 from kadmin.formats.zk_txnlog import Damage, Txn
 from kadmin.sandbox.fleet import ThreadedFleet
 from kadmin.sandbox.zkserver import DEBIAN_JAR, ZkServer, four_letter_word, free_port
+from tests.support.kafka import in_ci
 
 pytestmark = pytest.mark.integration
 
@@ -73,7 +74,7 @@ def zk39_classpaths() -> tuple[str, str, str]:
     jars = pyspark_jars()
     if jars is None:
         msg = "pyspark (with its ZooKeeper 3.9 jars) is not installed: pip install pyspark"
-        if os.environ.get("CI", "").lower() == "true":
+        if in_ci():
             pytest.fail(msg)
         pytest.skip(msg)
     zk_jar = sorted(glob.glob(str(jars / "zookeeper-3*.jar")))[-1]

@@ -174,8 +174,8 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> Iterator[History]:
 
 @pytest.fixture(scope="module")
 def spark(history: History) -> Iterator[Any]:
-    """One local[2] Spark session for the module (after the brokers are gone); kadmin's commands use it."""
-    pytest.importorskip("pyspark")
+    """One local[2] Spark session for the module (after the brokers are gone); kadmin's commands use it.
+    No skip without PySpark: `make test` installs it, and the pipeline tests fail without it too."""
     from kadmin.pipeline.spark import session
 
     s = session("local[2]")
