@@ -15,7 +15,6 @@ import os
 import re
 import signal
 import struct
-import subprocess
 import time
 import zlib
 from collections import Counter, namedtuple
@@ -35,6 +34,7 @@ from kadmin.formats.zk_txnlog import Damage, Txn
 from kadmin.sandbox.fleet import ThreadedFleet
 from kadmin.sandbox.zkserver import DEBIAN_JAR, ZkServer, four_letter_word, free_port
 from tests.support.kafka import in_ci
+from tests.support.zk_tools import Row, java, toolkit_rows
 
 pytestmark = pytest.mark.integration
 
@@ -247,11 +247,6 @@ def run_workload(server: ZkServer) -> tuple[list[tuple[int, int]], dict[str, Any
         zk.close()
 
 
-def java(cp: str, main: str, *args: str) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(["java", "-Dfile.encoding=UTF-8", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
-                             "-cp", cp, main, *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-
-
 @pytest.fixture(scope="module", params=["3.8", "3.9"])
 def gen(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Generated]:
     if request.param == "3.8":
@@ -302,52 +297,6 @@ def gen(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 
 
 # ----------------------------------------------------------------------------- TxnLogToolkit output
-
-RECORD_RE = re.compile(r"^[^\n]*? session 0x([0-9a-f]+) cxid 0x([0-9a-f]+) zxid 0x([0-9a-f]+) ([A-Za-z0-9]+)(?: |$)",
-                       re.M)
-# Request.op2String names of the sub-txns a multi may hold; the toolkit prints each as `name:` + raw jute bytes
-SUB_RE = re.compile(r"(?:^|;)(create|create2|createContainer|createTtl|createTTL|delete|deleteContainer|setData"
-                    r"|setACL|check|error):")
-Row = tuple[int, int, int, str, Any]
-
-
-def toolkit_rows(text: str) -> tuple[int, list[Row]]:
-    """(N of "EOF reached after N txns.", rows) with (session, cxid, zxid, type, detail) per txn.
-
-    A create spans 2 lines (the ACL's toString has a newline) and a multi prints raw bytes that may hold
-    newlines, so records are cut at the lines that start one, not at newlines.
-    """
-    m = re.search(r"EOF reached after (\d+) txns\.", text)
-    assert m, text[-500:]
-    starts = list(RECORD_RE.finditer(text))
-    rows: list[Row] = []
-    for i, rec in enumerate(starts):
-        body = text[rec.end() : starts[i + 1].start() if i + 1 < len(starts) else m.start()]
-        typ = rec.group(4).lower()
-        detail: Any
-        if typ in ("create", "create2", "createcontainer", "createttl", "setdata"):
-            detail = body.split(",", 1)[0]  # path,data,acl,...
-        elif typ in ("delete", "deletecontainer"):
-            detail = body.strip().lstrip("'")
-        elif typ == "setacl":
-            detail = body.lstrip("'").split(",", 1)[0]
-        elif typ == "closesession":  # v{'/a,'/b}
-            detail = tuple(re.findall(r"'([^,}]*)", body.split("\n")[0]))
-        elif typ in ("error", "createsession"):
-            detail = int(body.split()[0])
-        elif typ == "multi":
-            subs = []
-            for sm in SUB_RE.finditer(body):
-                sub_type = sm.group(1).lower()
-                # after `name:` come the sub-txn's jute bytes: a 4-byte length, then the path
-                path = re.match(r"/[\x20-\x7e]*", body[sm.end() + 4 :])
-                subs.append((sub_type, path.group(0) if path and sub_type != "error" else None))
-            detail = tuple(subs)
-        else:
-            detail = body
-        rows.append((int(rec.group(1), 16), int(rec.group(2), 16), int(rec.group(3), 16), typ, detail))
-    return int(m.group(1)), rows
-
 
 def my_rows(txns: list[Txn]) -> list[Row]:
     rows: list[Row] = []

@@ -5,27 +5,35 @@ times), runs three real brokers under a chroot, creates topics, and restarts kno
 number of times, gracefully (SIGTERM: Kafka's controlled shutdown) and by SIGKILL (the registration
 goes when the session expires), the controller last (a real controller failover). Meanwhile it
 records what ZooKeeper showed live: each registration's czxid (the broker epoch; also in each broker's
-own log), and every version of every partition state znode (a watch per znode; the versions prove
-none was missed). Then ZooKeeper is stopped (nothing
-is written after it) and the brokers killed, and `kadmin history ingest` reads the data directory
-(logs and snapshots) on a real local Spark. The reports must equal what was done and seen.
+own log), and, once the cluster settled (every ISR full again, no leader rebalance), every partition
+state znode. Then ZooKeeper is stopped (nothing is written after it) and the brokers killed.
+
+The ground truth of what the controller wrote is ZooKeeper's own TxnLogToolkit on every log file (no
+purge: they hold every txn since the server started): each create and setData of a partition state
+znode (inside the controller's `multi`s), hence every version of every state, in zxid order. It must be
+whole (the zxids run without a gap, versions 0, 1, 2, ... as logged, every partition there), plausible
+(each restart takes the broker out of every ISR and back after its new registration) and hold what the
+live reads returned. (Live watches cannot give this: a watch fires once, and a version written before the
+re-read that sets it again is missed on a loaded machine.) Then `kadmin history ingest` reads the data
+directory (logs and snapshots) on a real local Spark: its reports must equal what was done and logged.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
-from kadmin.sandbox.zkserver import Ensemble
+from kadmin.formats.zk_txnlog import log_files, log_zxid
+from kadmin.sandbox.zkserver import Ensemble, zookeeper_classpath
 from tests.conftest import Run
 from tests.support.kafka import TOPIC_COMMAND, RealCluster, ZkModeBroker, crash_restart, tool, wait_for, zk_mode_cluster
+from tests.support.zk_tools import run_toolkit, toolkit_records, toolkit_writes
 
 pytestmark = [pytest.mark.kafka, pytest.mark.integration, pytest.mark.slow]
 
@@ -35,62 +43,110 @@ SNAP_COUNT = 100  # ZooKeeper rolls its log (and snapshots) every 51-100 txns
 WAIT = 240.0
 
 
-class StateRecorder:
-    """Every version of the partition state znodes, as a watch per znode saw them live.
+States = dict[str, list[tuple[int, list[int], int]]]  # state znode path: [(version, isr, leader)]
 
-    A watch fires once per change and is set again by the read that follows, so a version written
-    between the two would be skipped: `complete()` checks that none was (versions 0, 1, 2, ...)."""
 
-    def __init__(self, hosts: str) -> None:
-        from kazoo.client import KazooClient
+class StateVersion(NamedTuple):
+    zxid: int
+    version: int
+    doc: dict[str, Any]  # the state znode's JSON
 
-        self.kz = KazooClient(hosts=hosts)
-        self.kz.start(timeout=30)
-        self.lock = threading.Lock()
-        self.seen: dict[str, list[tuple[int, list[int], int]]] = {}  # path: [(version, isr, leader)]
 
-    def watch(self, topic: str, partitions: int) -> None:
-        from kazoo.recipe.watchers import DataWatch
+def state_path(topic: str, partition: int) -> str:
+    return f"/brokers/topics/{topic}/partitions/{partition}/state"
 
-        for p in range(partitions):
-            path = f"/brokers/topics/{topic}/partitions/{p}/state"
-            self.seen[path] = []
-            DataWatch(self.kz, path, self._recorder(path))
 
-    def _recorder(self, path: str) -> Any:
-        def record(data: bytes | None, stat: Any) -> None:  # called once per new mzxid
-            if data is None:
-                return
-            doc = json.loads(data)
-            with self.lock:
-                self.seen[path].append((stat.version, list(doc["isr"]), doc["leader"]))
+def logged_states(datadir: Path, chroot: str) -> dict[str, list[StateVersion]]:
+    """Every version of every partition state znode under `chroot` (keyed without it), in zxid order, from
+    TxnLogToolkit on each log of the stopped server's `datadir`: version 0 at the create, +1 per setData
+    (a failed multi holds only error sub-txns: it wrote nothing). Asserts the logs whole: every log read
+    to its end, the zxids without a gap from the first log's on, and each setData's logged version (when
+    the toolkit prints it legibly) the count."""
+    version2 = datadir / "version-2"
+    logs = [version2 / n for n in log_files([p.name for p in version2.iterdir()])]
+    assert logs, f"no transaction log in {version2}"
+    texts = run_toolkit(zookeeper_classpath(), logs)
+    pattern = re.compile(rf"{re.escape(chroot)}(/brokers/topics/[^/]+/partitions/\d+/state)")
+    zxids: list[int] = []
+    out: dict[str, list[StateVersion]] = {}
+    for log in logs:
+        count, records = toolkit_records(texts[log])
+        assert count == len(records), f"{log.name}: {count} txns, {len(records)} records parsed"
+        zxids += [zxid for _, _, zxid, _, _ in records]
+        for w in toolkit_writes(texts[log], pattern):
+            path = w.path[len(chroot):]
+            seq = out.setdefault(path, [])
+            if w.type == "create":
+                assert not seq, f"{path} created again at zxid {w.zxid:#x}: {seq}"
+                version = 0
+            else:
+                assert seq, f"{path} set at zxid {w.zxid:#x} before it was created"
+                version = seq[-1].version + 1
+            assert w.version in (version, None), f"{path} at zxid {w.zxid:#x}: logged version {w.version}, " \
+                f"counted {version}"
+            seq.append(StateVersion(w.zxid, version, w.doc))
+    # from the server's first txn (zxid 1 of its epoch; the first log is named after it) on, none missing
+    assert zxids and zxids[0] & 0xFFFFFFFF == 1 and zxids[0] == log_zxid(logs[0].name), (logs[0].name, zxids[:3])
+    assert zxids == list(range(zxids[0], zxids[0] + len(zxids))), "the logs miss txns (a gap in the zxids)"
+    return out
 
-        return record
 
-    def versions(self) -> dict[str, list[int]]:
-        with self.lock:
-            return {p: [v for v, _, _ in s] for p, s in self.seen.items()}
+def as_states(logged: dict[str, list[StateVersion]]) -> States:
+    return {p: [(v.version, list(v.doc["isr"]), v.doc["leader"]) for v in seq] for p, seq in logged.items()}
 
-    def caught_up(self, kz: Any) -> bool:
-        """Whether the recorder has seen the current version of every state znode."""
-        got = self.versions()
-        return all(got[p] and got[p][-1] == kz.get(p)[1].version for p in got)
 
-    def churn(self) -> dict[int, dict[str, int]]:
-        """Per broker, how often a write took it out of an ISR (shrink) or put it back (expand)."""
-        out: dict[int, dict[str, int]] = {}
-        with self.lock:
-            for states in self.seen.values():
-                for (_, before, _), (_, after, _) in zip(states, states[1:], strict=False):
-                    for b in set(before) - set(after):
-                        out.setdefault(b, {"isr_shrinks": 0, "isr_expands": 0})["isr_shrinks"] += 1
-                    for b in set(after) - set(before):
-                        out.setdefault(b, {"isr_shrinks": 0, "isr_expands": 0})["isr_expands"] += 1
-        return out
+def isr_churn(states: States) -> dict[int, dict[str, int]]:
+    """Per broker, how often a write took it out of an ISR (shrink) or put it back (expand)."""
+    out: dict[int, dict[str, int]] = {}
+    for seq in states.values():
+        for (_, before, _), (_, after, _) in zip(seq, seq[1:], strict=False):
+            for b in set(before) - set(after):
+                out.setdefault(b, {"isr_shrinks": 0, "isr_expands": 0})["isr_shrinks"] += 1
+            for b in set(after) - set(before):
+                out.setdefault(b, {"isr_shrinks": 0, "isr_expands": 0})["isr_expands"] += 1
+    return out
 
-    def stop(self) -> None:
-        self.kz.stop()
-        self.kz.close()
+
+def check_plausible(logged: dict[str, list[StateVersion]], restarts: list[tuple[int, str, int, int]],
+                    live: dict[str, tuple[int, int, dict[str, Any]]]) -> None:
+    """The logged states are every partition's, start with a full ISR, name a leader in the ISR (or none),
+    never go back in controller or leader epoch, show each restart (its broker out of the ISR after its
+    old registration, back in after its new one), and hold what the live reads of the settled cluster
+    returned (version, mzxid and JSON)."""
+    assert sorted(logged) == sorted(state_path(t, p) for t, n in TOPICS.items() for p in range(n)), sorted(logged)
+    for path, seq in logged.items():
+        assert sorted(seq[0].doc["isr"]) == list(IDS), (path, seq[0])
+        for v in seq:
+            isr = v.doc["isr"]
+            # no leader (-1) for a moment: a new controller takes a dead leader out of the ISR first
+            assert len(set(isr)) == len(isr) and set(isr) <= set(IDS) and v.doc["leader"] in (*isr, -1), (path, v)
+        epochs = [(v.doc["controller_epoch"], v.doc["leader_epoch"]) for v in seq]
+        assert all(a <= b for a, b in zip(epochs, epochs[1:], strict=False)), f"{path}: epochs went back: {seq}"
+        for bid in IDS:
+            episodes: list[tuple[int, int]] = []  # (zxid of the write taking bid out of the ISR, of the one back)
+            out_at: int | None = None
+            for v in seq:
+                if bid not in v.doc["isr"] and out_at is None:
+                    out_at = v.zxid
+                elif bid in v.doc["isr"] and out_at is not None:
+                    episodes.append((out_at, v.zxid))
+                    out_at = None
+            assert out_at is None, f"{path}: broker {bid} not back in the ISR at the end: {seq[-1]}"
+            i = 0
+            for b, how, old, new in restarts:
+                if b != bid:
+                    continue
+                while i < len(episodes) and not (episodes[i][0] > old and episodes[i][1] > new):
+                    i += 1
+                assert i < len(episodes), f"{path}: no ISR shrink and expand of broker {bid} for its {how} " \
+                    f"restart (epoch {old} -> {new}); out of the ISR: {episodes}"
+                i += 1
+        # what a live read of the settled cluster returned is in the logs (and is, unless a write came after
+        # the read, e.g. a follower dropping out of an ISR on a loaded machine, the last version)
+        version, mzxid, doc = live[path]
+        same = [v for v in seq if v.version == version]
+        assert [(v.zxid, v.doc) for v in same] == [(mzxid, doc)], \
+            f"{path}: logged {same}, read live (settled) version {version} mzxid {mzxid:#x} {doc}"
 
 
 @dataclass
@@ -99,12 +155,12 @@ class History:
     chroot: str
     epochs: dict[int, list[int]]  # per broker, the czxid of each of its registrations, oldest first
     restarts: list[tuple[int, str, int, int]]  # (broker, "graceful" | "sigkill", old epoch, new epoch)
-    churn: dict[int, dict[str, int]]  # from the recorded state znode versions
+    churn: dict[int, dict[str, int]]  # from the logged state znode versions
     hosted: int  # partitions per broker (all RF 3 on 3 brokers: every partition)
     controllers: list[int]  # the controller before and after the controller's crash
     controller_epoch: int
     logged: dict[int, list[int]] = field(default_factory=dict)  # epochs in each broker's server.log
-    states: dict[str, list[tuple[int, list[int], int]]] = field(default_factory=dict)  # every state version seen
+    states: States = field(default_factory=dict)  # every state version, from ZooKeeper's logs
 
 
 def logged_epochs(b: ZkModeBroker) -> list[int]:
@@ -126,48 +182,46 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> Iterator[History]:
     try:
         with zk_mode_cluster(zk, base / "kafka", IDS, chroot_prefix="khist",
                              extra={"auto.leader.rebalance.enable": "false"}) as cluster:
-            recorder = StateRecorder(zk.connect_string + cluster.chroot)
-            try:
-                for topic, n in TOPICS.items():
-                    recorder.watch(topic, n)  # before the topic exists: its first state is version 0
-                    tool(cluster.home, TOPIC_COMMAND, "--bootstrap-server", cluster.bootstrap, "--create",
-                         "--topic", topic, "--partitions", str(n), "--replication-factor", "3")
-                wait_for(lambda: full_isrs(cluster), WAIT, "every partition led with a full ISR", interval=0.25)
-                epochs = {b: [int(s.czxid)] for b, (_, s) in cluster.registrations().items()}
-                assert sorted(epochs) == list(IDS)
-                controller = cluster.controller()
-                assert controller in IDS
-                a, b = sorted(x for x in IDS if x != controller)
-                restarts = []
-                for bid, how in ((a, "graceful"), (b, "sigkill"), (a, "sigkill"), (controller, "sigkill")):
-                    br = cluster.brokers[bid]
-                    old, new = (br.restart(cluster.kz, timeout=WAIT) if how == "graceful"
-                                else crash_restart(br, cluster.kz, timeout=WAIT))
-                    assert old == epochs[bid][-1] and new > old
-                    epochs[bid].append(new)
-                    restarts.append((bid, how, old, new))
-                    # back in every ISR before the next restart: each restart is one shrink and one expand
-                    wait_for(lambda: full_isrs(cluster), WAIT, f"broker {bid} back in every ISR", interval=0.25)
-                wait_for(lambda: recorder.caught_up(cluster.kz), WAIT, "the recorder to see every state version")
-                successor = cluster.controller()
-                assert successor in (a, b)  # elected when the crashed controller's session expired
-                controller_epoch = int(cluster.kz.get("/controller_epoch")[0])
-                assert sorted(cluster.kz.get_children("/brokers/topics")) == sorted(TOPICS)  # nothing else wrote ISRs
-                assert {b: int(s.czxid) for b, (_, s) in cluster.registrations().items()} == \
-                    {b: e[-1] for b, e in epochs.items()}
-                versions = recorder.versions()
-                assert all(v == list(range(len(v))) for v in versions.values()), f"a state version was missed: " \
-                    f"{versions}"
-                churn = recorder.churn()
-                with recorder.lock:
-                    states = {p: list(v) for p, v in recorder.seen.items()}
-            finally:
-                recorder.stop()
+            for topic, n in TOPICS.items():
+                tool(cluster.home, TOPIC_COMMAND, "--bootstrap-server", cluster.bootstrap, "--create",
+                     "--topic", topic, "--partitions", str(n), "--replication-factor", "3")
+            wait_for(lambda: full_isrs(cluster), WAIT, "every partition led with a full ISR", interval=0.25)
+            epochs = {b: [int(s.czxid)] for b, (_, s) in cluster.registrations().items()}
+            assert sorted(epochs) == list(IDS)
+            controller = cluster.controller()
+            assert controller in IDS
+            a, b = sorted(x for x in IDS if x != controller)
+            restarts = []
+            for bid, how in ((a, "graceful"), (b, "sigkill"), (a, "sigkill"), (controller, "sigkill")):
+                br = cluster.brokers[bid]
+                old, new = (br.restart(cluster.kz, timeout=WAIT) if how == "graceful"
+                            else crash_restart(br, cluster.kz, timeout=WAIT))
+                assert old == epochs[bid][-1] and new > old
+                epochs[bid].append(new)
+                restarts.append((bid, how, old, new))
+                # back in every ISR before the next restart: each restart is one shrink and one expand
+                wait_for(lambda: full_isrs(cluster), WAIT, f"broker {bid} back in every ISR", interval=0.25)
+            successor = cluster.controller()
+            assert successor in (a, b)  # elected when the crashed controller's session expired
+            controller_epoch = int(cluster.kz.get("/controller_epoch")[0])
+            assert sorted(cluster.kz.get_children("/brokers/topics")) == sorted(TOPICS)  # nothing else wrote ISRs
+            assert {b: int(s.czxid) for b, (_, s) in cluster.registrations().items()} == \
+                {b: e[-1] for b, e in epochs.items()}
+            # the settled cluster (full ISRs, no rebalance): what the logs must hold
+            live: dict[str, tuple[int, int, dict[str, Any]]] = {}  # path: (version, mzxid, JSON)
+            for topic, n in TOPICS.items():
+                for p in range(n):
+                    data, stat = cluster.kz.get(state_path(topic, p))
+                    live[state_path(topic, p)] = (stat.version, stat.mzxid, json.loads(data))
             cluster.kz.stop()
             zk.stop()  # ZooKeeper first: its logs end with every broker registered, nothing written after
             logged = {bid: logged_epochs(br) for bid, br in cluster.brokers.items()}
-        yield History(zk.servers[0].data_dir / "data", cluster.chroot, epochs, restarts, churn,
-                      sum(TOPICS.values()), [controller, successor], controller_epoch, logged, states)
+        datadir = zk.servers[0].data_dir / "data"
+        truth = logged_states(datadir, cluster.chroot)
+        check_plausible(truth, restarts, live)
+        states = as_states(truth)
+        yield History(datadir, cluster.chroot, epochs, restarts, isr_churn(states), sum(TOPICS.values()),
+                      [controller, successor], controller_epoch, logged, states)
     finally:
         zk.stop()
 
@@ -181,9 +235,6 @@ def spark(history: History) -> Iterator[Any]:
     s = session("local[2]")
     yield s
     s.stop()
-
-
-States = dict[str, list[tuple[int, list[int], int]]]  # state znode path: [(version, isr, leader)]
 
 
 def expected_changes(states: States) -> dict[str, list[tuple[str, int, list[int]]]]:
@@ -252,7 +303,7 @@ def test_history_of_real_kafka_restarts_from_zookeepers_logs_and_snapshots(histo
     assert ctl == [("elected", h.controllers[0], 1), ("resigned", None, None), ("elected", h.controllers[1], 2)]
     assert h.controller_epoch == 2
 
-    # ISR churn: what the controller wrote, as the state znodes showed it live, version by version
+    # ISR churn: what the controller wrote, version by version, as TxnLogToolkit showed it
     churn = {x["broker_id"]: x for x in report(run, out, "isr-churn")}
     assert {b: {k: x[k] for k in ("isr_shrinks", "isr_expands")} for b, x in churn.items()} == h.churn
     for bid, n in restarted.items():
