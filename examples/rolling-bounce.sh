@@ -27,8 +27,10 @@
 # serves no ControlledShutdown: a KRaft broker's own SIGTERM path (its controller heartbeat) does that part.
 # Why --unfenced and not --registered on KRaft: a stopped KRaft broker stays registered (fenced), so
 # --registered would already hold for the old registration. Kafka 3.x in KRaft mode answers
-# DescribeCluster below v2, which lists no fenced broker: there step 5 is skipped (said on stderr; the
-# --stop command must return only once the process is gone) and step 7 is --registered (= unfenced there).
+# DescribeCluster below v2, which lists no fenced broker: there step 5 waits until `kadmin brokers list`
+# no longer lists the broker (fenced or gone: out of the active set; said on stderr), so that a stop that
+# left the old registration unfenced for a while (a crash: until its session times out) is not mistaken
+# for a restart, and step 7 is --registered (= listed, i.e. unfenced, there).
 #
 # Options:
 #   --stop CMD, --start CMD   command templates run with `bash -c`; {id} is replaced by the broker id.
@@ -58,7 +60,7 @@
 #   10  the partitions check before the first broker did not answer 0
 #   11  can-stop refused (kadmin 1: a partition would lose its leader or min ISR)
 #   12  drain failed                      13  shutdown failed (ZooKeeper mode)
-#   14  the --stop command failed         15  wait --gone / --fenced failed
+#   14  the --stop command failed         15  wait --gone / --fenced / not listed failed
 #   16  the --start command failed        17  wait --epoch-gt / --unfenced failed
 #   18  wait --in-sync failed             19  undrain failed
 #   20  the partitions check after a broker did not answer 0
@@ -233,6 +235,23 @@ check_healthy() {
     done
 }
 
+# wait_unlisted ID: Kafka 3.x in KRaft mode lists only unfenced brokers (DescribeCluster below v2): wait until
+# `kadmin brokers list` does not list ID (fenced or gone), asking 0.5 s doubling to 5 s, until --wait-timeout.
+wait_unlisted() {
+    local id=$1 delay=0.5 start=$SECONDS out listed rc
+    say "broker $id: wait until it is not listed (fenced or gone: this cluster lists only unfenced brokers)"
+    while :; do
+        rc=0
+        out=$("$KADMIN" brokers list -o json 2>>"$LOG") || rc=$?
+        ((rc == 0)) || fail 15 "wait unlisted" "$rc" "kadmin brokers list failed"
+        listed=$(json "any(b['id'] == $id for b in d)" <<<"$out") || fail 15 "wait unlisted" 1 "unreadable listing"
+        [[ $listed == False ]] && return 0
+        ((SECONDS - start < ${WAIT_TIMEOUT%.*})) || fail 15 "wait unlisted" 1 "still listed after ${WAIT_TIMEOUT}s"
+        sleep "$delay"
+        delay=$("$PYTHON" -c "print(min(5.0, $delay * 2))")
+    done
+}
+
 run_template() {  # run_template NAME EXIT TEMPLATE
     local cmd
     cmd=$(expand "$3" "$CURRENT")
@@ -270,13 +289,14 @@ for id in "${IDS[@]}"; do
         say "broker $id: wait --fenced"
         "$KADMIN" brokers wait "$id" --fenced --timeout "$WAIT_TIMEOUT" -o plain >>"$LOG" || rc=$?
         if ((rc == 3)); then  # DescribeCluster below v2 (Kafka 3.x) does not list fenced brokers
-            say "broker $id: this cluster cannot show a fenced broker; relying on the stop command"
+            say "broker $id: this cluster cannot show a fenced broker"
             FENCED_SHOWN=0
+            wait_unlisted "$id"
         elif ((rc != 0)); then
             fail 15 "wait --fenced" "$rc"
         fi
     else
-        say "broker $id: wait --fenced skipped (this cluster cannot show a fenced broker)"
+        wait_unlisted "$id"
     fi
     run_template "start" 16 "$START_CMD"
     if [[ $MODE == zk ]]; then

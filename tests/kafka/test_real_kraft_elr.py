@@ -1,9 +1,10 @@
-"""KIP-966 eligible leader replicas on a real KRaft cluster (Kafka 4.3.1: 3 controllers + 3 brokers).
+"""KIP-966 eligible leader replicas on a real KRaft cluster (3 controllers + 3 brokers): 4.3.1 and 3.9.1.
 
 A new 4.3.1 cluster has ELR on (feature eligible.leader.replicas.version finalized at 1, as Kafka's own
-FeatureCommand says). `partitions list -o json` carries DescribeTopicPartitions' eligible leader replicas
-and last known ELR as `elr` / `last_known_elr`, and they equal the `Elr:` / `LastKnownElr:` columns of
-Kafka's TopicCommand --describe: healthy (empty), with one broker stopped (ISR at min ISR 2, still no
+FeatureCommand says); a 3.9.1 cluster has it off (no such feature finalized), and there every list is empty in
+every state, for kadmin as for TopicCommand. `partitions list -o json` carries DescribeTopicPartitions' eligible
+leader replicas and last known ELR as `elr` / `last_known_elr`, and they equal the `Elr:` / `LastKnownElr:`
+columns of Kafka's TopicCommand --describe: healthy (empty), with one broker stopped (ISR at min ISR 2, still no
 ELR) and with a second one stopped (the ISR fell below min ISR: the replica removed last is eligible).
 
 Nothing waits on time: each state is waited for on TopicCommand's own answer, and a comparison is
@@ -19,7 +20,16 @@ from typing import Any
 
 import pytest
 
-from tests.support.kafka import KAFKA_4, TOPIC_COMMAND, kafka_home, parse_partition_lines, settle, tool, wait_for
+from tests.support.kafka import (
+    KAFKA_3_9,
+    KAFKA_4,
+    TOPIC_COMMAND,
+    kafka_home,
+    parse_partition_lines,
+    settle,
+    tool,
+    wait_for,
+)
 from tests.support.sandbox import KraftBrokers, sandbox
 
 pytestmark = [pytest.mark.kafka, pytest.mark.integration, pytest.mark.slow]
@@ -32,6 +42,8 @@ Elr = tuple[list[int] | None, list[int] | None]
 
 
 class Kraft(KraftBrokers):
+    version = KAFKA_4
+
     def topic_command(self) -> dict[Key, dict[str, str]]:
         out = tool(self.home, TOPIC_COMMAND, "--bootstrap-server", self.live_bootstrap(), "--describe",
                    "--topic", TOPIC).stdout
@@ -77,12 +89,15 @@ def agree(k: Kraft, timeout: float = 300.0) -> dict[Key, Elr]:
     return settle(attempt, timeout, interval=1.0)
 
 
-@pytest.fixture(scope="module")
-def kraft(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kraft]:
-    home = kafka_home(KAFKA_4)
-    with sandbox(tmp_path_factory.mktemp("kraft-elr") / "sb", "--kafka-home", str(home), "--mode", "kraft",
-                 "--brokers", "3") as sb:
+@pytest.fixture(scope="module", params=[KAFKA_4, KAFKA_3_9])
+def kraft(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kraft]:
+    version = str(request.param)
+    home = kafka_home(version)
+    with sandbox(tmp_path_factory.mktemp(f"kraft-elr-{version}") / "sb", "--kafka-home", str(home), "--mode",
+                 "kraft", "--brokers", "3") as sb:
+        assert sb.status()["kafka_version"] == version
         k = Kraft(sb, home)
+        k.version = version
         from kafka.admin import KafkaAdminClient, NewTopic
 
         admin = KafkaAdminClient(bootstrap_servers=k.bootstrap, request_timeout_ms=60000)
@@ -96,11 +111,14 @@ def kraft(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kraft]:
         yield k
 
 
-def test_elr_is_on_by_default_on_a_new_4_3_cluster(kraft: Kraft) -> None:
+def test_elr_is_on_by_default_on_4_3_and_off_on_3_9(kraft: Kraft) -> None:
     out = tool(kraft.home, FEATURE_COMMAND, "--bootstrap-server", kraft.bootstrap, "describe").stdout
     m = re.search(r"Feature: eligible\.leader\.replicas\.version\s.*FinalizedVersionLevel: (\d+)", out)
-    assert m, out
-    assert int(m.group(1)) >= 1, out
+    if kraft.version == KAFKA_3_9:
+        assert m is None or int(m.group(1)) == 0, out
+    else:
+        assert m, out
+        assert int(m.group(1)) >= 1, out
 
 
 def test_kadmins_elr_equals_topic_commands_as_brokers_stop(kraft: Kraft) -> None:
@@ -115,8 +133,10 @@ def test_kadmins_elr_equals_topic_commands_as_brokers_stop(kraft: Kraft) -> None
 
     kraft.stop(2)
     two_down = agree(kraft)
-    # ISR {1} fell below min ISR 2: broker 2, removed from the ISR when it did, is an eligible leader
-    assert any(elr for elr, _ in two_down.values()), two_down
+    if kraft.version == KAFKA_3_9:  # ELR off: nobody is eligible, nothing is remembered
+        assert all(v in (([], []), (None, None)) for v in two_down.values()), two_down
+    else:  # ISR {1} fell below min ISR 2: broker 2, removed from the ISR when it did, is an eligible leader
+        assert any(elr for elr, _ in two_down.values()), two_down
     assert all(set(elr or []) <= {2, 3} for elr, _ in two_down.values()), two_down
 
     rows = kraft.kadmin_rows()
