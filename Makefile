@@ -1,33 +1,44 @@
 # The two set-up commands of the README: `make demo` and `make test`. Each is self-sufficient on a
 # fresh Debian machine: it installs a JRE and ZooKeeper (apt-get) when missing, creates .venv and
-# installs kadmin into it.
+# installs kadmin into it: the demos only kadmin and its runtime dependencies (`.`), the tests also the
+# dev and Spark extras (~850 MB) on top, in the same .venv.
 VENV ?= .venv
 PY := $(VENV)/bin/python
+BASE_STAMP := $(VENV)/.installed-base
 STAMP := $(VENV)/.installed
 
-.PHONY: demo demo-kraft test test-fast system venv lint completions docs bench clean kafka
+.PHONY: demo demo-kraft test test-fast system venv venv-base lint completions docs bench clean kafka
 
 system:
 	@scripts/ensure-system.sh
 
-$(STAMP): pyproject.toml
+# A .venv made before the distribution was renamed holds it as `kadmin`: uninstalled first so one
+# distribution owns the `kadmin` command.
+$(BASE_STAMP): pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
+	@if $(PY) -m pip show --quiet kadmin >/dev/null 2>&1; then $(PY) -m pip uninstall --quiet --yes kadmin; fi
+	$(PY) -m pip install --quiet -e .
+	@touch $(BASE_STAMP)
+
+$(STAMP): $(BASE_STAMP)
 	$(PY) -m pip install --quiet -e '.[dev,spark]'
 	@touch $(STAMP)
+
+venv-base: $(BASE_STAMP)
 
 venv: $(STAMP)
 
 # The demo runs three real Kafka 3.9.1 brokers (ZooKeeper mode) when scripts/fetch-kafka.sh can provide
 # them (Maven, java, network; the home is its last stdout line), else the emulated brokers.
-demo: system venv
+demo: system venv-base
 	@log=$$(mktemp); home=$$(scripts/fetch-kafka.sh 3.9.1 2>$$log | tail -n 1); \
 	if [ -z "$$home" ] || [ ! -d "$$home/libs" ]; then \
 		echo "demo: no real Kafka 3.9.1 ($$(tail -n 1 $$log)); falling back to emulated brokers" >&2; home=; fi; \
 	rm -f $$log; PATH="$(CURDIR)/$(VENV)/bin:$$PATH" scripts/demo.sh $$home
 
 # A real KRaft quorum of Kafka 4.3.1: 3 controllers + 3 brokers (no fallback: KRaft needs real Kafka).
-demo-kraft: system venv
+demo-kraft: system venv-base
 	@log=$$(mktemp); home=$$(scripts/fetch-kafka.sh 4.3.1 2>$$log | tail -n 1); \
 	if [ -z "$$home" ] || [ ! -d "$$home/libs" ]; then \
 		echo "demo-kraft: no real Kafka 4.3.1 ($$(tail -n 1 $$log))" >&2; rm -f $$log; exit 1; fi; \
@@ -59,7 +70,7 @@ completions: venv
 	for s in bash zsh fish; do $(VENV)/bin/kadmin completion $$s > completions/kadmin.$$s; done
 
 docs: venv
-	$(PY) -m kadmin.cli.docs README.md
+	$(PY) -m kadmin.cli.docs
 
 bench: system venv kafka
 	$(PY) bench/brokers.py

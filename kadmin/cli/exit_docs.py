@@ -1,0 +1,91 @@
+"""Which exit codes each command can return, and when: the source of docs/exit-codes.md.
+
+A declared mapping, checked by tests/cli/test_docs.py: every command of the CLI has a row here and
+every row names a command that exists. The general meaning of each code is `kadmin.exit_codes`; a
+row adds what the code means for that command. Codes every command can return (usage errors,
+Ctrl-C, and any code no row names, such as an internal error) are listed once, not per command.
+"""
+
+from __future__ import annotations
+
+from kadmin.exit_codes import ExitCode as X
+
+Codes = dict[X, str]
+
+# Every command that talks to a cluster: no cluster given or a wrong chroot, unreachable or auth failed.
+_CONNECT: Codes = {X.CONFIG: "", X.UNREACHABLE: ""}
+# ...and reads data that can be malformed (named on stderr).
+_READ: Codes = {**_CONNECT, X.PARTIAL: "some data could not be read or parsed"}
+_ZK_ONLY = "also for a KRaft cluster: this command needs ZooKeeper mode"
+_SANDBOX: Codes = {X.CONFIG: "no sandbox, or it could not start or stop a process"}
+
+# The check verbs (`kadmin.exit_codes.CHECK_COMMANDS`) follow the monitoring-plugin convention
+# (`kadmin.exit_codes.Verdict`) instead of the general table; this says what WARNING and CRITICAL mean for each.
+CHECKS: dict[str, str] = {
+    "partitions check": "WARNING (1): some partitions under-replicated; CRITICAL (2): some offline or under "
+                        "min ISR, or a partition's state could not be read",
+    "quorum check": "WARNING (1): a member down, a lagging voter or observer, a ZooKeeper member on an older "
+                    "zxid epoch; CRITICAL (2): no leader, no majority of voters up, a zombie leader (KIP-595), "
+                    "or `--restart NODE` would leave no caught-up majority",
+}
+
+COMMANDS: dict[str, Codes] = {
+    "brokers can-stop": {X.OK: "the broker can stop", X.CONDITION_NOT_MET: "it cannot (blocking partitions listed), "
+                         "or no such broker", **_READ},
+    "brokers diff": {X.OK: "", X.CONDITION_NOT_MET: "with `--exit-code`: something changed",
+                     X.USAGE: "the saved listing cannot be read", **_READ,
+                     X.CONFIG: "also a live diff of a KRaft cluster (use `--metadata-dir`)"},
+    "brokers drain": {X.OK: "the broker leads nothing", X.CONDITION_NOT_MET: "it still leads partitions (named)",
+                      **_READ, X.UNSAFE: "a reassignment is in flight (`--force` overrides)"},
+    "brokers list": {X.OK: "", **_READ},
+    "brokers max-epoch": {X.OK: "", X.CONDITION_NOT_MET: "no live broker", **_READ, X.CONFIG: _ZK_ONLY},
+    "brokers show": {X.OK: "", X.CONDITION_NOT_MET: "the broker is not registered", **_READ, X.CONFIG: _ZK_ONLY},
+    "brokers shutdown": {X.OK: "the controller moved every leadership",
+                         X.CONDITION_NOT_MET: "partitions still led by the broker (named)", **_READ,
+                         X.REJECTED: "stale broker epoch, or another controller error",
+                         X.UNSAFE: "`can-stop` fails (`--force` overrides)",
+                         X.UNSUPPORTED: "the active controller is a KRaft controller (migration)",
+                         X.CONFIG: _ZK_ONLY},
+    "brokers undrain": {X.OK: "", X.CONDITION_NOT_MET: "preferred leaders not all elected",
+                        X.USAGE: "the drain file cannot be read", **_READ,
+                        X.UNSAFE: "a reassignment is in flight (`--force` overrides)"},
+    "brokers unregister": {X.OK: "", **_CONNECT, X.REJECTED: "the controller refused",
+                           X.UNSAFE: "the broker is active (`--force` overrides)"},
+    "brokers wait": {X.OK: "the condition holds", X.CONDITION_NOT_MET: "timed out", **_READ,
+                     X.CONFIG: "also `--epoch-gt` on a KRaft cluster, and `--fenced`/`--gone` on Kafka 3.x "
+                               "KRaft (DescribeCluster below v2)"},
+    "brokers watch": {X.OK: "the `--timeout` passed", **_READ},
+    "cluster check-id": {X.OK: "every file belongs to this cluster",
+                         X.CONDITION_NOT_MET: "a file belongs to another cluster",
+                         X.USAGE: "a file cannot be read", **_CONNECT},
+    "cluster id": {X.OK: "", **_READ},
+    "completion": {X.OK: ""},
+    "history ingest": {X.OK: "", X.USAGE: "`--out` is not a writable directory",
+                       X.PARTIAL: "a file is truncated or corrupt, or unreadable (named)",
+                       X.UNSAFE: "another ingest holds the table's lock (`--wait-lock` waits)"},
+    "history report": {X.OK: "", X.USAGE: "not a kadmin history table"},
+    "ids claim": {X.OK: "", X.CONDITION_NOT_MET: "a human must decide (several missing ids, a conflict)",
+                  **_READ, X.CONFIG: _ZK_ONLY},
+    "ids gc": {X.OK: "", **_READ, X.CONFIG: _ZK_ONLY},
+    "ids hosts": {X.OK: "", **_READ, X.CONFIG: _ZK_ONLY},
+    "ids map": {X.OK: "", **_READ, X.CONFIG: _ZK_ONLY,
+                X.UNSAFE: "the id is registered from, or mapped to, another host (`--force` overrides)"},
+    "ids missing": {X.OK: "", **_READ, X.CONFIG: _ZK_ONLY},
+    "ids resolve": {X.OK: "", X.CONDITION_NOT_MET: "a human must decide (several missing ids, a conflict)",
+                    **_READ, X.CONFIG: _ZK_ONLY},
+    "ids unmap": {X.OK: "", X.CONDITION_NOT_MET: "no such mapping, or it changed meanwhile", **_READ,
+                  X.CONFIG: _ZK_ONLY},
+    "partitions list": {X.OK: "", **_READ},
+    "quorum describe": {X.OK: "", X.CONDITION_NOT_MET: "`--human-readable` found a timestamp ahead of the clock",
+                        **_CONNECT, X.UNREACHABLE: "unreachable, or the quorum has no leader",
+                        X.REJECTED: "NOT_LEADER_OR_FOLLOWER"},
+    "sandbox bounce": {X.OK: "", **_SANDBOX},
+    "sandbox down": {X.OK: "", **_SANDBOX},
+    "sandbox kill": {X.OK: "", **_SANDBOX},
+    "sandbox start": {X.OK: "", **_SANDBOX},
+    "sandbox status": {X.OK: "everything is up", X.CONDITION_NOT_MET: "something is down (named)", **_SANDBOX},
+    "sandbox up": {X.OK: "", **_SANDBOX},
+}
+
+# Every command can also return these (and any code no row above names).
+EVERY_COMMAND: tuple[X, ...] = (X.USAGE, X.INTERRUPTED)
