@@ -315,5 +315,5 @@ for id in "${IDS[@]}"; do
     say "broker $id: bounced in $((SECONDS - t0))s"
 done
 CURRENT=""
-say "done: $n brokers bounced"
+say "done: $n broker$([ "$n" = 1 ] || echo s) bounced"
 echo "bounced ${IDS[*]}"

@@ -1,7 +1,10 @@
 """Connection settings from flags, environment variables and the contexts file; each value knows its source.
 
 Precedence: command-line flag > environment variable > context (`--context`, `KADMIN_CONTEXT`, or the
-file's `current-context`) > built-in default.
+file's `current-context`) > built-in default. The cluster's address (zookeeper, bootstrap-server,
+bootstrap-controller) is taken whole from the first of those sources that gives any of it: a
+`--bootstrap-server` flag is not mixed with a KADMIN_ZOOKEEPER or a context's zookeeper (which would
+choose ZooKeeper mode), nor a `-z` flag with a KADMIN_BOOTSTRAP_SERVER. `-v` says what was left out.
 
 The contexts file is `$XDG_CONFIG_HOME/kadmin/config.toml` (default `~/.config/kadmin/config.toml`):
 
@@ -14,6 +17,7 @@ The contexts file is `$XDG_CONFIG_HOME/kadmin/config.toml` (default `~/.config/k
     zk-tls-no-hostname-check = false        # true: accept a certificate that does not name the host
     bootstrap-server = "kafka1:9092"
     command-config = "/etc/kadmin/client.properties"
+    connect-timeout = 10                    # seconds; `timeout` is its deprecated old name
 """
 
 from __future__ import annotations
@@ -42,8 +46,11 @@ CONTEXT_KEYS = {
     "bootstrap-server",
     "bootstrap-controller",
     "command-config",
-    "timeout",
+    "connect-timeout",
+    "timeout",  # the deprecated name of connect-timeout (until 1.0)
 }
+# The keys that name the cluster and so choose the mode (kadmin/cluster/connect.py open_cluster).
+ADDRESS_KEYS = ("zookeeper", "bootstrap-server", "bootstrap-controller")
 
 
 @dataclass(frozen=True)
@@ -52,9 +59,20 @@ class Sourced:
     source: str  # "flag", "env KADMIN_...", "context NAME", "default"
 
 
+def rank(source: str) -> int:
+    """The precedence of a source: 0 flag, 1 environment variable, 2 context, 3 default."""
+    for i, prefix in enumerate(("flag", "env", "context")):
+        if source.startswith(prefix):
+            return i
+    return 3
+
+
 @dataclass(frozen=True)
 class ConnectionSettings:
     values: Mapping[str, Sourced] = field(default_factory=dict)
+    # what resolve() left out and why, said with -v; and deprecations, always said on stderr
+    notes: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
 
     def get(self, key: str, default: Any = None) -> Any:
         v = self.values.get(key)
@@ -65,16 +83,18 @@ class ConnectionSettings:
         return None if v is None else v.source
 
     @property
-    def timeout(self) -> float:
-        """Finite and positive, whichever source it came from (a TOML context may say `nan` or `inf`)."""
-        value = self.get("timeout", DEFAULT_TIMEOUT)
+    def connect_timeout(self) -> float:
+        """--connect-timeout: finite and positive, whichever source it came from (a TOML context may say
+        `nan` or `inf`). A command's own --timeout (a wait's deadline) is another thing: it can only
+        shorten this one."""
+        value = self.get("connect-timeout", DEFAULT_TIMEOUT)
         try:
             t = float(value)
         except (TypeError, ValueError):
             t = math.nan
         if isinstance(value, bool) or not math.isfinite(t) or not 0 < t <= MAX_TIMEOUT:
-            raise ConfigError(f"timeout {value!r} (from {self.source('timeout')}) is not a number of seconds "
-                              f"in (0, {MAX_TIMEOUT:g}]")
+            raise ConfigError(f"connect-timeout {value!r} (from {self.source('connect-timeout')}) is not a number "
+                              f"of seconds in (0, {MAX_TIMEOUT:g}]")
         return t
 
     def flag(self, key: str) -> bool:
@@ -121,6 +141,7 @@ def resolve(
     """Merge explicit values (flags/env, already tagged with their source) with a context."""
     env = os.environ if env is None else env
     values: dict[str, Sourced] = {k: v for k, v in given.items() if v is not None and v.value is not None}
+    warnings: list[str] = []
     path = config_path(env)
     doc = load_contexts(path)
     name = context or env.get("KADMIN_CONTEXT") or doc.get("current-context")
@@ -133,12 +154,41 @@ def resolve(
         unknown = set(ctx) - CONTEXT_KEYS
         if unknown:
             raise ConfigError(f"context {name!r} in {path}: unknown keys {', '.join(sorted(unknown))}")
+        if "timeout" in ctx:
+            if "connect-timeout" in ctx:
+                raise ConfigError(f"context {name!r} in {path}: give connect-timeout only (timeout is its "
+                                  "deprecated old name)")
+            warnings.append(f"context {name!r} in {path}: the key timeout is deprecated, rename it "
+                            "connect-timeout")
         for key, value in ctx.items():
+            key = "connect-timeout" if key == "timeout" else key
             if key not in values:
                 values[key] = Sourced(value, f"context {name}")
-    if "timeout" not in values:
-        values["timeout"] = Sourced(DEFAULT_TIMEOUT, "default")
-    return ConnectionSettings(values)
+    if "connect-timeout" not in values:
+        values["connect-timeout"] = Sourced(DEFAULT_TIMEOUT, "default")
+    return ConnectionSettings(*_one_address(values), warnings=tuple(warnings))
+
+
+def _one_address(values: dict[str, Sourced]) -> tuple[dict[str, Sourced], tuple[str, ...]]:
+    """Keep the cluster's address from its highest-precedence source only, and say what went.
+
+    A flag-given --bootstrap-server with KADMIN_ZOOKEEPER set is a Kafka-protocol connection, not
+    ZooKeeper mode; -z given as a flag drops a KADMIN_BOOTSTRAP_SERVER or a context's bootstrap-server.
+    Values from one source are kept together (-z and --bootstrap-server both as flags: ZooKeeper mode,
+    min.insync.replicas from the brokers). Credentials and TLS settings are not addresses: they stay.
+    """
+    given = [k for k in ADDRESS_KEYS if k in values]
+    if not given:
+        return values, ()
+    best = min(rank(values[k].source) for k in given)
+    dropped = [k for k in given if rank(values[k].source) > best]
+    if not dropped:
+        return values, ()
+    winner = next(k for k in given if rank(values[k].source) == best)
+    src = values[winner].source
+    notes = tuple(f"ignored {k} = {values[k].value!r} from {values[k].source}: {winner} came from "
+                  f"{'a flag' if src == 'flag' else src}, which takes precedence" for k in dropped)
+    return {k: v for k, v in values.items() if k not in dropped}, notes
 
 
 def read_secret(value: str) -> str:

@@ -1,4 +1,15 @@
-"""Exit codes: the one table scripts depend on. The README table is generated from this module."""
+"""Exit codes and JSON statuses: the one table scripts depend on. The README table is generated from here.
+
+Two tables, one per kind of command:
+
+- Every command but the check verbs uses `ExitCode`; its JSON envelope's `status` is `STATUS[code]`.
+- The check verbs (`CHECK_COMMANDS`: `partitions check`, `quorum check`) follow the monitoring-plugin
+  convention exactly (Nagios, Icinga, Sensu): `Verdict` 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN, where
+  UNKNOWN is anything that prevented a verdict (usage error, configuration, unreachable cluster, internal
+  error); their `status` is `ok`, `warning`, `critical` or `unknown`. Ctrl-C still exits 130.
+
+The envelope's `status` is a function of its `exit_code` alone (`status()`), so the two never disagree.
+"""
 
 from __future__ import annotations
 
@@ -15,14 +26,29 @@ class ExitCode(IntEnum):
     REJECTED = 6
     UNSAFE = 7
     UNSUPPORTED = 8
+    INTERNAL = 70  # EX_SOFTWARE (sysexits.h): a bug in kadmin, never an answer about the cluster
     INTERRUPTED = 130
 
+
+class Verdict(IntEnum):
+    """The exit codes of the check verbs (the monitoring-plugin convention). UNKNOWN is 3, as CONFIG is in
+    `ExitCode`: the two tables are separate on purpose, a check verb never returns an `ExitCode` but 130."""
+
+    OK = 0
+    WARNING = 1
+    CRITICAL = 2
+    UNKNOWN = 3
+
+
+CHECK_COMMANDS = ("partitions check", "quorum check")
+"""The commands whose job is a verdict for a monitoring system. `cluster check-id` and `brokers can-stop`
+are gates for scripts (a mismatch or an unsafe stop is a plain "no", exit 1), not monitoring checks."""
 
 DESCRIPTIONS: dict[ExitCode, str] = {
     ExitCode.OK: "success; the condition holds",
     ExitCode.CONDITION_NOT_MET: (
-        "condition not met: a wait timed out, a check failed, `diff --exit-code` found changes, "
-        "a broker is not registered"
+        "condition not met: a wait timed out, `brokers can-stop` said unsafe, `cluster check-id` found another "
+        "cluster's id, `diff --exit-code` found changes, a broker is not registered"
     ),
     ExitCode.USAGE: "usage error: bad option, argument or input file",
     ExitCode.CONFIG: "configuration error: no cluster given, unknown context, wrong chroot, missing ZooKeeper",
@@ -37,15 +63,68 @@ DESCRIPTIONS: dict[ExitCode, str] = {
         "the cluster does not serve this operation (a KRaft controller is active during a ZooKeeper to KRaft "
         "migration, or the controller lacks the API)"
     ),
-    ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
+    ExitCode.INTERNAL: (
+        "internal error: a bug in kadmin (one line on stderr naming the exception; the traceback with -v)"
+    ),
+    ExitCode.INTERRUPTED: "interrupted (Ctrl-C); a stream ended by Ctrl-C (`brokers watch`) is still printed",
 }
+
+VERDICT_DESCRIPTIONS: dict[Verdict, str] = {
+    Verdict.OK: "every finding within the limits",
+    Verdict.WARNING: "some finding needs attention (e.g. an under-replicated partition, a lagging voter)",
+    Verdict.CRITICAL: "some finding is critical (e.g. an offline partition, no quorum leader)",
+    Verdict.UNKNOWN: (
+        "no verdict: usage error, configuration error, cluster unreachable, or internal error (Ctrl-C exits 130)"
+    ),
+}
+
+STATUS: dict[ExitCode, str] = {
+    ExitCode.OK: "success",
+    ExitCode.CONDITION_NOT_MET: "condition_not_met",
+    ExitCode.USAGE: "error",
+    ExitCode.CONFIG: "error",
+    ExitCode.UNREACHABLE: "error",
+    ExitCode.PARTIAL: "partial",
+    ExitCode.REJECTED: "error",
+    ExitCode.UNSAFE: "error",
+    ExitCode.UNSUPPORTED: "error",
+    ExitCode.INTERNAL: "error",
+    ExitCode.INTERRUPTED: "interrupted",
+}
+"""The JSON envelope's `status` of every command but the check verbs, by exit code."""
+
+VERDICT_STATUS: dict[Verdict, str] = {v: v.name.lower() for v in Verdict}
+"""The JSON envelope's `status` of the check verbs: ok, warning, critical, unknown."""
+
+
+def status(exit_code: int, *, check: bool = False) -> str:
+    """The envelope's `status` for `exit_code`: `VERDICT_STATUS` for a check verb, else `STATUS`.
+    130 is `interrupted` for both."""
+    if exit_code == ExitCode.INTERRUPTED:
+        return STATUS[ExitCode.INTERRUPTED]
+    if check:
+        return VERDICT_STATUS[Verdict(exit_code)] if exit_code in Verdict._value2member_map_ else "unknown"
+    return STATUS[ExitCode(exit_code)] if exit_code in ExitCode._value2member_map_ else "error"
+
+
+def verdict(exit_code: int) -> int:
+    """A check verb's exit code: a verdict (0-2) and 130 (Ctrl-C) pass; anything else prevented the verdict
+    and is UNKNOWN (3)."""
+    if exit_code in (Verdict.OK, Verdict.WARNING, Verdict.CRITICAL, ExitCode.INTERRUPTED):
+        return int(exit_code)
+    return int(Verdict.UNKNOWN)
 
 
 def markdown_table() -> str:
-    """The exit-code table as Markdown, for the README (a test checks it is current)."""
-    lines = ["| code | name | meaning |", "|---|---|---|"]
+    """The exit-code tables as Markdown, for the README (a test checks it is current)."""
+    lines = ["| code | name | JSON `status` | meaning |", "|---|---|---|---|"]
     for code in ExitCode:
-        lines.append(f"| {int(code)} | `{code.name}` | {DESCRIPTIONS[code]} |")
+        lines.append(f"| {int(code)} | `{code.name}` | `{STATUS[code]}` | {DESCRIPTIONS[code]} |")
+    checks = " and ".join(f"`kadmin {c}`" for c in CHECK_COMMANDS)
+    lines += ["", f"The check verbs, {checks}, follow the monitoring-plugin convention instead "
+              "(and exit 130 on Ctrl-C):", "", "| code | verdict | JSON `status` | meaning |", "|---|---|---|---|"]
+    for v in Verdict:
+        lines.append(f"| {int(v)} | `{v.name}` | `{VERDICT_STATUS[v]}` | {VERDICT_DESCRIPTIONS[v]} |")
     return "\n".join(lines)
 
 

@@ -71,7 +71,7 @@ def show(inv: Invocation, broker_id: BrokerId) -> int:
 
 @command(app, "max-epoch")
 def max_epoch(inv: Invocation) -> int:
-    """Print the max broker epoch over live brokers (seed 003). Plain output is the bare integer.
+    """Print the max broker epoch over live brokers (KIP-380 epochs). Plain output is the bare integer.
 
     Exit 1 when no broker is registered. KRaft (--bootstrap-server): exit 3, as DescribeCluster carries
     no broker epoch (`brokers list --metadata-dir DIR` on a controller host shows each one).
@@ -328,7 +328,7 @@ def shutdown(
     cfg = client_config(read_properties(path) if path else {})
     with ScanProgress() as progress:
         result = run(inv.cluster(), broker_id, epoch=epoch, wait=wait_, timeout=timeout, dry_run=dry_run, force=force,
-                     connect=kafka_connect(cfg, min(timeout, inv.settings.timeout)),
+                     connect=kafka_connect(cfg, min(timeout, inv.settings.connect_timeout)),
                      security_protocol=cfg["security_protocol"], listener=listener, progress=progress)
     return inv.emit(result)
 
@@ -337,33 +337,30 @@ def shutdown(
 def unregister(
     inv: Invocation,
     broker_id: BrokerId,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", hidden=True, help="Deprecated: nothing is asked.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Unregister even a broker that is active now.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Check that the broker may go; send nothing.")]
+    = False,
 ) -> int:
     """KRaft: remove a broker's registration (UnregisterBroker, KIP-631), e.g. one that is gone for good.
 
-    Refuses a broker that is currently active (unfenced) without --force (exit 7). Asks for
-    confirmation on a terminal; elsewhere --yes is required. The controllers cannot say whether a
-    broker is active (KIP-919): with --bootstrap-controller it exits 3 unless --force.
+    Refuses a broker that is currently active (unfenced) without --force (exit 7); nothing is asked
+    (scripts run it). The controllers cannot say whether a broker is active (KIP-919): with
+    --bootstrap-controller it exits 3 unless --force.
     """
-    import sys
-
+    if yes:
+        inv.deprecated("--yes", "unregister asks for no confirmation (an active broker is refused without --force)")
     if inv.settings.get("zookeeper") and not (inv.settings.get("bootstrap-server")
                                               or inv.settings.get("bootstrap-controller")):
         from kadmin.errors import ConfigError
 
         raise ConfigError("unregister is a KRaft operation (UnregisterBroker): give --bootstrap-server; in "
                           "ZooKeeper mode a registration goes when the broker's session ends")
-    if not yes:
-        if not sys.stdin.isatty():
-            raise UsageError("refusing to unregister without confirmation: add --yes")
-        if not typer.confirm(f"Unregister broker {broker_id}?", err=True):
-            raise UsageError("not confirmed")
-    return inv.emit(svc.unregister(inv.kraft(), broker_id, force))
+    return inv.emit(svc.unregister(inv.kraft(), broker_id, force, dry_run))
 
 
 # ---------------------------------------------------------------------------------------------------
-# Leadership drain (issue 11): `drain` / `undrain`, both modes (kadmin/services/drain.py)
+# Leadership drain: `drain` / `undrain`, both modes (kadmin/services/drain.py)
 
 
 def _drain_backend(inv: Invocation, timeout: float) -> object:
@@ -381,7 +378,7 @@ def _drain_backend(inv: Invocation, timeout: float) -> object:
 
         path = inv.settings.get("command-config")
         cfg = client_config(read_properties(path) if path else {})
-        return AdminDrain(str(inv.settings.get("bootstrap-server")), cfg, min(timeout, inv.settings.timeout))
+        return AdminDrain(str(inv.settings.get("bootstrap-server")), cfg, min(timeout, inv.settings.connect_timeout))
     from kadmin.cluster.drain import ZkDrain
 
     return ZkDrain(inv.cluster())

@@ -1,4 +1,4 @@
-"""`kadmin ids`: broker-id assignment that survives lost disks (seed 002)."""
+"""`kadmin ids`: broker-id assignment that survives lost disks (host -> id mappings, missing ids)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import typer
 
 from kadmin.cli.options import Invocation, check_broker_id, command
 
-app = typer.Typer(name="ids", help="Broker-id assignment (seed 002): host mappings, missing ids, repair.",
+app = typer.Typer(name="ids", help="Broker-id assignment: host -> id mappings, missing ids, repair.",
                   no_args_is_help=True)
 
 HostOpt = Annotated[str, typer.Option("--host", metavar="HOST", help="The host asking for an id.")]
@@ -38,7 +38,7 @@ def _progress():  # type: ignore[no-untyped-def]
 @command(app, "resolve")
 def resolve(inv: Invocation, host: HostOpt, config_id: ConfigId = None, meta_properties: MetaOpt = None,
             reserved_max: ReservedOpt = 1000) -> int:
-    """Run the seed's procedure read-only: print the id and the rule that decided it.
+    """Resolve the broker id this host should use, read-only: print the id and the rule that decided it.
 
     Rules in order: --config-id (must agree with meta.properties), meta.properties, the host
     mapping /brokers/hosts/HOST (unless its id is registered from another host), exactly one
@@ -55,7 +55,8 @@ def resolve(inv: Invocation, host: HostOpt, config_id: ConfigId = None, meta_pro
 def claim(inv: Invocation, host: HostOpt, config_id: ConfigId = None, meta_properties: MetaOpt = None,
           reserved_max: ReservedOpt = 1000,
           dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the writes; make none.")] = False) -> int:
-    """Resolve and make it durable atomically (one ZooKeeper multi with version checks).
+    """Resolve the host's broker id (as `ids resolve`) and make it durable atomically (one ZooKeeper multi with
+    version checks).
 
     A new id consumes a /brokers/seqid version; the host mapping is written. Concurrent claims
     never give one id to two hosts; two claims for the same host give the same id.
@@ -106,12 +107,21 @@ def unmap(inv: Invocation, host: Annotated[str, typer.Argument(metavar="HOST")],
 
 
 @command(app, "gc")
-def gc(inv: Invocation, apply: Annotated[bool, typer.Option("--apply", help="Delete the stale mappings.")]
+def gc(inv: Invocation,
+       dry_run: Annotated[bool, typer.Option("--dry-run", help="List the stale mappings; delete none.")] = False,
+       apply: Annotated[bool, typer.Option("--apply", hidden=True, help="Deprecated: gc deletes by default.")]
        = False) -> int:
-    """Stale mappings by the seed's rule (broker N registered from h makes g -> N, g != h, garbage).
+    """Delete stale host mappings: g -> N while broker N is registered from another host h.
 
-    A dry run by default; --apply deletes them with version checks.
+    Each deletion is version-checked, and a mapping that stopped being stale meanwhile is kept.
+    --dry-run lists them and deletes nothing.
     """
     from kadmin.services import ids as svc
 
-    return inv.emit(svc.gc(zk_cluster(inv), apply))
+    if apply:
+        inv.deprecated("--apply", "gc deletes by default now (--dry-run lists without deleting)")
+        if dry_run:
+            from kadmin.errors import UsageError
+
+            raise UsageError("give --dry-run or --apply, not both (--apply is the default now)")
+    return inv.emit(svc.gc(zk_cluster(inv), not dry_run))

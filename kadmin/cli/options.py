@@ -1,7 +1,21 @@
 """Options shared by every command, and the one place exceptions become exit codes.
 
-`@command(app, "name")` adds the connection options (-z, --zk-auth, --zk-tls..., --timeout,
+`@command(app, "name")` adds the connection options (-z, --zk-auth, --zk-tls..., --connect-timeout,
 --context), `-o/--output` and `-v/--verbose` to a command, and hands the command an Invocation.
+
+Two timeouts, both settable together: `--connect-timeout` (env KADMIN_CONNECT_TIMEOUT, context key
+connect-timeout; 10 s) is how long reaching the cluster may take, on every command; `--timeout` is a
+command's own deadline where it has one (brokers wait, watch, shutdown, drain, undrain), which
+covers connecting too and so can only shorten the first. On the other commands `--timeout` is the
+connection timeout's deprecated old name (hidden; it warns) until the next release.
+
+The safety idiom of every command that changes the cluster (ids map/unmap/claim/gc, brokers
+shutdown/unregister/drain/undrain): it acts when run, with no confirmation prompt (scripts run
+it); `--dry-run` says what it would do and changes nothing; a change kadmin judges unsafe (an id
+registered from another host, a broker that cannot stop safely or is active, a reassignment in
+flight) is refused with exit 7 (UNSAFE) and done only with `--force`. There is no `--apply` and no
+`--yes`: `ids gc --apply` and `brokers unregister --yes/-y` are accepted, hidden, with a warning,
+until the next release, and change nothing.
 """
 
 from __future__ import annotations
@@ -21,8 +35,8 @@ import typer
 
 from kadmin import interrupts
 from kadmin.config import MAX_TIMEOUT, ConnectionSettings, Sourced, resolve
-from kadmin.errors import ConfigError, KadminError
-from kadmin.exit_codes import ExitCode
+from kadmin.errors import ConfigError, KadminError, UsageError
+from kadmin.exit_codes import CHECK_COMMANDS, ExitCode, Verdict, verdict
 from kadmin.render import Renderer
 
 
@@ -113,9 +127,15 @@ ZkTlsNoHostnameCheckOpt = Annotated[
                  "(as Kafka's zookeeper.ssl.endpoint.identification.algorithm= empty). The CA is still checked.",
                  rich_help_panel=CONN, show_default=False),
 ]
-TimeoutOpt = Annotated[float | None, typer.Option("--timeout", metavar="SECONDS", parser=seconds,
-                                                  help="Give up reaching the cluster after this long [default: 10].",
-                                                  rich_help_panel=CONN, show_default=False)]
+ConnectTimeoutOpt = Annotated[float | None, typer.Option("--connect-timeout", envvar="KADMIN_CONNECT_TIMEOUT",
+                                                         metavar="SECONDS", parser=seconds,
+                                                         help="Give up reaching the cluster after this long "
+                                                         "(10 seconds unless set).",
+                                                         rich_help_panel=CONN, show_default=False)]
+# Until 1.0 `--timeout` is still accepted, with a warning, as --connect-timeout on the commands that
+# have no deadline of their own; on brokers wait/watch/shutdown/drain/undrain it is that deadline.
+OldTimeoutOpt = Annotated[float | None, typer.Option("--timeout", metavar="SECONDS", parser=seconds, hidden=True,
+                                                     help="Deprecated: --connect-timeout.", show_default=False)]
 BootstrapOpt = Annotated[str | None, typer.Option("--bootstrap-server", envvar="KADMIN_BOOTSTRAP_SERVER",
                                                   metavar="HOST:PORT[,...]", help="Brokers of a KRaft cluster.",
                                                   rich_help_panel=CONN, show_default=False)]
@@ -148,7 +168,8 @@ CONNECTION_PARAMS: dict[str, tuple[str, Any, Any]] = {
     "bootstrap_server": ("bootstrap-server", BootstrapOpt, None),
     "bootstrap_controller": ("bootstrap-controller", BootstrapCtlOpt, None),
     "command_config": ("command-config", CommandConfigOpt, None),
-    "timeout": ("timeout", TimeoutOpt, None),
+    "connect_timeout": ("connect-timeout", ConnectTimeoutOpt, None),
+    "timeout": ("connect-timeout", OldTimeoutOpt, None),  # deprecated; left out where the command has its own
     "context": ("context", ContextOpt, None),
 }
 FLAGS = {"zk_tls", "zk_tls_no_hostname_check"}  # on/off options: off leaves the context's value in force
@@ -178,8 +199,10 @@ class Invocation:
                 self.renderer.warn("--zk-auth given on the command line is visible to every local user (ps, "
                                    "/proc) while kadmin runs: put it in a file and give --zk-auth @FILE, or set "
                                    "KADMIN_ZK_AUTH")
+            for line in self._settings.warnings:
+                self.renderer.warn(line)
             if self.verbose:
-                for line in self._settings.describe():
+                for line in self._settings.describe() + list(self._settings.notes):
                     self.renderer.note(line)
         return self._settings
 
@@ -221,6 +244,11 @@ class Invocation:
             self._kraft = kraft_client(self.settings, log=self.renderer.note if self.verbose else None)
         return self._kraft
 
+    def deprecated(self, option: str, instead: str) -> None:
+        """One line on stderr: `option` still works for one more release; `instead` says what to do now."""
+        self.renderer.warn(f"{option} is deprecated in `kadmin {self.command}` and goes in the next release: "
+                           f"{instead}")
+
     def emit(self, result: Any) -> int:
         return int(self.renderer.emit(result))
 
@@ -235,6 +263,13 @@ class Invocation:
             self._cluster = None
 
 
+def _old_timeout(inv: Invocation, both: bool) -> None:
+    """`--timeout` on a command without a deadline of its own: the connection timeout's old name."""
+    if both:
+        raise UsageError("give --connect-timeout only: --timeout is its deprecated old name here")
+    inv.deprecated("--timeout", "use --connect-timeout (it is the time allowed to reach the cluster)")
+
+
 def _source(ctx: typer.Context, name: str) -> str:
     src = ctx.get_parameter_source(name)
     if getattr(src, "name", "") == "ENVIRONMENT":
@@ -247,7 +282,10 @@ def _source(ctx: typer.Context, name: str) -> str:
 def command(
     app: typer.Typer, name: str, *, cluster: bool = True, **typer_kw: Any
 ) -> Callable[[Callable[..., int]], Any]:
-    """Register `fn(inv, **own_params) -> exit code` as a command with the shared options."""
+    """Register `fn(inv, **own_params) -> exit code` as a command with the shared options.
+
+    A command named in exit_codes.CHECK_COMMANDS is a check verb: run_guarded gives it the monitoring
+    codes (every exit that is no verdict becomes 3, UNKNOWN), and so does a parse error (app.py)."""
 
     def decorate(fn: Callable[..., int]) -> Any:
         sig = inspect.signature(fn, eval_str=True)
@@ -259,7 +297,7 @@ def command(
         if cluster:
             for pname, (_key, ann, default) in CONNECTION_PARAMS.items():
                 if pname in own_names:
-                    continue  # the command defines it itself (wait/watch --timeout)
+                    continue  # the command defines it itself (wait/watch --timeout: its deadline)
                 conn_names.append(pname)
                 extra.append(inspect.Parameter(pname, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=ann))
                 annotations[pname] = ann
@@ -274,17 +312,26 @@ def command(
             output = kwargs.pop("output")
             verbose = kwargs.pop("verbose")
             given: dict[str, Sourced | None] = {}
+            old_timeout: list[bool] = []  # --timeout given as the connection timeout; [True] with --connect-timeout
             for pname in conn_names:
                 value = kwargs.pop(pname)
                 key = CONNECTION_PARAMS[pname][0]
                 if pname == "context" or value is None or (pname in FLAGS and not value):
                     continue
+                if pname == "timeout":  # after connect_timeout: a flag, it beats KADMIN_CONNECT_TIMEOUT
+                    old_timeout.append(getattr(given.get(key), "source", None) == "flag")
                 given[key] = Sourced(value, _source(ctx, pname))
             context = None
             if cluster:
                 context = ctx.params.get("context")
             inv = Invocation(full, given, context, output, verbose)
-            code = run_guarded(inv, lambda: fn(inv, **kwargs))
+
+            def body() -> int:
+                if old_timeout:
+                    _old_timeout(inv, both=old_timeout[0])
+                return fn(inv, **kwargs)
+
+            code = run_guarded(inv, body, check=full in CHECK_COMMANDS)
             raise typer.Exit(code)
 
         ctx_param = inspect.Parameter("_kadmin_ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context)
@@ -296,35 +343,41 @@ def command(
     return decorate
 
 
-def run_guarded(inv: Invocation, body: Callable[[], int]) -> int:
+def run_guarded(inv: Invocation, body: Callable[[], int], *, check: bool = False) -> int:
     """Run a command body; turn every failure into a one-line message and a documented exit code.
+
+    The one place exceptions become exit codes: a KadminError its own, an unexpected exception 70
+    (INTERNAL, one line naming it; the traceback only with -v), Ctrl-C 130. For a check verb (`check`)
+    every exit that is not a verdict (0-2) or 130 is 3, UNKNOWN, and the JSON status says so.
 
     A Ctrl-C that came after the command's change was committed was deferred (kadmin/interrupts.py):
     the committed result is reported, with its own exit code, and a note says so.
     """
+    code: int
     try:
         with interrupts.deferring():
             code = body()
             if interrupts.pending():
                 inv.renderer.note("interrupted after the change was committed: the result above is what happened")
-        return code
     except KadminError as e:
         message = e.message
         if message.startswith("this command "):  # a layer below the CLI that does not know the command's name
             message = f"{inv.command} {message.removeprefix('this command ')}"
-        return inv.renderer.emit_error(inv.command, e.code, message, int(e.exit_code))
+        code = int(Verdict.UNKNOWN) if check else int(e.exit_code)
+        code = inv.renderer.emit_error(inv.command, e.code, message, code, check=check)
     except KeyboardInterrupt:
         print("", file=sys.stderr)
         inv.renderer.note("interrupted")
-        return int(ExitCode.INTERRUPTED)
-    except BrokenPipeError:
-        return 0
+        code = int(ExitCode.INTERRUPTED)
+    except BrokenPipeError:  # the reader went away: nothing more to say (a check's verdict was not delivered)
+        code = int(Verdict.UNKNOWN) if check else 0
     except Exception as e:  # noqa: BLE001 - never a traceback unless asked for
         if inv.verbose:
             traceback.print_exc()
-        return inv.renderer.emit_error(
-            inv.command, "internal", f"internal error: {type(e).__name__}: {e} (run with -v for a traceback)",
-            int(ExitCode.CONDITION_NOT_MET),
-        )
+        code = int(Verdict.UNKNOWN) if check else int(ExitCode.INTERNAL)
+        message = " ".join(f"{type(e).__name__}: {e}".split()).removesuffix(":")  # one line, whatever it says
+        code = inv.renderer.emit_error(inv.command, "internal", message, code, check=check, label="internal error",
+                                       hint="" if inv.verbose else " (run with -v for the traceback)")
     finally:
         inv.close()
+    return verdict(code) if check else code

@@ -65,8 +65,10 @@ def list_(
 def check(inv: Invocation, min_isr_default: MinIsrDefault = 1) -> int:
     """Check every partition. Exit 0 healthy, 1 some under-replicated, 2 some offline or under min ISR.
 
-    These are the monitoring (Nagios) codes; each finding names the partition and why. Topics queued
-    for deletion are left out, as Kafka's controller leaves them out.
+    These are the monitoring-plugin (Nagios) codes; each finding names the partition and why. Exit 3
+    (UNKNOWN) when no verdict could be reached: a usage or configuration error, an unreachable
+    cluster, an internal error. Topics queued for deletion are left out, as Kafka's controller leaves
+    them out.
     """
     with ScanProgress() as progress:
         result = svc.check(inv.cluster(), progress=progress, min_isr_default=min_isr_default)

@@ -1,4 +1,4 @@
-"""`kadmin quorum`: the metadata quorum (seed 004): KRaft controllers, or the ZooKeeper ensemble."""
+"""`kadmin quorum`: the metadata quorum (KIP-595): KRaft controllers, or the ZooKeeper ensemble."""
 
 from __future__ import annotations
 
@@ -75,13 +75,16 @@ def check(
     fetch_timeout_ms: Annotated[int, typer.Option("--fetch-timeout-ms", metavar="MS", min=1, max=INT64_MAX,
                                                   help="The controllers' controller.quorum.fetch.timeout.ms: a "
                                                   "leader not fetched from by a majority (itself counted) within "
-                                                  "1.5 x MS is critical, as Kafka's leader resigns then (seed "
-                                                  "004's zombie leader).")] = 2000,
+                                                  "1.5 x MS is critical, as Kafka's leader resigns then (a "
+                                                  "zombie leader, KIP-595).")] = 2000,
     restart: Annotated[int | None, typer.Option("--restart", metavar="NODE", help="Also check that a majority of "
                                                 "the other voters stays caught up if NODE restarts.",
                                                 show_default=False)] = None,
 ) -> int:
-    """Check the quorum. Exit 0 OK, 1 WARNING, 2 CRITICAL (the monitoring convention), naming each finding.
+    """Check the quorum. Exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (no verdict), naming each finding.
+
+    These are the monitoring-plugin (Nagios) codes: UNKNOWN is a usage or configuration error, an
+    unreachable quorum or an internal error.
 
     CRITICAL: no leader; fewer than a majority of voters up; a leader not fetched from by a majority
     within 1.5 x --fetch-timeout-ms (3000 ms by default); with --restart, too few caught-up voters left.

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from kadmin.cli.options import Invocation, command, seconds_or_zero
+from kadmin.domain.text import plural
 from kadmin.services.result import Result
 
 app = typer.Typer(name="sandbox", help="A local playground: real ZooKeeper with emulated brokers, or real Kafka "
@@ -34,6 +35,14 @@ def _what(data: dict[str, Any], node_id: int) -> str:
     return f"{data.get('role', 'broker')} {node_id}"
 
 
+def _not_running(down: list[dict[str, Any]]) -> str:
+    """`not running: broker 2 (pid 4242), zookeeper 1 (pid 4200)`: which of the sandbox's processes are down."""
+    def name(p: dict[str, Any]) -> str:
+        return p["role"] + ("" if p["id"] is None else f" {p['id']}") + (f" (pid {p['pid']})" if p["pid"] else "")
+
+    return "not running: " + ", ".join(name(p) for p in down)
+
+
 def _sandbox(directory: Path | None) -> Any:
     from kadmin.sandbox.manager import Sandbox
 
@@ -43,8 +52,12 @@ def _sandbox(directory: Path | None) -> Any:
 @command(app, "up", cluster=False)
 def up(
     inv: Invocation,
-    brokers: Annotated[int, typer.Option("--brokers", min=1, max=5000, help="How many brokers to emulate.")] = 3,
-    ensemble: Annotated[int, typer.Option("--ensemble", min=1, max=3, help="ZooKeeper servers: 1 or 3.")] = 1,
+    brokers: Annotated[int | None, typer.Option(
+        "--brokers", min=1, max=5000, show_default=False,
+        help="How many brokers to emulate (default 3). A running sandbox must have this many.")] = None,
+    ensemble: Annotated[int | None, typer.Option(
+        "--ensemble", min=1, max=3, show_default=False,
+        help="ZooKeeper servers: 1 or 3 (default 1). A running sandbox must have this many.")] = None,
     kafka_home: Annotated[Path | None, typer.Option(
         "--kafka-home", metavar="DIR", envvar="KADMIN_KAFKA_HOME", show_default=False,
         help="Run real Apache Kafka from this installation (DIR/libs/*.jar) instead of emulated brokers.")] = None,
@@ -57,11 +70,14 @@ def up(
 
     Use it as: export KADMIN_ZOOKEEPER=$(kadmin sandbox up -o plain)
 
+    When the sandbox is running already, this reports it; another --brokers or --ensemble than it has exits 3
+    (`kadmin sandbox down` first).
+
     The emulated brokers register in Kafka's v5 format. With --kafka-home DIR, N real Kafka brokers (returns
     once each is registered). With --mode kraft there is no ZooKeeper: plain output is the bootstrap servers
     (export KADMIN_BOOTSTRAP_SERVER=$(...)); -o json also has bootstrap_controllers.
     """
-    if ensemble not in (1, 3):
+    if ensemble not in (None, 1, 3):
         from kadmin.errors import UsageError
 
         raise UsageError("--ensemble must be 1 or 3")
@@ -72,14 +88,15 @@ def up(
     data = _sandbox(directory).up(brokers=brokers, ensemble=ensemble, kafka_home=kafka_home, mode=mode.value)
     state = "already running: " if data["already_running"] else "up: "
     kind = f"Kafka {data['kafka_version']} " if data.get("engine") == "kafka" else ""
+    count = plural(len(data["brokers"]), f"{kind}broker")
     plain = None
     if data.get("mode") == "kraft":
         plain = data["bootstrap_servers"] + "\n"
-        msg = (f"{state}{len(data['brokers'])} {kind}brokers (KRaft); export KADMIN_BOOTSTRAP_SERVER="
+        msg = (f"{state}{count} (KRaft); export KADMIN_BOOTSTRAP_SERVER="
                f"{data['bootstrap_servers']} (controllers: KADMIN_BOOTSTRAP_CONTROLLER="
                f"{data['bootstrap_controllers']})")
     else:
-        msg = (f"{state}{len(data['brokers'])} {kind}brokers on {data['zookeeper']}; "
+        msg = (f"{state}{count} on {data['zookeeper']}; "
                f"export KADMIN_ZOOKEEPER={data['zookeeper']}")
         if data.get("engine") == "kafka":
             msg += f" (bootstrap servers {data['bootstrap_servers']})"
@@ -94,15 +111,12 @@ def status(inv: Invocation, directory: DirOpt = None) -> int:
     (`engine` emulated or kafka, `mode`, `kafka_version`, `kafka_home`, `bootstrap_servers`).
     """
     data = _sandbox(directory).status()
-    if data.get("engine") == "kafka":
-        healthy = all(p["alive"] for p in data["processes"])
-    else:
-        healthy = data["daemon"]["alive"] and all(m["alive"] for m in data["ensemble"])
+    down = [p for p in data["processes"] if not p["alive"]]  # every engine lists its processes
     from kadmin.exit_codes import ExitCode
 
     return inv.emit(Result(command="sandbox status", data=data,
-                           exit_code=ExitCode.OK if healthy else ExitCode.CONDITION_NOT_MET,
-                           message=None if healthy else "some sandbox processes are not running",
+                           exit_code=ExitCode.CONDITION_NOT_MET if down else ExitCode.OK,
+                           message=_not_running(down) if down else None,
                            plain=data["bootstrap_servers"] + "\n" if data.get("mode") == "kraft" else None))
 
 
@@ -166,7 +180,7 @@ def start(inv: Invocation, broker_id: BrokerId, directory: DirOpt = None) -> int
 def down(inv: Invocation, directory: DirOpt = None) -> int:
     """Stop every process this sandbox started, by pid."""
     data = _sandbox(directory).down()
-    msg = f"stopped {len(data['stopped'])} processes"
+    msg = "stopped " + plural(len(data["stopped"]), "process", "processes")
     if data["already_gone"]:
         msg += f"; {len(data['already_gone'])} already gone: " + ", ".join(
             f"{g['process']} (pid {g['pid']}: {g['reason']})" for g in data["already_gone"])

@@ -54,7 +54,7 @@ class PartitionScan:
 
 @dataclass(frozen=True)
 class IdState:
-    """What seed 002's procedure reads: registrations, host mappings, /brokers/seqid, assignments."""
+    """What broker-id assignment reads: registrations, host mappings, /brokers/seqid, assignments."""
 
     registered: dict[int, str | None]
     mappings: dict[str, tuple[int, int]]  # host -> (broker id, znode data version)

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kadmin.config import ConnectionSettings, parse_auth
-from kadmin.errors import ConfigError, KadminError, UsageError
+from kadmin.errors import ConfigError, KadminError, UsageError, WrongChroot
 
 if TYPE_CHECKING:
     from kadmin.cluster.base import Cluster
@@ -35,7 +35,7 @@ def zk_connection(settings: ConnectionSettings, timeout: float | None = None) ->
     """THE way to describe a ZooKeeper connection: hosts, chroot, auth and TLS from the settings.
 
     Every kadmin connection to ZooKeeper (commands, the quorum's /cluster/id read) is built here, so
-    none can leave TLS or auth out. `timeout` (a command's deadline) can only shorten --timeout.
+    none can leave TLS or auth out. `timeout` (a command's deadline) can only shorten --connect-timeout.
     TLS checks the server's certificate against the CA and, unless zk-tls-no-hostname-check, that it
     names the host connected to (Kafka's zookeeper.ssl.endpoint.identification.algorithm=HTTPS).
     """
@@ -50,7 +50,7 @@ def zk_connection(settings: ConnectionSettings, timeout: float | None = None) ->
     return ZkConnection(
         hosts=hosts,
         chroot=chroot,
-        timeout=settings.timeout if timeout is None else min(settings.timeout, timeout),
+        timeout=settings.connect_timeout if timeout is None else min(settings.connect_timeout, timeout),
         auth=auth,
         use_tls=settings.flag("zk-tls"),
         tls_ca=settings.get("zk-tls-ca"),
@@ -73,7 +73,9 @@ def open_cluster(settings: ConnectionSettings, log: Callable[[str], None] | None
                  timeout: float | None = None, on_connection: Callable[[str], None] | None = None) -> Cluster:
     """Open the backend the settings name: THE one place the mode is chosen. ZooKeeper mode when a
     ZooKeeper is given, else the Kafka protocol (KraftCluster) with --bootstrap-server; commands the
-    Kafka-protocol backend does not serve yet fail there with exit 3, naming themselves.
+    Kafka-protocol backend does not serve yet fail there with exit 3, naming themselves. The settings
+    hold the address of one source only (kadmin.config resolve: a flag-given --bootstrap-server is not
+    overruled by KADMIN_ZOOKEEPER), so "a ZooKeeper is given" means given where it takes precedence.
 
     `timeout` (a command's own deadline) caps the connection timeout; `on_connection` hears, in one
     line each, that the connection was lost and that it is back.
@@ -155,6 +157,11 @@ def zookeeper_quorum(settings: ConnectionSettings, log: Callable[[str], None] | 
                 cluster_id = zc.cluster_id()
             finally:
                 zc.close()
+        except WrongChroot:
+            if conn.chroot:  # a chroot was asked for and is wrong: exit 3 as every other command does
+                raise
+            if log:  # no chroot: an ensemble that serves no Kafka at its root is still a quorum to describe
+                log("no cluster id: no Kafka cluster at the root of this ensemble")
         except KadminError as e:
             if log:
                 log(f"no cluster id: {e.message}")
@@ -181,5 +188,5 @@ def kraft_client(settings: ConnectionSettings, log: Callable[[str], None] | None
     if log:
         which = "bootstrap-controller" if controller else "bootstrap-server"
         log(f"backend: KRaft via {which} {server or controller} (from {settings.source(which)})")
-    return KraftClient(str(server or controller), cfg, settings.timeout, controllers=bool(controller))
+    return KraftClient(str(server or controller), cfg, settings.connect_timeout, controllers=bool(controller))
 

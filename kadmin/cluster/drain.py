@@ -5,7 +5,8 @@ Two backends with one interface (`DrainBackend` in kadmin/services/drain.py):
   ListPartitionReassignments 46, AlterPartitionReassignments 45, ElectLeaders 43). KRaft, and ZooKeeper
   mode when --bootstrap-server is given (Kafka 2.4+ serves these APIs in ZooKeeper mode too).
 - `ZkDrain`: ZooKeeper mode with --zookeeper only: Kafka's admin znodes /admin/reassign_partitions and
-  /admin/preferred_replica_election (kafka-formats.md §1.5), which the 3.9 controller still watches.
+  /admin/preferred_replica_election (JSON `{"version":1,"partitions":[{"topic","partition"}]}`), which
+  the 3.9 controller still watches.
 """
 
 from __future__ import annotations

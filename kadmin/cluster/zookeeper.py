@@ -634,7 +634,7 @@ class ZkCluster:
         self.zk.add_listener(on_state)
         return on_state
 
-    # ------------------------------------------------------------------ broker ids (seed 002)
+    # ------------------------------------------------------------------ broker ids (host -> id mappings)
     def id_state(self, with_assignments: bool = True, progress: Progress | None = None) -> IdState:
         from kadmin.domain.ids import decode_mapping
 

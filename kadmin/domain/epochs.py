@@ -1,4 +1,4 @@
-"""KIP-380's broker generations and seed 003's max broker epoch. Pure functions."""
+"""KIP-380's broker generations and the cluster's max broker epoch. Pure functions."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def classify(before: Mapping[int, int], after: Mapping[int, int]) -> EpochDiff:
 
 
 def max_broker_epoch(epochs: Mapping[int, int]) -> tuple[int, int] | None:
-    """Seed 003's MaxBrokerEpoch: the largest epoch over live brokers, with the broker holding it.
+    """The max broker epoch: the largest epoch over live brokers, with the broker holding it.
 
     Returns (epoch, broker_id), or None when no broker is live. Ties cannot happen in ZooKeeper
     mode (each czxid is a distinct zxid); the lowest id wins should they ever occur.

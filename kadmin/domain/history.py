@@ -104,7 +104,7 @@ def bounce_stats(gens: Sequence[Generation]) -> list[BounceStats]:
 
 
 def max_epoch_over_time(gens: Sequence[Generation]) -> list[tuple[int, int | None, int | None]]:
-    """Seed 003's max broker epoch over live brokers at every change: (ts, max epoch, broker id)."""
+    """The max broker epoch over live brokers at every change: (ts, max epoch, broker id)."""
     changes: list[tuple[int, int, Generation]] = []
     for g in gens:
         changes.append((g.start_ms, 1, g))

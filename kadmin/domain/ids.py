@@ -1,4 +1,4 @@
-"""Seed 002's broker-id assignment: resolve an id for a host, find missing ids, find stale mappings.
+"""Broker-id assignment that survives lost disks: resolve an id for a host, find missing ids, find stale mappings.
 
 Pure functions over what ZooKeeper holds: live registrations (id → host), the permanent host
 mappings `/brokers/hosts/<host>` (host → id), the ids in topic replica assignments, and the
@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from kadmin.domain.text import plural
 from kadmin.domain.znodes import INT32_MAX, loads_strict, show_value
 
 Rule = Literal["config", "meta.properties", "host-mapping", "missing-id", "new-id"]
@@ -57,7 +58,7 @@ def missing_ids(assigned: Mapping[int, int], registered: Mapping[int, Any]) -> l
 
 
 def resolve(i: IdInputs) -> Decision:
-    """The seed's procedure, rule by rule; raises IdConflict where it says a human must decide.
+    """The assignment procedure, rule by rule (docs/ids.md); raises IdConflict where it says a human must decide.
 
     3. A host mapping is used unless its id is registered now from another host.
     4. The missing ids are those assigned to replicas but not registered, less the ids another host
@@ -88,8 +89,9 @@ def resolve(i: IdInputs) -> Decision:
     candidates = [m for m in missing if m not in spoken_for]
     if len(candidates) == 1:
         return Decision(candidates[0], "missing-id",
-                        skipped + f"broker {candidates[0]} is assigned replicas ({i.assigned[candidates[0]]} "
-                        "partitions) but is not registered: the only missing id", missing)
+                        skipped + f"broker {candidates[0]} is assigned replicas ("
+                        f"{plural(i.assigned[candidates[0]], 'partition')}) but is not registered: the only missing id",
+                        missing)
     if len(candidates) > 1:
         raise IdConflict(skipped + f"{len(candidates)} ids are missing ({', '.join(map(str, candidates))}): "
                          "human intervention needed (map this host with `kadmin ids map`)", missing)
@@ -114,7 +116,7 @@ class Garbage:
 
 
 def garbage(mappings: Mapping[str, int], registered: Mapping[int, str | None]) -> list[Garbage]:
-    """The seed's rule: broker N registered from host h makes every mapping g -> N with g != h garbage."""
+    """The stale-mapping rule: broker N registered from host h makes every mapping g -> N with g != h garbage."""
     out = []
     for host, bid in sorted(mappings.items()):
         h = registered.get(bid)

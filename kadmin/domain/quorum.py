@@ -1,4 +1,4 @@
-"""The metadata quorum (seed 004, KIP-595): replica lag, max follower lag, health checks.
+"""The metadata quorum (KIP-595): replica lag, max follower lag, health checks.
 
 The same model serves a KRaft quorum (DescribeQuorum) and a ZooKeeper ensemble (four-letter
 words), where the ensemble is the metadata quorum: the zxid plays the log end offset.
@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
+
+from kadmin.domain.text import plural
 
 Status = Literal["Leader", "Follower", "Observer", "Down"]
 Level = Literal["WARNING", "CRITICAL"]
@@ -185,7 +187,7 @@ def check(q: QuorumState, limits: CheckLimits, now_ms: int) -> list[Finding]:
         found.append(Finding("CRITICAL", "no_leader", "the quorum has no leader"))
     if len(up) < q.majority:
         found.append(Finding("CRITICAL", "no_majority",
-                             f"only {len(up)} of {len(q.voters)} voters are up (a majority needs {q.majority})"))
+                             f"only {len(up)} of {plural(len(q.voters), 'voter')} up (a majority needs {q.majority})"))
     for v in q.voters:
         if v.down:
             found.append(Finding("WARNING", "voter_down", f"voter {v.id} is down"))

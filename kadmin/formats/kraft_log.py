@@ -1,4 +1,4 @@
-"""KRaft metadata log framing (kafka-formats.md §6): segments, snapshots, record batches, records.
+"""KRaft metadata log framing (KIP-631, KIP-630 snapshots): segments, snapshots, record batches, records.
 
 Pure stdlib, like the rest of `kadmin.formats`. This module knows the *framing* only:
 

@@ -12,11 +12,12 @@ import sys
 from collections.abc import Sequence
 from typing import IO, Any
 
+from kadmin import exit_codes
 from kadmin.cluster.base import Problem
-from kadmin.exit_codes import ExitCode
+from kadmin.exit_codes import ExitCode, Verdict
 from kadmin.render import views
 
-RESULT_VERSION = 1
+RESULT_VERSION = 2  # 2: `status` follows the exit code (check verbs: ok/warning/critical/unknown)
 _TEXT = "\n\t"  # kept in whole texts (plain output we lay out, multi-line messages); escaped in cells
 FORMATS = ("auto", "table", "plain", "json", "ndjson")
 
@@ -27,7 +28,7 @@ def resolve(fmt: str, isatty: bool) -> str:
     return fmt
 
 
-def envelope(command: str, status: str, exit_code: int, data: Any, errors: Sequence[Any]) -> dict[str, Any]:
+def envelope(command: str | None, status: str, exit_code: int, data: Any, errors: Sequence[Any]) -> dict[str, Any]:
     return {
         "kadmin_result_version": RESULT_VERSION,
         "command": command,
@@ -75,7 +76,7 @@ class Renderer:
         print(f"kadmin: error: {views.inert(message, keep=_TEXT)}", file=self.err, flush=True)
 
     # -- results -----------------------------------------------------------------
-    def emit(self, result: Any) -> ExitCode:
+    def emit(self, result: Any) -> ExitCode | Verdict:
         for w in result.warnings:
             self.warn(w)
         for e in result.errors:
@@ -98,10 +99,14 @@ class Renderer:
             self.note(result.message)
         return result.exit_code
 
-    def emit_error(self, command: str, code: str, message: str, exit_code: int) -> int:
-        self.error(message)
+    def emit_error(self, command: str | None, code: str, message: str, exit_code: int, *, check: bool = False,
+                   label: str = "error", hint: str = "") -> int:
+        """One line on stderr, `kadmin: LABEL: MESSAGE HINT`, and under -o json the envelope on stdout (without
+        the hint); its status follows the exit code (a check verb's: `unknown`)."""
+        print(f"kadmin: {label}: {views.inert(message + hint, keep=_TEXT)}", file=self.err, flush=True)
         if self.fmt == "json":
-            doc = envelope(command, "error", exit_code, None, [Problem(code, message)])
+            doc = envelope(command, exit_codes.status(exit_code, check=check), exit_code, None,
+                           [Problem(code, message)])
             print(dumps(doc, indent=2), file=self.out, flush=True)
         return exit_code
 
@@ -119,7 +124,7 @@ class Renderer:
             table = Table(*view.headers, title=title, header_style="bold")
             for row in view.rows:
                 table.add_row(*[Text(views.cell(c)) for c in row])
-            Console(file=self.out).print(table)
+            Console(file=self.out, width=views.table_width(self.out.isatty())).print(table)
         else:
             from tabulate import tabulate
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -82,10 +83,12 @@ def _max_epoch(data: dict[str, Any]) -> View:
 
 
 def _diff(data: dict[str, Any]) -> View:
-    rows: list[list[Any]] = [[i, "new", None, None] for i in data["new"]]
-    rows += [[i, "dead", None, None] for i in data["dead"]]
+    # each listing's epochs (a dead broker's OLD_EPOCH is in the saved listing, a new one's NEW_EPOCH live)
+    old, new = data.get("old_epochs", {}), data.get("new_epochs", {})
+    rows: list[list[Any]] = [[i, "new", None, new.get(i)] for i in data["new"]]
+    rows += [[i, "dead", old.get(i), None] for i in data["dead"]]
     rows += [[b["id"], "bounced", b["old_epoch"], b["new_epoch"]] for b in data["bounced"]]
-    rows += [[i, "unchanged", None, None] for i in data["unchanged"]]
+    rows += [[i, "unchanged", old.get(i), new.get(i)] for i in data["unchanged"]]
     rows.sort(key=lambda r: r[0])
     return View(["ID", "CHANGE", "OLD_EPOCH", "NEW_EPOCH"], rows)
 
@@ -128,6 +131,18 @@ def _sandbox(data: dict[str, Any]) -> View:
                  [[b, e, b == data.get("controller")] for b, e in data["brokers"].items()])
     v.text = data.get("zookeeper") or data.get("bootstrap_servers")
     return v
+
+
+def _sandbox_down(data: dict[str, Any]) -> View:
+    """One row per process the sandbox started: stopped now, or already gone (and why)."""
+    rows = [[p["process"], p["pid"], "stopped", p["reason"]] for p in data["stopped"]]
+    rows += [[p["process"], p["pid"], "already-gone", p["reason"]] for p in data["already_gone"]]
+    return View(["PROCESS", "PID", "STATE", "REASON"], rows)
+
+
+def _ids_hosts(data: list[dict[str, Any]]) -> View:
+    return View(["HOST", "BROKER_ID", "REGISTERED", "REGISTERED_FROM"],
+                [[m["host"], m["broker_id"], m["registered"], m["registered_from"]] for m in data])
 
 
 def _min_isr_source(source: str) -> str:
@@ -205,10 +220,26 @@ VIEWS: dict[str, Callable[[Any], View]] = {
     "quorum describe": _quorum,
     "ids missing": lambda data: View(["BROKER_ID", "PARTITIONS", "MAPPED_HOST"],
                                      [[m["broker_id"], m["partitions"], m["mapped_host"]] for m in data]),
+    "ids hosts": _ids_hosts,
     "sandbox up": _sandbox,
     "sandbox status": _sandbox,
+    "sandbox down": _sandbox_down,
 }
 
 
 def view_for(command: str, data: Any) -> View:
     return VIEWS.get(command, _generic)(data)
+
+
+# rich's width for a file that is no terminal is 80 columns (it cuts cells with "…"); a table written to a
+# pipe or a file is for reading in full, so it gets the width it needs unless COLUMNS says otherwise
+_UNBOUNDED = 100_000
+
+
+def table_width(isatty: bool, environ: Mapping[str, str] | None = None) -> int | None:
+    """The width for `-o table`: None on a terminal (rich measures it), else COLUMNS when it is a positive
+    number, else unbounded (a table never grows past its content)."""
+    if isatty:
+        return None
+    columns = (os.environ if environ is None else environ).get("COLUMNS", "")
+    return int(columns) if columns.isdigit() and int(columns) > 0 else _UNBOUNDED

@@ -24,11 +24,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kadmin.domain.text import plural
 from kadmin.errors import ConditionNotMet, KadminError, SandboxError
 from kadmin.sandbox.zkserver import Ensemble, free_port, server_mode
 
 STATE_VERSION = 1
 CHROOT = "/kafka"
+DEFAULT_BROKERS = 3
+DEFAULT_ENSEMBLE = 1
 
 
 BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
@@ -177,11 +180,15 @@ class Sandbox:
             self._alive(st, f"zookeeper{s['myid'] or ''}", s) for s in st["zookeeper"])
 
     # ------------------------------------------------------------------ up / down
-    def up(self, brokers: int = 3, ensemble: int = 1, timeout: float = 120.0, kafka_home: Path | str | None = None,
-           mode: str = "zk") -> dict[str, Any]:
+    def up(self, brokers: int | None = None, ensemble: int | None = None, timeout: float = 120.0,
+           kafka_home: Path | str | None = None, mode: str = "zk") -> dict[str, Any]:
         """Start a fresh sandbox (or report the running one). With `kafka_home`, real Kafka (`mode` zk or
-        kraft) instead of emulated brokers; it returns once every broker is registered (see realkafka.py)."""
-        if brokers < 1:
+        kraft) instead of emulated brokers; it returns once every broker is registered (see realkafka.py).
+
+        `brokers` (default 3) and `ensemble` (default 1) given for a running sandbox must be what it runs:
+        a sandbox is not resized in place (SandboxError naming the running size otherwise).
+        """
+        if brokers is not None and brokers < 1:
             raise SandboxError("--brokers must be at least 1")
         version = None
         if kafka_home is not None:
@@ -197,8 +204,11 @@ class Sandbox:
                 if have != want:
                     raise SandboxError(f"a sandbox of another kind ({have[0]}, {have[1]} mode) is running in "
                                        f"{self.dir}: `kadmin sandbox down` first")
+                self._same_size(prev, brokers, ensemble)
                 return {**self.status(), "already_running": True}
             self.down()
+        brokers = DEFAULT_BROKERS if brokers is None else brokers
+        ensemble = DEFAULT_ENSEMBLE if ensemble is None else ensemble
         self.dir.mkdir(parents=True, exist_ok=True)
         if kafka_home is not None and version is not None:
             return self._up_kafka(kafka_home, version, mode, brokers, ensemble, max(timeout, 300.0))
@@ -242,6 +252,17 @@ class Sandbox:
         st["daemon"]["port"] = json.loads(ready.read_text())["port"]
         self._save(st)
         return {**self.status(), "already_running": False}
+
+    def _same_size(self, st: dict[str, Any], brokers: int | None, ensemble: int | None) -> None:
+        """Refuse another --brokers/--ensemble than the running sandbox's (`up` would silently keep its own)."""
+        running = [("--brokers", brokers, st.get("brokers"), plural(st.get("brokers") or 0, "broker"))]
+        if st.get("zookeeper"):  # KRaft sandboxes have no ZooKeeper ensemble
+            running.append(("--ensemble", ensemble, len(st["zookeeper"]),
+                            plural(len(st["zookeeper"]), "ZooKeeper server")))
+        for flag, asked, have, said in running:
+            if asked is not None and have is not None and asked != have:
+                raise SandboxError(f"{flag} {asked}: the sandbox running in {self.dir} has {said}; "
+                                   f"`kadmin sandbox down` first to start one of another size")
 
     def down(self, wait: float = 10.0) -> dict[str, Any]:
         """Stop the processes the state file names that are still the ones `up` started.

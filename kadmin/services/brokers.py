@@ -1,4 +1,4 @@
-"""`kadmin brokers ...`: registrations, epochs, bounces (KIP-380) and the max broker epoch (seed 003)."""
+"""`kadmin brokers ...`: registrations, epochs, bounces (KIP-380) and the max broker epoch."""
 
 from __future__ import annotations
 
@@ -107,7 +107,7 @@ def parse_saved_epochs(text: str, name: str) -> dict[int, int]:
     try:
         doc = loads_strict(text)
         rows = doc.get("data") if isinstance(doc, dict) else doc
-        if isinstance(doc, dict) and "kadmin_result_version" in doc and doc["kadmin_result_version"] != 1:
+        if isinstance(doc, dict) and "kadmin_result_version" in doc and doc["kadmin_result_version"] not in (1, 2):
             raise UsageError(f"--since {name}: unknown kadmin_result_version "
                              f"{show_value(doc['kadmin_result_version'])}")
         if isinstance(doc, dict) and doc.get("command") not in (None, "brokers list"):
@@ -134,13 +134,17 @@ def parse_saved_epochs(text: str, name: str) -> dict[int, int]:
 
 def diff(cluster: Cluster, before: Mapping[int, int], exit_code_on_change: bool = False) -> Result:
     listing = cluster.list_brokers()
-    d = epochs.classify(before, {b.id: b.epoch for b in listing.brokers})
+    after = {b.id: b.epoch for b in listing.brokers}
+    d = epochs.classify(before, after)
     bounced = d.bounced + d.went_backwards
     data = {
         "new": list(d.new),
         "dead": list(d.dead),
         "bounced": [{"id": b.id, "old_epoch": b.old_epoch, "new_epoch": b.new_epoch} for b in bounced],
         "unchanged": list(d.unchanged),
+        # the two listings' epochs by broker id, so a dead broker shows its last epoch and a new one its first
+        "old_epochs": dict(sorted(before.items())),
+        "new_epochs": dict(sorted(after.items())),
     }
     warnings = [
         f"broker {b.id}: epoch went backwards ({b.old_epoch} → {b.new_epoch}): "
@@ -298,7 +302,9 @@ def list_kraft_brokers(client: Any) -> Result:
     return Result(command="brokers list", data=rows, warnings=warnings)
 
 
-def unregister(client: Any, broker_id: int, force: bool) -> Result:
+def unregister(client: Any, broker_id: int, force: bool, dry_run: bool = False) -> Result:
+    """UnregisterBroker, after checking the broker is not active (exit 7 unless `force`); `dry_run`
+    checks the same and sends nothing."""
     from kadmin.errors import ConfigError, Unsafe
 
     live = {}
@@ -313,6 +319,11 @@ def unregister(client: Any, broker_id: int, force: bool) -> Result:
         state = "active" if b.fenced is False else "registered (its fencing state is unknown below DescribeCluster v2)"
         raise Unsafe(f"broker {broker_id} is {state}: unregistering a running broker removes it from every ISR; "
                      "stop it first, or use --force")
+    was = None if b is None else ("fenced" if b.fenced else "active")
+    if dry_run:
+        return Result(command="brokers unregister", data={"broker_id": broker_id, "unregistered": False,
+                                                           "was": was, "dry_run": True},
+                      message=f"would unregister broker {broker_id} (UnregisterBroker); nothing sent")
     interrupts.arm()  # the request may take effect once sent: a Ctrl-C waits until the outcome is reported
     try:
         client.unregister_broker(broker_id)
@@ -577,6 +588,8 @@ def diff_registrations(before: Mapping[int, Any], after: Mapping[int, Any], exit
                      "old_incarnation_id": b.old_incarnation_id, "new_incarnation_id": b.new_incarnation_id}
                     for b in d.bounced + d.went_backwards],
         "unchanged": list(d.unchanged),
+        "old_epochs": {i: before[i].epoch for i in sorted(before)},
+        "new_epochs": {i: after[i].epoch for i in sorted(after)},
     }
     warnings = [f"broker {b.id}: epoch went backwards ({b.old_epoch} → {b.new_epoch}) with the same incarnation: "
                 "another cluster's metadata log?" for b in d.went_backwards]

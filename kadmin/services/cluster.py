@@ -1,4 +1,4 @@
-"""`kadmin cluster id` and `kadmin cluster check-id` (seed 004: a broker pointed at the wrong cluster)."""
+"""`kadmin cluster id` and `kadmin cluster check-id` (a broker pointed at the wrong cluster)."""
 
 from __future__ import annotations
 

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from kadmin.domain.text import plural
 from kadmin.errors import ConditionNotMet, ConfigError, KadminError, Unsafe, UsageError
 from kadmin.exit_codes import ExitCode
 from kadmin.services.result import Result
@@ -32,7 +33,7 @@ class _Spark:
 
             from kadmin.pipeline.spark import session
         except ImportError as e:
-            raise ConfigError("history needs PySpark: pip install 'kadmin[spark]'") from e
+            raise ConfigError("history needs PySpark: pip install 'kadmin-kafka[spark]'") from e
         active = SparkSession.getActiveSession()
         if active is not None:
             self.spark = active
@@ -147,8 +148,8 @@ def ingest(paths: list[str], cluster: str, out: str, master: str, chroot: str | 
     warnings += [f"{p}: not a ZooKeeper txn log, KRaft metadata log or kadmin NDJSON file: skipped" for p in s.skipped]
     return Result(command="history ingest", data=data, warnings=warnings,
                   exit_code=ExitCode.PARTIAL if s.damage or s.unreadable else ExitCode.OK,
-                  message=f"{s.events_added} new events ({s.events_parsed} parsed) from {s.files} files "
-                  f"({s.bytes / 1e6:.1f} MB in {s.ranges} ranges) into {out}")
+                  message=f"{plural(s.events_added, 'new event')} ({s.events_parsed} parsed) from "
+                  f"{plural(s.files, 'file')} ({s.bytes / 1e6:.1f} MB in {plural(s.ranges, 'range')}) into {out}")
 
 
 def report(directory: str, kind: str, cluster: str | None, since_ms: int | None, until_ms: int | None,

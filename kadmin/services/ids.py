@@ -1,4 +1,4 @@
-"""`kadmin ids ...`: seed 002's broker-id assignment, run, explained, made durable and repaired."""
+"""`kadmin ids ...`: broker-id assignment, run, explained, made durable and repaired."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 
 from kadmin.cluster.base import Contention, IdState, Progress
 from kadmin.domain import ids as rules
+from kadmin.domain.text import plural
 from kadmin.errors import ConditionNotMet, ConfigError, InvalidData, KadminError, NotFound, Unsafe, UsageError
 from kadmin.exit_codes import ExitCode
 from kadmin.formats.meta_properties import MetaPropertiesError, parse
@@ -126,7 +127,7 @@ def missing(cluster: Any, progress: Progress | None = None) -> Result:
     data = [{"broker_id": b, "partitions": len(st.assigned[b]), "mapped_host": owners.get(b),
              "assignments": [{"topic": t, "partition": p} for t, p in sorted(st.assigned[b])]} for b in ids]
     return Result(command="ids missing", data=data, errors=st.problems,
-                  message=f"{len(ids)} missing ids" + (f": {', '.join(map(str, ids))}" if ids else ""))
+                  message=plural(len(ids), "missing id") + (f": {', '.join(map(str, ids))}" if ids else ""))
 
 
 def hosts(cluster: Any) -> Result:
@@ -223,6 +224,6 @@ def gc(cluster: Any, apply: bool) -> Result:
     rows = [{"host": g.host, "broker_id": g.broker_id, "registered_from": g.registered_from,
              "deleted": g.host in deleted} for g in found]
     msg = (f"deleted {len(deleted)} of {len(found)} stale mappings" if apply
-           else f"{len(found)} stale mappings (a dry run: --apply deletes them)")
+           else f"{len(found)} stale mappings (a dry run: nothing deleted)")
     return Result(command="ids gc", data=rows, errors=st.problems, message=msg,
                   exit_code=ExitCode.OK)

@@ -12,8 +12,9 @@ from kadmin.cluster.base import Cluster, PartitionScan, Problem, Progress
 from kadmin.cluster.min_isr import FALLBACK
 from kadmin.domain import partitions as rules
 from kadmin.domain.models import PartitionState
+from kadmin.domain.text import plural
 from kadmin.errors import NotFound
-from kadmin.exit_codes import ExitCode
+from kadmin.exit_codes import ExitCode, Verdict
 from kadmin.services.result import Result
 
 
@@ -127,19 +128,19 @@ def check(cluster: Cluster, progress: Progress | None = None, min_isr_default: i
         "deleting": deleting,  # topics queued for deletion: not checked, as Kafka's controller skips them
     }
     bad = sum(1 for f in found if f.partition is not None)
-    unreadable = f"; {len(s.unreadable)} topics unreadable" if s.unreadable else ""
-    skipped = f" ({len(deleting)} topics queued for deletion not checked)" if deleting else ""
+    unreadable = f"; {plural(len(s.unreadable), 'topic')} unreadable" if s.unreadable else ""
+    skipped = f" ({plural(len(deleting), 'topic')} queued for deletion not checked)" if deleting else ""
     summary = {
-        rules.Health.OK: f"OK: {len(s.partitions)} partitions healthy{skipped}",
-        rules.Health.WARNING: f"WARNING: {len(found)} of {len(s.partitions)} partitions under-replicated",
-        rules.Health.CRITICAL: f"CRITICAL: {bad} of {len(s.partitions)} partitions need attention "
+        rules.Health.OK: f"OK: {plural(len(s.partitions), 'partition')} healthy{skipped}",
+        rules.Health.WARNING: f"WARNING: {len(found)} of {plural(len(s.partitions), 'partition')} under-replicated",
+        rules.Health.CRITICAL: f"CRITICAL: {bad} of {plural(len(s.partitions), 'partition')} need attention "
         f"(offline, under min ISR or unreadable){unreadable}"
-        + (f"; {len(s.problems)} problems reading znodes" if s.problems else ""),
+        + (f"; {plural(len(s.problems), 'problem')} reading znodes" if s.problems else ""),
     }[health]
     # The monitoring convention: 0 OK, 1 WARNING, 2 CRITICAL. Problems reading znodes are named in
     # the findings and in `errors` and make the check critical, so a partial read never passes as healthy.
     return Result(command="partitions check", data=data, errors=list(s.problems), warnings=warnings,
-                  exit_code=ExitCode(int(health)), message=summary)
+                  exit_code=Verdict(int(health)), message=summary)
 
 
 def verdict_json(v: rules.StopVerdict) -> dict[str, Any]:
@@ -162,9 +163,9 @@ def verdict_summary(v: rules.StopVerdict) -> str:
     """Why a broker cannot stop: partitions that would lose leader or min ISR, and what could not be read."""
     parts = sum(1 for b in v.blocking if b.partition is not None)
     topics = len(v.blocking) - parts
-    said = [f"{parts} partitions would lose their leader or min ISR or could not be read"] if parts else []
+    said = [f"{plural(parts, 'partition')} would lose leader or min ISR or could not be read"] if parts else []
     if topics:
-        said.append(f"{topics} topics could not be read (they may host it)")
+        said.append(f"{plural(topics, 'topic')} could not be read (they may host it)")
     if v.never:
         said.append(f"{len(v.never)} can never satisfy min ISR")
     return ", ".join(said)
@@ -223,7 +224,8 @@ def wait_in_sync(
                     waiting.discard(key)
             if not waiting:
                 break
-            said = f"broker {broker_id} not yet in the ISR of {len(waiting)} partitions: {describe_keys(waiting)}"
+            said = (f"broker {broker_id} not yet in the ISR of {plural(len(waiting), 'partition')}: "
+                    f"{describe_keys(waiting)}")
             if on_status and said != last_said:
                 on_status(said)
                 last_said = said
@@ -237,7 +239,7 @@ def wait_in_sync(
     if waiting:
         return Result(command="brokers wait", data=data, exit_code=ExitCode.CONDITION_NOT_MET, errors=unread,
                       message=f"timed out after {asked or timeout:g}s: broker {broker_id} is still missing from the "
-                      f"ISR of {len(waiting)} partitions: {describe_keys(waiting)}")
+                      f"ISR of {plural(len(waiting), 'partition')}: {describe_keys(waiting)}")
     return Result(command="brokers wait", data=data, errors=unread,
                   message=f"broker {broker_id} is in the ISR of all {hosted} partitions it hosts"
-                  + (f" that could be read ({len(s.unreadable)} topics could not)" if unread else ""))
+                  + (f" that could be read ({plural(len(s.unreadable), 'topic')} could not)" if unread else ""))

@@ -7,8 +7,9 @@ from typing import Any, Literal
 from kadmin.domain import quorum as q_rules
 from kadmin.domain.quorum import CheckLimits, QuorumState
 from kadmin.domain.quorum_text import DEFAULT_TOOL_FORMAT, ClockDrift, replication_text, status_text
+from kadmin.domain.text import plural
 from kadmin.errors import ClusterUnreachable, KadminError
-from kadmin.exit_codes import ExitCode
+from kadmin.exit_codes import Verdict
 from kadmin.services.result import Result
 
 
@@ -53,7 +54,7 @@ def describe(q: QuorumState, view: Literal["status", "replication"], human_reada
     this machine's clock: "N ms ago" would be a lie."""
     if q.leader is None:
         down = [r for r in q.voters if r.down]
-        detail = f" ({len(down)} of {len(q.voters)} voters unreachable)" if down else ""
+        detail = f" ({len(down)} of {plural(len(q.voters), 'voter')} unreachable)" if down else ""
         raise ClusterUnreachable(f"the metadata quorum has no leader right now{detail}; try again shortly")
     try:
         text = (status_text(q, tool_format) if view == "status"
@@ -80,7 +81,7 @@ def check(q: QuorumState, limits: CheckLimits, now_ms: int) -> Result:
         "quorum": quorum_json(q),
     }
     summary = f"{name}: " + ("; ".join(f.message for f in findings) if findings else
-                            f"leader {q.leader_id}, {len(q.voters)} voters caught up within the limits")
+                            f"leader {q.leader_id}, {plural(len(q.voters), 'voter')} caught up within the limits")
     plain = "".join(f"{f.level}\t{f.code}\t{f.message}\n" for f in findings)
-    return Result(command="quorum check", data=data, exit_code=ExitCode(level), message=summary, plain=plain)
+    return Result(command="quorum check", data=data, exit_code=Verdict(level), message=summary, plain=plain)
 

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
+from kadmin import exit_codes
 from kadmin.cluster.base import Problem
-from kadmin.exit_codes import ExitCode
-
-Status = Literal["success", "partial", "error"]
+from kadmin.exit_codes import ExitCode, Verdict
 
 
 @dataclass
@@ -17,19 +16,16 @@ class Result:
     data: Any
     errors: list[Problem] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    exit_code: ExitCode = ExitCode.OK
+    exit_code: ExitCode | Verdict = ExitCode.OK  # a Verdict for the check verbs (kadmin/exit_codes.py)
     message: str | None = None  # a one-line human summary for stderr (waits, diffs)
     plain: str | None = None  # exact text for -o plain (formats other tools parse, e.g. kafka-metadata-quorum)
 
     def __post_init__(self) -> None:
-        if self.errors and self.exit_code == ExitCode.OK:
+        # errors make a result partial; a check's verdict stands (it says itself what they mean)
+        if self.errors and self.exit_code == ExitCode.OK and not isinstance(self.exit_code, Verdict):
             self.exit_code = ExitCode.PARTIAL
 
     @property
-    def status(self) -> Status:
-        if self.exit_code == ExitCode.PARTIAL:
-            return "partial"
-        # INTERRUPTED: a stream that ended by Ctrl-C (`brokers watch -o json`) is a complete result
-        if self.exit_code in (ExitCode.OK, ExitCode.CONDITION_NOT_MET, ExitCode.INTERRUPTED) and not self.errors:
-            return "success"
-        return "error"
+    def status(self) -> str:
+        """The envelope's status: a function of the exit code alone (kadmin/exit_codes.py)."""
+        return exit_codes.status(self.exit_code, check=isinstance(self.exit_code, Verdict))

@@ -1,4 +1,4 @@
-"""`kadmin brokers shutdown`: seed 000's one-shot controlled shutdown, fenced by the broker epoch.
+"""`kadmin brokers shutdown`: a one-shot controlled shutdown, fenced by the broker epoch (KIP-380).
 
 The request carries the broker's epoch (the czxid of its registration). A controller that has
 since seen the broker re-register answers STALE_BROKER_EPOCH, so a retried or delayed shutdown can
@@ -20,6 +20,7 @@ from kadmin import interrupts
 from kadmin.cluster.base import Problem, Progress
 from kadmin.cluster.kafka import ShutdownReply, error_name
 from kadmin.domain.addresses import host_port
+from kadmin.domain.text import plural
 from kadmin.domain.znodes import parse_endpoint
 from kadmin.errors import ClusterUnreachable, ConfigError, KadminError, NotFound, Unsupported
 from kadmin.exit_codes import ExitCode
@@ -236,7 +237,8 @@ def shutdown(
                 data["isr_only_this_broker"] = [{"topic": t, "partition": p} for t, p in alone]
                 return Result(command="brokers shutdown", data=data, warnings=warnings,
                               exit_code=ExitCode.CONDITION_NOT_MET,
-                              message=f"broker {broker_id} still leads {len(keys)} partitions: {describe_keys(keys)}"
+                              message=f"broker {broker_id} still leads {plural(len(keys), 'partition')}: "
+                              f"{describe_keys(keys)}"
                               + ("" if not wait or interrupts.pending() else f" after {timeout:g}s")
                               + (f"; {describe_keys(alone)} {'has' if len(alone) == 1 else 'have'} only broker "
                                  f"{broker_id} in the ISR, and the controller refuses to grow an ISR while it is "

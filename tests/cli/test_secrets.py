@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-ARGS = ("brokers", "list", "-z", "127.0.0.1:1", "--timeout", "0.3")
+ARGS = ("brokers", "list", "-z", "127.0.0.1:1", "--connect-timeout", "0.3")
 
 
 def test_literal_zk_auth_on_the_command_line_warns_without_echoing_it(run_nozk):

@@ -117,8 +117,11 @@ def test_diff_classifies_new_dead_bounced_unchanged(run, fleet, tmp_path):
     fleet.register(BrokerSpec(4))
     code, doc, err = run.json("brokers", "diff", "--since", str(saved))
     assert code == 0
+    then = {str(b["id"]): b["epoch"] for b in json.loads(saved.read_text())["data"]}
+    now = {str(b["id"]): b["epoch"] for b in json.loads(run("brokers", "list", "-o", "json").stdout)["data"]}
     assert doc["data"] == {"new": [4], "dead": [2], "bounced": [{"id": 3, "old_epoch": old3, "new_epoch": new3}],
-                           "unchanged": [1]}
+                           "unchanged": [1], "old_epochs": then, "new_epochs": now}
+    assert then["2"] is not None and "2" not in now  # the dead broker's last epoch is the saved listing's
     assert run("brokers", "diff", "--since", str(saved), "--exit-code").exit_code == 1
     saved.write_text(run("brokers", "list", "-o", "json").stdout)
     assert run("brokers", "diff", "--since", str(saved), "--exit-code").exit_code == 0
@@ -142,8 +145,8 @@ def test_wrong_chroot_is_a_configuration_error(zk_server, fleet, run_nozk):
 
 def test_unreachable_cluster_exits_4_within_timeout_without_traceback():
     start = time.monotonic()
-    p = subprocess.run([sys.executable, "-m", "kadmin", "brokers", "list", "-z", "127.0.0.1:1", "--timeout", "2"],
-                       capture_output=True, text=True, timeout=30)
+    p = subprocess.run([sys.executable, "-m", "kadmin", "brokers", "list", "-z", "127.0.0.1:1",
+                        "--connect-timeout", "2"], capture_output=True, text=True, timeout=30)
     elapsed = time.monotonic() - start
     assert p.returncode == 4
     assert p.stderr.count("\n") == 1 and "cannot reach ZooKeeper 127.0.0.1:1 within 2s" in p.stderr

@@ -91,9 +91,9 @@ def test_hosts_map_unmap_gc(run, cluster):
     rows = {h["host"]: h for h in run.json("ids", "hosts")[1]["data"]}
     assert rows["box-a"] == {"host": "box-a", "broker_id": 3, "registered": False, "registered_from": None}
     assert rows["box-c"]["registered_from"] == "127.0.0.1"
-    dry = run.json("ids", "gc")[1]["data"]
+    dry = run.json("ids", "gc", "--dry-run")[1]["data"]
     assert [(g["host"], g["deleted"]) for g in dry] == [("box-c", False)] and kz.exists("/brokers/hosts/box-c")
-    applied = run.json("ids", "gc", "--apply")[1]["data"]
+    applied = run.json("ids", "gc")[1]["data"]
     assert applied[0]["deleted"] is True and not kz.exists("/brokers/hosts/box-c")
     assert run("ids", "unmap", "box-a").exit_code == 0 and not kz.exists("/brokers/hosts/box-a")
     assert run("ids", "unmap", "box-a").exit_code == 1

@@ -43,7 +43,7 @@ def test_watch_json_ended_by_ctrl_c_prints_the_events_seen(zk_server, zk, chroot
     assert p.returncode == 130, err
     assert "Traceback" not in err
     doc = json.loads(out)
-    assert (doc["command"], doc["status"], doc["exit_code"]) == ("brokers watch", "success", 130)
+    assert (doc["command"], doc["status"], doc["exit_code"]) == ("brokers watch", "interrupted", 130)
     assert {"event": "registered", "id": 2} in [{"event": e["event"], "id": e["id"]} for e in doc["data"]]
 
 

@@ -112,14 +112,19 @@ def test_check_exit_codes(run, fleet, kz):
         fleet.register(BrokerSpec(i))
     put_topic(kz, "a", {"version": 3, "partitions": {"0": [1, 2, 3]}}, {0: state(1, [1, 2, 3])}, min_isr=2)
     r = run("partitions", "check")
-    assert r.exit_code == 0 and "OK: 1 partitions healthy" in r.stderr
+    assert r.exit_code == 0 and "OK: 1 partition healthy" in r.stderr
+    code, doc, _ = run.json("partitions", "check")
+    assert (code, doc["status"], doc["exit_code"], doc["data"]["status"]) == (0, "ok", 0, "ok")
     kz.set("/brokers/topics/a/partitions/0/state", state(1, [1, 2]))
     code, doc, _ = run.json("partitions", "check")
     assert code == 1 and doc["data"]["status"] == "warning"
+    assert (doc["status"], doc["exit_code"]) == ("warning", 1)  # the envelope agrees (it said "success")
     assert doc["data"]["findings"] == [{"topic": "a", "partition": 0, "reasons": ["under-replicated (ISR 2 of 3)"]}]
     kz.set("/brokers/topics/a/partitions/0/state", state(1, [1]))
     r = run("partitions", "check")
     assert r.exit_code == 2 and "a\t0" not in r.stdout and "under min ISR (1 < 2)" in r.stdout
+    code, doc, _ = run.json("partitions", "check")
+    assert (code, doc["status"], doc["exit_code"], doc["data"]["status"]) == (2, "critical", 2, "critical")
 
 
 def test_can_stop(run, fleet, kz):
@@ -166,7 +171,7 @@ def test_wait_in_sync_follows_isr_changes(run, fleet, kz, zk_server, chroot):
     assert code == 0, err
     assert doc["data"]["in_sync"] is True and doc["data"]["hosted_partitions"] == 2 and doc["data"]["waiting"] == []
     assert "not yet in the ISR of 2 partitions: t-0, t-1" in err
-    assert "not yet in the ISR of 1 partitions: t-1" in err
+    assert "not yet in the ISR of 1 partition: t-1" in err
 
 
 def test_plain_outputs_of_the_partition_commands(run, cluster):
@@ -255,7 +260,7 @@ def test_topics_queued_for_deletion_are_listed_marked_and_not_checked(run, fleet
     kz.create("/admin/delete_topics/gone", makepath=True)
     code, doc, err = run.json("partitions", "check")
     assert code == 0 and doc["data"]["findings"] == [] and doc["data"]["deleting"] == ["gone"], err
-    assert "1 topics queued for deletion not checked" in err
+    assert "1 topic queued for deletion not checked" in err
     rows = rows_by_key(run.json("partitions", "list")[1])
     assert {k: r["deleting"] for k, r in rows.items()} == {("fine", 0): False, ("gone", 0): True, ("gone", 1): True}
     assert set(rows_by_key(run.json("partitions", "list", "--offline")[1])) == {("gone", 0), ("gone", 1)}

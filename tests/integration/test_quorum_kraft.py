@@ -179,18 +179,16 @@ def test_unregister(run_nozk):
     sc.unregister_errors = {7: 31}
     with KraftServer(sc) as srv:
         bs = srv.bootstrap()
-        r = run_nozk("brokers", "unregister", "1", "--yes", "--bootstrap-server", bs)
+        r = run_nozk("brokers", "unregister", "1", "--bootstrap-server", bs)
         assert r.exit_code == 7 and "--force" in r.stderr and not srv.requests_for(64)
-        r = run_nozk("brokers", "unregister", "3", "--bootstrap-server", bs)  # no TTY, no --yes
-        assert r.exit_code == 2 and "--yes" in r.stderr
-        r = run_nozk("brokers", "unregister", "3", "--yes", "--bootstrap-server", bs)
+        r = run_nozk("brokers", "unregister", "3", "--bootstrap-server", bs)  # nothing asked (no --yes)
         assert r.exit_code == 0 and "Broker 3 is no longer registered." in r.stderr
         assert [q.body.broker_id for q in srv.requests_for(64)] == [3]
-        r = run_nozk("brokers", "unregister", "9", "--yes", "--bootstrap-server", bs)
+        r = run_nozk("brokers", "unregister", "9", "--bootstrap-server", bs)
         assert r.exit_code == 1 and "BROKER_ID_NOT_REGISTERED" in r.stderr  # an unknown id: exit 1, not 6
-        r = run_nozk("brokers", "unregister", "7", "--yes", "--bootstrap-server", bs)
+        r = run_nozk("brokers", "unregister", "7", "--bootstrap-server", bs)
         assert r.exit_code == 4  # CLUSTER_AUTHORIZATION_FAILED
-        assert run_nozk("brokers", "unregister", "1", "--yes", "--force", "--bootstrap-server", bs).exit_code == 0
+        assert run_nozk("brokers", "unregister", "1", "--force", "--bootstrap-server", bs).exit_code == 0
 
 
 def test_bootstrap_controller_neither_lists_controllers_as_brokers_nor_skips_the_active_check(run_nozk):
@@ -202,10 +200,10 @@ def test_bootstrap_controller_neither_lists_controllers_as_brokers_nor_skips_the
         ctl = srv.bootstrap("controller")
         r = run_nozk("brokers", "list", "--bootstrap-controller", ctl, "-o", "json")
         assert r.exit_code == 3 and "use --bootstrap-server" in r.stderr and '"data": null' in r.stdout
-        r = run_nozk("brokers", "unregister", "1", "--yes", "--bootstrap-controller", ctl)
+        r = run_nozk("brokers", "unregister", "1", "--bootstrap-controller", ctl)
         assert r.exit_code == 3 and "cannot check that broker 1 is not active" in r.stderr, r.stderr
         assert len(r.stderr.strip().splitlines()) == 1 and not srv.requests_for(64)
-        r = run_nozk("brokers", "unregister", "1", "--yes", "--force", "--bootstrap-controller", ctl)
+        r = run_nozk("brokers", "unregister", "1", "--force", "--bootstrap-controller", ctl)
         assert r.exit_code == 0, r.stderr
         assert [q.body.broker_id for q in srv.requests_for(64)] == [1]
 
@@ -224,7 +222,7 @@ def test_ctrl_c_after_unregister_was_sent_reports_it(run_nozk, mocker):
     sc = Scenario.cluster(brokers=3)
     sc.brokers[2].fenced = True
     with KraftServer(sc) as srv:
-        r = run_nozk("brokers", "unregister", "3", "--yes", "--bootstrap-server", srv.bootstrap())
+        r = run_nozk("brokers", "unregister", "3", "--bootstrap-server", srv.bootstrap())
         assert r.exit_code == 0, r.stderr
         assert "Broker 3 is no longer registered." in r.stderr
         assert "interrupted after the change was committed" in r.stderr
@@ -233,7 +231,7 @@ def test_ctrl_c_after_unregister_was_sent_reports_it(run_nozk, mocker):
 
 def test_unreachable_bootstrap_exits_4(run_nozk):
     start = time.monotonic()
-    r = run_nozk("quorum", "describe", "--status", "--bootstrap-server", "127.0.0.1:1", "--timeout", "2")
+    r = run_nozk("quorum", "describe", "--status", "--bootstrap-server", "127.0.0.1:1", "--connect-timeout", "2")
     assert r.exit_code == 4 and "Traceback" not in r.stderr and len(r.stderr.splitlines()) == 1
     assert time.monotonic() - start < 15
 

@@ -58,7 +58,8 @@ def describe(run_nozk, certs, tmp_path, port: int):
     auth = tmp_path / "zk-auth"
     auth.write_text("digest:kadmin:pw\n")
     return run_nozk("quorum", "describe", "--status", "-z", f"127.0.0.1:{port}{CHROOT}", "--zk-tls",
-                    "--zk-tls-ca", str(certs / "ca.pem"), "--zk-auth", f"@{auth}", "-o", "json", "--timeout", "5")
+                    "--zk-tls-ca", str(certs / "ca.pem"), "--zk-auth", f"@{auth}", "-o", "json",
+                    "--connect-timeout", "5")
 
 
 def assert_all_tls(spy) -> None:
@@ -89,7 +90,7 @@ def test_describe_refuses_a_certificate_for_another_host_unless_told(otherhost_z
     """The four-letter-word probes check the host name too (as Kafka's ZooKeeper client does by default)."""
     _, secure = otherhost_zk
     args = ["quorum", "describe", "--status", "-z", f"127.0.0.1:{secure}/tls", "--zk-tls", "--zk-tls-ca",
-            str(certs / "ca.pem"), "-o", "json", "--timeout", "5"]
+            str(certs / "ca.pem"), "-o", "json", "--connect-timeout", "5"]
     refused = run_nozk(*args)
     assert refused.exit_code == 4, refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1 and "IP address mismatch" in refused.stderr, refused.stderr

@@ -18,7 +18,7 @@ REPLICA_KEYS = {"id", "directory_id", "log_end_offset", "lag", "last_fetch_times
 
 
 def describe(run_nozk, zk):
-    r = run_nozk("quorum", "describe", "--replication", "-z", zk, "-o", "json", "--timeout", "2")
+    r = run_nozk("quorum", "describe", "--replication", "-z", zk, "-o", "json", "--connect-timeout", "2")
     return r.exit_code, json.loads(r.stdout), r.stderr
 
 
@@ -116,9 +116,9 @@ def test_no_quorum_is_unreachable_without_a_crash(tmp_path, run_nozk):
         while not is_not_serving(answer(s)):  # up and answering: "not currently serving requests"
             assert time.monotonic() < deadline and s.alive(), "the lonely member never answered"
             time.sleep(0.05)
-        r = run_nozk("quorum", "describe", "--status", "-z", f"{s.address},127.0.0.1:1", "--timeout", "2")
+        r = run_nozk("quorum", "describe", "--status", "-z", f"{s.address},127.0.0.1:1", "--connect-timeout", "2")
         assert r.exit_code == 4 and "no leader" in r.stderr and "Traceback" not in r.stderr
-        r = run_nozk("quorum", "check", "-z", f"{s.address},127.0.0.1:1", "--timeout", "2", "-o", "json")
+        r = run_nozk("quorum", "check", "-z", f"{s.address},127.0.0.1:1", "--connect-timeout", "2", "-o", "json")
         assert r.exit_code == 2 and "no_leader" in r.stdout
     finally:
         s.stop()

@@ -165,7 +165,7 @@ def test_remaining_partitions_and_wait(run, kc):
     kc.fleet.create_topic("stuck", {0: [2, 4]})
     code, doc, err = run.json("brokers", "shutdown", "2", "--force")
     assert code == 1 and doc["data"]["remaining_partitions"] == [{"topic": "stuck", "partition": 0}]
-    assert "still leads 1 partitions: stuck-0" in err
+    assert "still leads 1 partition: stuck-0" in err
     assert doc["data"]["isr_only_this_broker"] == [{"topic": "stuck", "partition": 0}]  # ISR [2]
     assert "stuck-0 has only broker 2 in the ISR" in err and "move only after it restarts" in err
     start = time.monotonic()

@@ -34,10 +34,10 @@ def test_list_over_tls(tls_server, certs, run_nozk):
 
 def test_tls_port_without_tls_or_with_the_wrong_ca_is_unreachable(tls_server, certs, run_nozk):
     _, secure = tls_server
-    plain = run_nozk("brokers", "list", "-z", f"127.0.0.1:{secure}/tls", "--timeout", "2")
+    plain = run_nozk("brokers", "list", "-z", f"127.0.0.1:{secure}/tls", "--connect-timeout", "2")
     assert plain.exit_code == 4 and "Traceback" not in plain.stderr
     wrong = run_nozk("brokers", "list", "-z", f"127.0.0.1:{secure}/tls", "--zk-tls", "--zk-tls-ca",
-                     str(certs / "other-ca.pem"), "--timeout", "2")
+                     str(certs / "other-ca.pem"), "--connect-timeout", "2")
     assert wrong.exit_code == 4 and len(wrong.stderr.splitlines()) == 1
 
 
@@ -71,7 +71,7 @@ def otherhost_zk(tmp_path_factory, certs):
 
 def tls_list(run_nozk, certs, port: int, *extra: str):
     return run_nozk("brokers", "list", "-z", f"127.0.0.1:{port}/tls", "--zk-tls", "--zk-tls-ca",
-                    str(certs / "ca.pem"), "--timeout", "5", "-o", "json", *extra)
+                    str(certs / "ca.pem"), "--connect-timeout", "5", "-o", "json", *extra)
 
 
 def test_a_certificate_for_another_host_is_refused_by_default(otherhost_zk, certs, run_nozk):
@@ -88,14 +88,14 @@ def test_no_hostname_check_accepts_it_and_still_checks_the_ca(otherhost_zk, cert
     assert r.exit_code == 0, r.stderr
     assert [b["id"] for b in json.loads(r.stdout)["data"]] == [1, 2]
     wrong_ca = run_nozk("brokers", "list", "-z", f"127.0.0.1:{secure}/tls", "--zk-tls", "--zk-tls-ca",
-                        str(certs / "other-ca.pem"), "--zk-tls-no-hostname-check", "--timeout", "3")
+                        str(certs / "other-ca.pem"), "--zk-tls-no-hostname-check", "--connect-timeout", "3")
     assert wrong_ca.exit_code == 4 and len(wrong_ca.stderr.strip().splitlines()) == 1, wrong_ca.stderr
 
 
 def test_the_opt_out_from_the_environment_and_from_a_context(otherhost_zk, certs, run_nozk, tmp_path, monkeypatch):
     _, secure = otherhost_zk
     r = run_nozk("brokers", "list", "-z", f"127.0.0.1:{secure}/tls", "--zk-tls", "--zk-tls-ca",
-                 str(certs / "ca.pem"), "--timeout", "5", "-o", "json",
+                 str(certs / "ca.pem"), "--connect-timeout", "5", "-o", "json",
                  env={"KADMIN_ZK_TLS_NO_HOSTNAME_CHECK": "1"})
     assert r.exit_code == 0, r.stderr
     cfg = tmp_path / "kadmin" / "config.toml"
@@ -103,10 +103,10 @@ def test_the_opt_out_from_the_environment_and_from_a_context(otherhost_zk, certs
     cfg.write_text(f'[contexts.t]\nzookeeper = "127.0.0.1:{secure}/tls"\nzk-tls = true\n'
                    f'zk-tls-ca = "{certs / "ca.pem"}"\nzk-tls-no-hostname-check = true\n')
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
-    ok = run_nozk("brokers", "list", "--context", "t", "--timeout", "5", "-o", "json")
+    ok = run_nozk("brokers", "list", "--context", "t", "--connect-timeout", "5", "-o", "json")
     assert ok.exit_code == 0, ok.stderr
     cfg.write_text(cfg.read_text().replace("zk-tls-no-hostname-check = true", "zk-tls-no-hostname-check = false"))
-    refused = run_nozk("brokers", "list", "--context", "t", "--timeout", "5")
+    refused = run_nozk("brokers", "list", "--context", "t", "--connect-timeout", "5")
     assert refused.exit_code == 4, refused.stderr
 
 

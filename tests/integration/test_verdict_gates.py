@@ -100,7 +100,7 @@ def test_an_unreadable_state_blocks_its_replicas(run, three):
 # ------------------------------------------------------------------ unknown broker ids
 def test_an_unknown_broker_is_an_error(run, three):
     code, doc, err = run.json("brokers", "can-stop", "99")
-    assert code == 1 and doc["status"] == "error" and doc["errors"][0]["code"] == "unknown_broker"
+    assert code == 1 and doc["status"] == "condition_not_met" and doc["errors"][0]["code"] == "unknown_broker"
     assert "no broker 99" in err and "can stop" not in err
     r = run("brokers", "shutdown", "99", "--epoch", "5", "--dry-run")
     assert r.exit_code == 1 and "no broker 99" in r.stderr

@@ -16,7 +16,7 @@ def no_puresasl(monkeypatch):
 
 @pytest.mark.parametrize("argv", [["brokers", "list"], ["quorum", "describe", "--status"]])
 def test_sasl_without_pure_sasl_is_one_line_naming_the_package(run, no_puresasl, argv, capfd):
-    r = run(*argv, "--zk-auth", "sasl:alice:secret", "--timeout", "3")
+    r = run(*argv, "--zk-auth", "sasl:alice:secret", "--connect-timeout", "3")
     assert r.exit_code == 3, r.stderr
     lines = [line for line in r.stderr.splitlines() if "warning" not in line]
     assert len(lines) == 1 and "pure-sasl" in lines[0], r.stderr

@@ -139,7 +139,8 @@ def zk_topic(k: RealCluster, assignment: Assignment) -> str:
 def test_zk_drain_then_undrain(kafka: RealCluster, tmp_path: Path, via: str) -> None:
     a = layout()
     topic = zk_topic(kafka, a)
-    extra = ["--bootstrap-server", kafka.bootstrap] if via == "protocol" else []
+    # -z as a flag too: a --bootstrap-server flag alone beats the KADMIN_ZOOKEEPER Run sets (KRaft mode)
+    extra = ["-z", kafka.zk, "--bootstrap-server", kafka.bootstrap] if via == "protocol" else []
     saved = tmp_path / "drain-1.json"
 
     code, doc, err = kafka.run.json("brokers", "drain", "1", "--dry-run", "--save", str(saved), *extra)
@@ -224,7 +225,8 @@ def test_zk_drain_refuses_while_a_reassignment_is_in_flight(kafka: RealCluster, 
     other = zk_topic(kafka, a)
     topic, plan = hold_reassignment(kafka.home, kafka.bootstrap, tmp_path, 1, [2, 3],
                                     lambda t: produce(kafka, t, 0, count=4000, size=1000))
-    extra = ["--bootstrap-server", kafka.bootstrap] if via == "protocol" else []
+    # -z as a flag too: a --bootstrap-server flag alone beats the KADMIN_ZOOKEEPER Run sets (KRaft mode)
+    extra = ["-z", kafka.zk, "--bootstrap-server", kafka.bootstrap] if via == "protocol" else []
     try:
         wait_state(kafka.home, kafka.bootstrap, [topic], lambda st: st[(topic, 0)][1] == [2, 3, 1],
                    f"{topic}-0 being reassigned")

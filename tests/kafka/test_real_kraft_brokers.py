@@ -176,7 +176,7 @@ def test_gone_after_unregistering_a_stopped_broker(kraft: Sandbox) -> None:
     # still registered (fenced): --gone times out
     code, data, err = wait_cmd(kraft, "3", "--gone", "--timeout", "1")
     assert code == 1 and data["met"] is False, err
-    r = kraft.run("brokers", "unregister", "3", "--yes")
+    r = kraft.run("brokers", "unregister", "3")
     assert r.returncode == 0, r.stderr
     code, data, err = wait_cmd(kraft, "3", "--gone", "--timeout", "300")
     assert code == 0 and data["met"] is True and data["fenced"] is None, err

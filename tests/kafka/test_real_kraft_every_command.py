@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from kadmin.exit_codes import CHECK_COMMANDS, status
 from tests.kafka.test_real_drain import new_topic
 from tests.support.kafka import KAFKA_4, kafka_home, wait_for
 from tests.support.sandbox import Sandbox, alive, sandbox
@@ -100,7 +101,7 @@ CASES: dict[str, list[Case]] = {
     "brokers can-stop": [Case(("1",), W, brokers_only("brokers can-stop"))],
     "brokers shutdown": [Case(("1", "--dry-run"), zk_only("brokers shutdown", "ControlledShutdown",
                                                           "brokers drain ID", "SIGTERM"))],
-    "brokers unregister": [Case(("99", "--yes"), Refused(1, ("UnregisterBroker", "broker 99 is not registered")),
+    "brokers unregister": [Case(("99",), Refused(1, ("UnregisterBroker", "broker 99 is not registered")),
                                 Refused(3, ("cannot check that broker 99 is not active", "--bootstrap-server",
                                             "--force")))],
     "brokers drain": [Case(("1", "--dry-run"), W, brokers_only("brokers drain"))],
@@ -215,7 +216,7 @@ def check(path: str, expect: Expect, code: int, stdout: str, stderr: str) -> Non
             assert stdout.strip(), f"{path}: printed nothing"
             return
         doc = json.loads(stdout)
-        assert doc["kadmin_result_version"] == 1 and names(doc["command"], path), doc
+        assert doc["kadmin_result_version"] == 2 and names(doc["command"], path), doc
         assert doc["exit_code"] == code and isinstance(doc["status"], str) and isinstance(doc["errors"], list), doc
         return
     lines = [ln for ln in stderr.splitlines() if ln.strip()]
@@ -230,7 +231,8 @@ def check(path: str, expect: Expect, code: int, stdout: str, stderr: str) -> Non
         assert "this command" not in line, line
     if json_out:
         doc = json.loads(stdout)
-        assert doc["kadmin_result_version"] == 1 and names(doc["command"], path) and doc["status"] == "error", doc
+        assert doc["kadmin_result_version"] == 2 and names(doc["command"], path), doc
+        assert doc["status"] == status(code, check=path in CHECK_COMMANDS), doc
         assert doc["exit_code"] == code and doc["errors"][0]["message"] == line.removeprefix("kadmin: error: ")
 
 

@@ -206,9 +206,9 @@ def test_controllers_do_not_list_brokers_kadmin_says_so(kraft: Kraft) -> None:
 
 def test_unregister_refuses_an_active_broker_and_removes_a_fenced_stopped_one(kraft: Kraft) -> None:
     # active: refused through the brokers (exit 7), and through the controllers, which cannot tell (exit 3)
-    r = kraft.kadmin("brokers", "unregister", "2", "--yes", "--bootstrap-server", kraft.servers)
+    r = kraft.kadmin("brokers", "unregister", "2", "--bootstrap-server", kraft.servers)
     assert r.returncode == 7 and "broker 2 is active" in r.stderr, r.stderr
-    r = kraft.kadmin("brokers", "unregister", "2", "--yes", "--bootstrap-controller", kraft.controllers)
+    r = kraft.kadmin("brokers", "unregister", "2", "--bootstrap-controller", kraft.controllers)
     assert r.returncode == 3 and "cannot check that broker 2 is not active" in r.stderr, r.stderr
     assert "--force" in r.stderr and len(r.stderr.strip().splitlines()) == 1
     assert brokers(kraft) == {1: "active", 2: "active"}
@@ -218,10 +218,10 @@ def test_unregister_refuses_an_active_broker_and_removes_a_fenced_stopped_one(kr
     assert r.returncode == 0, r.stderr
     fenced = {1: "active", 2: "fenced"} if kraft.version == KAFKA_4 else {1: "active"}
     wait_for(lambda: brokers(kraft) == fenced, 180, f"broker 2 fenced ({fenced})", interval=1)
-    r = kraft.kadmin("brokers", "unregister", "2", "--yes", "--bootstrap-server", kraft.servers, "-o", "json")
+    r = kraft.kadmin("brokers", "unregister", "2", "--bootstrap-server", kraft.servers, "-o", "json")
     assert r.returncode == 0, r.stderr
     assert '"unregistered": true' in r.stdout
     assert brokers(kraft) == {1: "active"}  # gone, even from 4.3.1's fenced brokers
     # the controllers hold no registration for it any more: a second unregister is told so (exit 1)
-    r = kraft.kadmin("brokers", "unregister", "2", "--yes", "--bootstrap-server", kraft.servers)
+    r = kraft.kadmin("brokers", "unregister", "2", "--bootstrap-server", kraft.servers)
     assert r.returncode == 1 and "BROKER_ID_NOT_REGISTERED" in r.stderr, r.stderr

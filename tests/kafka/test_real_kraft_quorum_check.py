@@ -60,8 +60,8 @@ class Quorum(Sandbox):
 
     def check(self, *args: str) -> tuple[int, dict[str, Any]]:
         """`kadmin quorum check` (exit code, -o json data); a failure to answer is (code, {})."""
-        # --timeout 5: a frozen controller still accepts TCP connections; do not wait 10 s on it per poll
-        r = self.run("quorum", "check", "--bootstrap-controller", self.controllers, "--timeout", "5", *args,
+        # --connect-timeout 5: a frozen controller still accepts TCP connections; do not wait 10 s on it per poll
+        r = self.run("quorum", "check", "--bootstrap-controller", self.controllers, "--connect-timeout", "5", *args,
                      "-o", "json")
         assert "Traceback" not in r.stderr, r.stderr
         if r.returncode in (0, 1, 2) and r.stdout.strip():

@@ -61,7 +61,8 @@ def live_bootstrap(k: RealCluster) -> str:
 
 
 def kadmin(k: RealCluster, *args: str, bootstrap: bool = True) -> tuple[int, Any, str]:
-    extra = ["--bootstrap-server", live_bootstrap(k)] if bootstrap else []
+    # -z as a flag too: a --bootstrap-server flag alone would beat KADMIN_ZOOKEEPER (KRaft mode)
+    extra = ["-z", k.zk, "--bootstrap-server", live_bootstrap(k)] if bootstrap else []
     r = k.run(*args, *extra, "-o", "json")
     doc = json.loads(r.stdout) if r.stdout.strip() else {}
     return r.exit_code, doc.get("data"), r.stderr
@@ -176,11 +177,11 @@ def test_a_dynamic_cluster_default_wins_over_the_static_value(kafka: RealCluster
 
 def test_no_broker_answering_falls_back_to_zookeeper_and_says_so(kafka: RealCluster) -> None:
     dead = f"127.0.0.1:{free_port()}"
-    r = kafka.run("partitions", "list", "--topic", "s-rf3", "--min-isr-default", "2", "--bootstrap-server", dead,
-                  "--timeout", "5", "-o", "json")
+    r = kafka.run("partitions", "list", "--topic", "s-rf3", "--min-isr-default", "2", "-z", kafka.zk,
+                  "--bootstrap-server", dead, "--connect-timeout", "5", "-o", "json")
     assert r.exit_code == 0, r.stderr
     doc = json.loads(r.stdout)
     assert {(x["min_isr"], x["min_isr_source"]) for x in doc["data"]} == {(2, "static (--min-isr-default)")}
     assert dead in r.stderr and "--min-isr-default" in r.stderr
-    r = kafka.run("partitions", "check", "--bootstrap-server", dead, "--timeout", "5")
+    r = kafka.run("partitions", "check", "-z", kafka.zk, "--bootstrap-server", dead, "--connect-timeout", "5")
     assert r.exit_code == 0 and "min.insync.replicas from ZooKeeper" in r.stderr, r.stderr

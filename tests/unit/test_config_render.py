@@ -29,7 +29,7 @@ def test_flag_beats_context_and_context_fills_the_rest(tmp_path):
     assert s.get("zk-auth") == "digest:u:p" and s.source("zk-auth") == "context a"
     assert resolve({}, "b", env).get("zookeeper") == "zb:1"
     assert resolve({}, None, {**env, "KADMIN_CONTEXT": "b"}).get("zookeeper") == "zb:1"
-    assert resolve({}, None, env).timeout == 10.0
+    assert resolve({}, None, env).connect_timeout == 10.0
     assert all("u:p" not in line for line in s.describe())  # secrets never echoed by -v
     with pytest.raises(ConfigError, match="unknown context 'c'"):
         resolve({}, "c", env)
@@ -73,7 +73,7 @@ def test_json_envelope_and_partial_status():
     code = Renderer("json", out=out, err=err).emit(r)
     doc = json.loads(out.getvalue())
     assert code == ExitCode.PARTIAL == doc["exit_code"]
-    assert doc == {"kadmin_result_version": 1, "command": "brokers list", "status": "partial", "exit_code": 5,
+    assert doc == {"kadmin_result_version": 2, "command": "brokers list", "status": "partial", "exit_code": 5,
                    "data": [{"id": 1}], "errors": [{"code": "invalid_znode", "message": "/brokers/ids/2: bad"}]}
     assert err.getvalue() == "kadmin: warning: /brokers/ids/2: bad\n"
 

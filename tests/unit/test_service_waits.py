@@ -307,7 +307,7 @@ def test_wait_in_sync_watches_only_the_waiting_partitions_until_all_rejoin() -> 
     r = partitions.wait_in_sync(c, 1, timeout=30, on_status=said.append, clock=c.time)
     assert r.exit_code == ExitCode.OK and r.data["in_sync"] is True and r.data["hosted_partitions"] == 3
     assert c.watched == [([("t", 0), ("t", 1)], 29.5)]  # its timeout less the scan's time
-    assert said == ["broker 1 not yet in the ISR of 1 partitions: t-1"]  # said once, not once per change
+    assert said == ["broker 1 not yet in the ISR of 1 partition: t-1"]  # said once, not once per change
     assert r.data["waited_ms"] == 4500
 
 
@@ -315,7 +315,7 @@ def test_wait_in_sync_that_times_out_names_the_partitions() -> None:
     c = IsrCluster([part(0, (1, 2), (2,)), part(1, (2, 1), (2,))], [[(("t", 0), (2, 1))]], step=9.5)
     r = partitions.wait_in_sync(c, 1, timeout=10, clock=c.time)
     assert r.exit_code == ExitCode.CONDITION_NOT_MET and r.data["waiting"] == [{"topic": "t", "partition": 1}]
-    assert r.message == "timed out after 10s: broker 1 is still missing from the ISR of 1 partitions: t-1"
+    assert r.message == "timed out after 10s: broker 1 is still missing from the ISR of 1 partition: t-1"
     assert r.data["waited_ms"] == 10_000
 
 

@@ -1,0 +1,182 @@
+"""The connection contract: two timeouts that can both be set, and a flag that beats the environment.
+
+`--connect-timeout` (env KADMIN_CONNECT_TIMEOUT, context key connect-timeout) bounds reaching the
+cluster on every command; `--timeout` is a command's own deadline where it has one, and elsewhere
+the connection timeout's deprecated old name (it warns). The cluster's address is taken from the
+highest-precedence source that gives one: a `--bootstrap-server` flag is a Kafka-protocol connection
+even with KADMIN_ZOOKEEPER set, and the reverse.
+
+A loopback server that accepts connections and never answers is a hung cluster; port 1 on loopback
+refuses connections. No real ZooKeeper or Kafka is needed here (tests/integration has those).
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from kadmin.config import Sourced, resolve
+
+SLACK = 2.0  # thread start-up and a loaded machine
+NOWHERE = "127.0.0.1:1"
+
+
+
+
+def timed(run, *argv: str, env: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
+    start = time.monotonic()
+    r = run(*argv, env=env)
+    return r, time.monotonic() - start
+
+
+def context(tmp_path, body: str) -> None:  # type: ignore[no-untyped-def]
+    cfg = tmp_path / "config" / "kadmin"  # XDG_CONFIG_HOME is tmp_path/config (tests/conftest.py)
+    cfg.mkdir(parents=True)
+    (cfg / "config.toml").write_text('current-context = "c"\n[contexts.c]\n' + body)
+
+
+# ------------------------------------------------------------------------------------ --connect-timeout
+@pytest.mark.parametrize("argv", [
+    ["brokers", "list"],
+    ["partitions", "list"],
+    ["brokers", "wait", "1", "--registered", "--timeout", "300"],
+    ["brokers", "wait", "1", "--in-sync", "--timeout", "300"],
+    ["brokers", "watch", "--timeout", "300"],
+    ["brokers", "shutdown", "1", "--timeout", "300"],
+    ["brokers", "drain", "1", "--timeout", "300"],
+])
+def test_connect_timeout_bounds_reaching_a_hung_zookeeper_whatever_the_command_deadline(run_nozk, hung, argv):
+    r, elapsed = timed(run_nozk, *argv, "--connect-timeout", "1", "-z", hung.address)
+    assert r.exit_code == 4, (r.exit_code, r.stderr)
+    assert f"cannot reach ZooKeeper {hung.address} within 1s" in r.stderr
+    assert elapsed < 1 + SLACK, f"{argv} took {elapsed:.1f}s with --connect-timeout 1"
+    assert "deprecated" not in r.stderr
+
+
+@pytest.mark.parametrize("argv", [
+    ["brokers", "wait", "1", "--registered"],
+    ["brokers", "watch"],
+])
+def test_the_command_deadline_still_covers_connecting(run_nozk, hung, argv):
+    r, elapsed = timed(run_nozk, *argv, "--timeout", "1", "--connect-timeout", "60", "-z", hung.address)
+    assert r.exit_code == 4, r.stderr
+    assert elapsed < 1 + SLACK
+    assert "deprecated" not in r.stderr  # --timeout is this command's own deadline
+
+
+def test_connect_timeout_bounds_a_hung_kafka_bootstrap_server(run_nozk, hung):
+    r, elapsed = timed(run_nozk, "brokers", "list", "--connect-timeout", "1", "--bootstrap-server", hung.address)
+    assert r.exit_code == 4, r.stderr
+    assert elapsed < 1 + SLACK
+
+
+def test_connect_timeout_from_the_environment_and_a_context(run_nozk, hung, tmp_path):
+    r, elapsed = timed(run_nozk, "brokers", "list", "-z", hung.address, env={"KADMIN_CONNECT_TIMEOUT": "1"})
+    assert r.exit_code == 4 and "within 1s" in r.stderr and elapsed < 1 + SLACK
+    context(tmp_path, "connect-timeout = 1.5\n")
+    r = run_nozk("brokers", "list", "-z", hung.address)
+    assert r.exit_code == 4 and "within 1.5s" in r.stderr and "warning" not in r.stderr, r.stderr
+    # the flag beats the environment, which beats the context
+    r = run_nozk("brokers", "list", "-z", hung.address, env={"KADMIN_CONNECT_TIMEOUT": "1"})
+    assert "within 1s" in r.stderr
+    r = run_nozk("brokers", "list", "-z", hung.address, "--connect-timeout", "0.5",
+                 env={"KADMIN_CONNECT_TIMEOUT": "1"})
+    assert "within 0.5s" in r.stderr
+
+
+def test_the_old_context_key_timeout_still_works_with_a_warning(run_nozk, hung, tmp_path):
+    context(tmp_path, "timeout = 1\n")
+    r = run_nozk("brokers", "list", "-z", hung.address)
+    assert r.exit_code == 4 and "within 1s" in r.stderr
+    warnings = [line for line in r.stderr.splitlines() if line.startswith("kadmin: warning:")]
+    assert len(warnings) == 1 and "rename it connect-timeout" in warnings[0], r.stderr
+
+
+def test_a_context_with_both_keys_is_a_configuration_error(run_nozk, tmp_path):
+    context(tmp_path, "timeout = 1\nconnect-timeout = 2\n")
+    r = run_nozk("brokers", "list", "-z", NOWHERE)
+    assert r.exit_code == 3 and "connect-timeout only" in r.stderr
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "0", "-1", "1e308", "ten"])
+def test_connect_timeout_must_be_finite_and_positive(run_nozk, value):
+    r = run_nozk("brokers", "wait", "1", "--registered", "-z", NOWHERE, f"--connect-timeout={value}")
+    assert r.exit_code == 2 and "--connect-timeout" in r.stderr, r.stderr
+
+
+# ------------------------------------------------------------------------- --timeout: old name, one release
+def test_timeout_on_a_command_without_a_deadline_is_the_deprecated_connect_timeout(run_nozk, hung):
+    r, elapsed = timed(run_nozk, "brokers", "list", "--timeout", "1", "-z", hung.address)
+    assert r.exit_code == 4 and "within 1s" in r.stderr and elapsed < 1 + SLACK
+    lines = r.stderr.splitlines()
+    assert lines[0] == ("kadmin: warning: --timeout is deprecated in `kadmin brokers list` and goes in the next "
+                        "release: use --connect-timeout (it is the time allowed to reach the cluster)")
+    assert len(lines) == 2
+
+
+def test_the_old_timeout_flag_beats_the_environment_but_not_together_with_connect_timeout(run_nozk, hung):
+    r = run_nozk("brokers", "list", "--timeout", "1", "-z", hung.address, env={"KADMIN_CONNECT_TIMEOUT": "30"})
+    assert r.exit_code == 4 and "within 1s" in r.stderr
+    r = run_nozk("brokers", "list", "--timeout", "1", "--connect-timeout", "1", "-z", NOWHERE)
+    assert r.exit_code == 2 and "give --connect-timeout only" in r.stderr
+
+
+def test_help_shows_connect_timeout_everywhere_and_timeout_only_as_a_deadline(run_nozk):
+    listing = run_nozk("brokers", "list", "--help", env={"COLUMNS": "200"}).stdout
+    assert "--connect-timeout" in listing and "--timeout" not in listing
+    wait = run_nozk("brokers", "wait", "--help", env={"COLUMNS": "200"}).stdout
+    assert "--connect-timeout" in wait and "--timeout" in wait
+
+
+# ----------------------------------------------------------------------- the mode: a flag beats the env
+def test_a_bootstrap_server_flag_beats_kadmin_zookeeper(run_nozk):
+    r = run_nozk("brokers", "list", "--bootstrap-server", NOWHERE, "-v", env={"KADMIN_ZOOKEEPER": NOWHERE})
+    assert r.exit_code == 4, r.stderr
+    assert f"no bootstrap server answered ({NOWHERE})" in r.stderr and "cannot reach ZooKeeper" not in r.stderr
+    assert (f"kadmin: ignored zookeeper = '{NOWHERE}' from env KADMIN_ZOOKEEPER: bootstrap-server came from a flag"
+            in r.stderr)
+
+
+def test_a_zookeeper_flag_beats_kadmin_bootstrap_server(run_nozk):
+    r = run_nozk("brokers", "list", "-z", NOWHERE, "--connect-timeout", "1",
+                 env={"KADMIN_BOOTSTRAP_SERVER": NOWHERE})
+    assert r.exit_code == 4 and f"cannot reach ZooKeeper {NOWHERE} within 1s" in r.stderr, r.stderr
+    # a KRaft-only command sees ZooKeeper mode: the environment's bootstrap server is not used
+    r = run_nozk("brokers", "unregister", "1", "-z", NOWHERE, env={"KADMIN_BOOTSTRAP_SERVER": NOWHERE})
+    assert r.exit_code == 3 and "unregister is a KRaft operation" in r.stderr, r.stderr
+
+
+def test_the_environment_beats_a_context_and_a_flag_beats_a_context(run_nozk, tmp_path):
+    context(tmp_path, f'zookeeper = "{NOWHERE}"\n')
+    r = run_nozk("brokers", "list", env={"KADMIN_BOOTSTRAP_SERVER": NOWHERE})
+    assert r.exit_code == 4 and "no bootstrap server answered" in r.stderr, r.stderr
+    r = run_nozk("cluster", "id", "--bootstrap-server", NOWHERE)
+    assert r.exit_code == 4 and "no bootstrap server answered" in r.stderr, r.stderr
+
+
+def test_zookeeper_and_bootstrap_server_from_one_source_stay_together(run_nozk):
+    r = run_nozk("brokers", "list", "-z", NOWHERE, "--bootstrap-server", NOWHERE, "--connect-timeout", "1")
+    assert r.exit_code == 4 and "cannot reach ZooKeeper" in r.stderr, r.stderr  # ZooKeeper mode, as before
+
+
+@pytest.mark.parametrize("given, kept", [
+    ({"bootstrap-server": "flag", "zookeeper": "env KADMIN_ZOOKEEPER"}, {"bootstrap-server"}),
+    ({"zookeeper": "flag", "bootstrap-server": "env KADMIN_BOOTSTRAP_SERVER"}, {"zookeeper"}),
+    ({"bootstrap-controller": "flag", "zookeeper": "env KADMIN_ZOOKEEPER"}, {"bootstrap-controller"}),
+    ({"zookeeper": "flag", "bootstrap-server": "flag"}, {"zookeeper", "bootstrap-server"}),
+    ({"zookeeper": "env KADMIN_ZOOKEEPER", "bootstrap-server": "env KADMIN_BOOTSTRAP_SERVER"},
+     {"zookeeper", "bootstrap-server"}),
+    ({"zookeeper": "env KADMIN_ZOOKEEPER"}, {"zookeeper"}),  # the context's bootstrap-server goes
+    ({}, {"zookeeper", "bootstrap-server"}),  # a context is one source: both stay
+])
+def test_the_address_comes_from_one_source(tmp_path, given, kept):
+    (tmp_path / "kadmin").mkdir()
+    (tmp_path / "kadmin" / "config.toml").write_text(
+        'current-context = "c"\n[contexts.c]\nzookeeper = "cz:1"\nbootstrap-server = "cb:1"\nzk-auth = "x:y"\n')
+    s = resolve({k: Sourced(f"{k}-value", src) for k, src in given.items()}, None,
+                {"XDG_CONFIG_HOME": str(tmp_path)})
+    present = {"zookeeper", "bootstrap-server"} | set(given)
+    assert {k for k in present if s.get(k)} == kept
+    assert len(s.notes) == len(present - kept)  # each left-out value is said with -v
+    assert s.get("zk-auth") == "x:y"  # credentials are not an address: they stay

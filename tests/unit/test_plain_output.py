@@ -1,0 +1,118 @@
+"""Plain and table output as a new user meets it: headers that name the columns, rows for lists, whole
+tables on a pipe, counted nouns that agree, and `brokers diff` showing both listings' epochs."""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+
+import pytest
+
+from kadmin.cluster.base import BrokerListing
+from kadmin.domain.kraft_registrations import Saved
+from kadmin.domain.models import Broker, Registration, Stat
+from kadmin.domain.text import plural
+from kadmin.render import Renderer, views
+from kadmin.services import brokers
+from kadmin.services.result import Result
+
+pytestmark = pytest.mark.timeout(30)
+
+
+def plain(command: str, data: object) -> str:
+    out = io.StringIO()
+    Renderer("plain", out=out, err=io.StringIO()).emit(Result(command=command, data=data))
+    return out.getvalue()
+
+
+def table(command: str, data: object) -> str:
+    out = io.StringIO()
+    Renderer("table", out=out, err=io.StringIO()).emit(Result(command=command, data=data))
+    return out.getvalue()
+
+
+# ---------------------------------------------------------------------------- ids hosts
+def test_ids_hosts_without_mappings_prints_its_own_header_not_a_value_column():
+    assert plain("ids hosts", []).split() == ["HOST", "BROKER_ID", "REGISTERED", "REGISTERED_FROM"]
+    assert "VALUE" not in table("ids hosts", [])
+
+
+def test_ids_hosts_rows():
+    data = [{"host": "h1", "broker_id": 1001, "registered": True, "registered_from": "h1"},
+            {"host": "h2", "broker_id": 1002, "registered": False, "registered_from": None}]
+    lines = plain("ids hosts", data).splitlines()
+    assert [ln.split() for ln in lines] == [["HOST", "BROKER_ID", "REGISTERED", "REGISTERED_FROM"],
+                                           ["h1", "1001", "yes", "h1"], ["h2", "1002", "no", "-"]]
+
+
+# ---------------------------------------------------------------------------- sandbox down
+def test_sandbox_down_is_one_row_per_process():
+    data = {"dir": "/tmp/sb",
+            "stopped": [{"process": "zookeeper", "pid": 41, "reason": "start time and command line match"}],
+            "already_gone": [{"process": "brokers", "pid": 42, "reason": "not running"}]}
+    lines = plain("sandbox down", data).splitlines()
+    assert lines[0].split() == ["PROCESS", "PID", "STATE", "REASON"]
+    assert lines[1].split() == ["zookeeper", "41", "stopped", "start", "time", "and", "command", "line", "match"]
+    assert lines[2].split() == ["brokers", "42", "already-gone", "not", "running"]
+    assert "process=" not in plain("sandbox down", data)  # no dict flattened into one cell
+
+
+# ---------------------------------------------------------------------------- -o table on a pipe
+def test_table_width_is_the_terminal_on_a_terminal_else_columns_else_unbounded():
+    assert views.table_width(True, {"COLUMNS": "100"}) is None  # rich measures the terminal (and reads COLUMNS)
+    assert views.table_width(False, {"COLUMNS": "132"}) == 132
+    assert views.table_width(False, {}) >= 10_000
+    assert views.table_width(False, {"COLUMNS": "wide"}) >= 10_000
+    assert views.table_width(False, {"COLUMNS": "0"}) >= 10_000
+
+
+def test_table_on_a_pipe_is_not_cut_at_80_columns(monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)
+    host = "broker-with-a-long-name." + "x" * 100 + ".example"
+    data = [{"host": host, "broker_id": 1, "registered": True, "registered_from": host}]
+    text = table("ids hosts", data)
+    assert host in text and "…" not in text
+
+
+# ---------------------------------------------------------------------------- brokers diff
+def _broker(bid: int, epoch: int) -> Broker:
+    reg = Registration(5, f"b{bid}", 9092, (f"PLAINTEXT://b{bid}:9092",), {"PLAINTEXT": "PLAINTEXT"}, -1, 0)
+    return Broker(bid, Stat(epoch, epoch, 0, 0, 1, 0, 0, 0x100, 10, 0, epoch), b"{}", reg)
+
+
+@dataclass
+class Listed:
+    """A cluster whose live brokers are fixed: all `brokers diff` reads of it."""
+
+    live: dict[int, int]
+
+    def list_brokers(self) -> BrokerListing:
+        return BrokerListing([_broker(b, e) for b, e in sorted(self.live.items())], None)
+
+
+def test_brokers_diff_shows_a_dead_brokers_old_epoch_and_a_new_brokers_epoch():
+    r = brokers.diff(Listed({1: 10, 3: 35, 4: 40}), {1: 10, 2: 20, 3: 30})  # type: ignore[arg-type]
+    assert r.data["old_epochs"] == {1: 10, 2: 20, 3: 30} and r.data["new_epochs"] == {1: 10, 3: 35, 4: 40}
+    rows = [ln.split() for ln in plain("brokers diff", r.data).splitlines()]
+    assert rows == [["ID", "CHANGE", "OLD_EPOCH", "NEW_EPOCH"], ["1", "unchanged", "10", "10"],
+                    ["2", "dead", "20", "-"], ["3", "bounced", "30", "35"], ["4", "new", "-", "40"]]
+
+
+def test_kraft_brokers_diff_has_the_same_epoch_maps():
+    r = brokers.diff_registrations({1: Saved(5, "a"), 2: Saved(7, "b")}, {1: Saved(6, "c")})
+    assert r.data["old_epochs"] == {1: 5, 2: 7} and r.data["new_epochs"] == {1: 6}
+    rows = [ln.split() for ln in plain("brokers diff", r.data).splitlines()]
+    assert ["2", "dead", "7", "-"] in rows
+
+
+# ---------------------------------------------------------------------------- plurals
+@pytest.mark.parametrize(("n", "said"), [(0, "0 partitions"), (1, "1 partition"), (2, "2 partitions")])
+def test_plural(n, said):
+    assert plural(n, "partition") == said
+
+
+def test_plural_with_an_irregular_form_and_several_words():
+    assert plural(1, "process", "processes") == "1 process"
+    assert plural(3, "process", "processes") == "3 processes"
+    assert plural(1, "ZooKeeper server") == "1 ZooKeeper server"
+    assert plural(3, "ZooKeeper server") == "3 ZooKeeper servers"
