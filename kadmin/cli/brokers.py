@@ -133,7 +133,7 @@ def watch(
                                               show_default=False)] = None,
     timeout: Annotated[float | None, typer.Option("--timeout", metavar="SECONDS", parser=seconds,
                                                   help="Stop after this long "
-                                                  "[default: run until Ctrl-C].", show_default=False)] = None,
+                                                  "(default: run until Ctrl-C).", show_default=False)] = None,
     initial: Annotated[bool, typer.Option("--initial", help="First report every live broker as registered.")] = False,
 ) -> int:
     """Stream registration events (registered, deregistered, bounced, updated) as they happen.
@@ -292,7 +292,7 @@ def shutdown(
                                           "send nothing.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Send even when can-stop fails.")] = False,
     listener: Annotated[str | None, typer.Option("--listener", metavar="NAME", help="The controller listener to "
-                                                 "use [default: the first one with our security protocol].",
+                                                 "use (default: the first one with our security protocol).",
                                                  show_default=False)] = None,
 ) -> int:
     """One-shot controlled shutdown (ControlledShutdown, API key 7), fenced by the broker epoch.
@@ -393,7 +393,7 @@ def drain(
     inv: Invocation,
     broker_id: BrokerId,
     save: Annotated[Path | None, typer.Option("--save", metavar="FILE", help="Save the original replica order here "
-                                              "[default: $XDG_STATE_HOME/kadmin/drain/broker-ID-TIME.json]; never "
+                                              "(default: $XDG_STATE_HOME/kadmin/drain/broker-ID-TIME.json); never "
                                               "overwritten.", show_default=False)] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would be reordered and elected; change "
                                           "nothing, write no file.")] = False,

@@ -40,7 +40,7 @@ def ingest(
     out: Annotated[Path, typer.Option("--out", metavar="DIR", help="The Parquet event table.")],
     master: MasterOpt = "local[2]",
     chroot: Annotated[str | None, typer.Option("--chroot", metavar="PATH", help="Only this Kafka chroot of a "
-                                               "shared ZooKeeper [default: any].", show_default=False)] = None,
+                                               "shared ZooKeeper (default: any).", show_default=False)] = None,
     wait_lock: Annotated[float, typer.Option("--wait-lock", metavar="SECONDS", min=0,
                                              help="When another ingest is writing the table, wait this long for "
                                              "it to finish instead of exiting 7.")] = 0.0,

@@ -43,7 +43,7 @@ def describe(
     tool_format: Annotated[ToolFormat, typer.Option(
         "--tool-format", help="Print -o plain as this version of kafka-metadata-quorum does: 4.1 (4.1 and "
         "later), 3.9 (3.9 and 4.0: \"directoryId\": null for a replica without one), 3.8 (3.4 to 3.8: no "
-        "DirectoryId column, voters and observers as [id,id]).")] = ToolFormat(DEFAULT_TOOL_FORMAT),
+        "DirectoryId column, voters and observers as a list of ids).")] = ToolFormat(DEFAULT_TOOL_FORMAT),
 ) -> int:
     """Describe the metadata quorum. `-o plain` is exactly what `kafka-metadata-quorum describe` prints.
 

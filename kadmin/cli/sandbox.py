@@ -18,7 +18,7 @@ app = typer.Typer(name="sandbox", help="A local playground: real ZooKeeper with 
                   no_args_is_help=True)
 
 DirOpt = Annotated[Path | None, typer.Option("--dir", metavar="DIR", envvar="KADMIN_SANDBOX_DIR",
-                                             help="Sandbox state directory [default: $XDG_STATE_HOME/kadmin/sandbox].",
+                                             help="Sandbox state directory (default: $XDG_STATE_HOME/kadmin/sandbox).",
                                              show_default=False)]
 
 

@@ -71,6 +71,21 @@ def test_every_option_of_every_command_is_documented():
                 assert by_panel in section and f"| `{p.opts[0]}`" in common_tables, (path, p.opts[0])
 
 
+def test_no_help_text_is_eaten_as_rich_markup():
+    """`kadmin CMD --help` renders help with rich markup: a bracketed `[default: x]` or `[id,id]` in a help
+    string would vanish from the terminal (it did: "Stop after this long ."). Every help text, as rich
+    renders it, must read as written."""
+    from rich.text import Text
+
+    eaten = []
+    for path, cmd in docs._commands(docs._root()):
+        texts = [cmd.help or ""] + [getattr(p, "help", None) or "" for p in cmd.params]
+        for t in texts:
+            if Text.from_markup(t).plain != t:
+                eaten.append((path, t))
+    assert eaten == []
+
+
 def test_every_command_has_declared_exit_codes():
     """A new command fails here until kadmin/cli/exit_docs.py says which exit codes it can return."""
     paths = set(docs.command_paths())
