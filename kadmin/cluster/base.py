@@ -2,21 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from kadmin.domain.models import Broker, Controller, Generation, PartitionState, Stat
-
-
-@dataclass(frozen=True)
-class Problem:
-    """Something that could not be read or parsed; makes a result partial."""
-
-    code: str
-    message: str
-    topic: str | None = None  # what it is about, when it is about a topic (partition None: the whole topic)
-    partition: int | None = None
+from kadmin.results import Problem, Progress
 
 
 @dataclass(frozen=True)
@@ -67,9 +58,6 @@ class IdState:
 
 class Contention(Exception):
     """A conditional write lost a race (a version or existence check failed): read again and retry."""
-
-
-Progress = Callable[[str, int | None, int], None]  # (phase, total or None, advance)
 
 
 class Cluster(Protocol):

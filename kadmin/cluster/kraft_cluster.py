@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from kadmin.cluster.base import BrokerListing, PartitionScan, Problem, Progress, WatchTick
+from kadmin.cluster.base import BrokerListing, PartitionScan, WatchTick
 from kadmin.cluster.kafka import error_name
 from kadmin.cluster.kraft import ClusterDescription, KraftClient, uuid_text
 from kadmin.cluster.min_isr import STATIC_SOURCE, read_min_isr
@@ -24,6 +24,7 @@ from kadmin.cluster.min_isr import source_name as source_name  # re-exported
 from kadmin.domain import partitions as rules
 from kadmin.domain.models import Broker, Controller, MinIsrConfig, PartitionState
 from kadmin.errors import ConfigError, Rejected
+from kadmin.results import Problem, Progress
 
 PAGE_PARTITIONS = 2000  # DescribeTopicPartitions' ResponsePartitionLimit (Kafka's default)
 UNKNOWN_TOPIC_OR_PARTITION = 3

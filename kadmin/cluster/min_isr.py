@@ -12,11 +12,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kadmin.cluster.base import Problem
 from kadmin.cluster.kafka import error_name
 from kadmin.domain.addresses import host_port
 from kadmin.domain.models import MinIsrConfig
 from kadmin.errors import KadminError
+from kadmin.results import Problem
 
 MIN_ISR = "min.insync.replicas"
 RESOURCE_TOPIC, RESOURCE_BROKER = 2, 4

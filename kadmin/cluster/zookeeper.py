@@ -26,7 +26,7 @@ from kazoo.protocol.states import KazooState
 from kazoo.retry import KazooRetry
 
 from kadmin import interrupts
-from kadmin.cluster.base import BrokerListing, Contention, IdState, PartitionScan, Problem, Progress, WatchTick, Znode
+from kadmin.cluster.base import BrokerListing, Contention, IdState, PartitionScan, WatchTick, Znode
 from kadmin.cluster.bulk import BulkReader, client_ssl_context, parse_hosts
 from kadmin.cluster.min_isr import FALLBACK, STATIC_SOURCE, BrokerMinIsr, read_min_isr
 from kadmin.domain import znodes
@@ -34,6 +34,7 @@ from kadmin.domain.addresses import host_port
 from kadmin.domain.models import Broker, Controller, Generation, MinIsrConfig, PartitionState, Stat
 from kadmin.domain.partitions import STATIC, current_min_isr
 from kadmin.errors import AuthFailed, ClusterUnreachable, KadminError, WrongChroot
+from kadmin.results import Problem, Progress
 
 IDS = "/brokers/ids"
 TOPICS = "/brokers/topics"

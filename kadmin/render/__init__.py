@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from typing import IO, Any
 
 from kadmin import exit_codes
-from kadmin.cluster.base import Problem
 from kadmin.exit_codes import ExitCode, Verdict
 from kadmin.render import views
+from kadmin.results import Problem
 
 RESULT_VERSION = 2  # 2: `status` follows the exit code (check verbs: ok/warning/critical/unknown)
 _TEXT = "\n\t"  # kept in whole texts (plain output we lay out, multi-line messages); escaped in cells

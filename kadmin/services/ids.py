@@ -7,12 +7,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from kadmin.cluster.base import Contention, IdState, Progress
+from kadmin.cluster.base import Contention, IdState
 from kadmin.domain import ids as rules
 from kadmin.domain.text import plural
 from kadmin.errors import ConditionNotMet, ConfigError, InvalidData, KadminError, NotFound, Unsafe, UsageError
 from kadmin.exit_codes import ExitCode
 from kadmin.formats.meta_properties import MetaPropertiesError, parse
+from kadmin.results import Progress
 from kadmin.services.result import Result
 
 MAX_ATTEMPTS = 50

@@ -8,13 +8,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from kadmin.cluster.base import Cluster, PartitionScan, Problem, Progress
+from kadmin.cluster.base import Cluster, PartitionScan
 from kadmin.cluster.min_isr import FALLBACK
 from kadmin.domain import partitions as rules
 from kadmin.domain.models import PartitionState
 from kadmin.domain.text import plural
 from kadmin.errors import NotFound
 from kadmin.exit_codes import ExitCode, Verdict
+from kadmin.results import Problem, Progress
 from kadmin.services.result import Result
 
 

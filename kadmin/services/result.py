@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kadmin import exit_codes
-from kadmin.cluster.base import Problem
 from kadmin.exit_codes import ExitCode, Verdict
+from kadmin.results import Problem
 
 
 @dataclass

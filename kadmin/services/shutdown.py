@@ -17,13 +17,13 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from kadmin import interrupts
-from kadmin.cluster.base import Problem, Progress
 from kadmin.cluster.kafka import ShutdownReply, error_name
 from kadmin.domain.addresses import host_port
 from kadmin.domain.text import plural
 from kadmin.domain.znodes import parse_endpoint
 from kadmin.errors import ClusterUnreachable, ConfigError, KadminError, NotFound, Unsupported
 from kadmin.exit_codes import ExitCode
+from kadmin.results import Problem, Progress
 from kadmin.services.partitions import (
     describe_keys,
     require_known_broker,

@@ -7,12 +7,12 @@ import json
 
 import pytest
 
-from kadmin.cluster.base import Problem
 from kadmin.cluster.connect import split_connect_string
 from kadmin.config import Sourced, parse_auth, resolve
 from kadmin.errors import ConfigError, UsageError
 from kadmin.exit_codes import ExitCode
 from kadmin.render import Renderer
+from kadmin.results import Problem
 from kadmin.services.result import Result
 
 

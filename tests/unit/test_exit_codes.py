@@ -6,7 +6,6 @@ import pytest
 import typer
 
 from kadmin.cli.app import app, json_asked
-from kadmin.cluster.base import Problem
 from kadmin.exit_codes import (
     CHECK_COMMANDS,
     DESCRIPTIONS,
@@ -18,6 +17,7 @@ from kadmin.exit_codes import (
     status,
     verdict,
 )
+from kadmin.results import Problem
 from kadmin.services.result import Result
 
 

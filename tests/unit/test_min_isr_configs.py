@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from kadmin.cluster.base import PartitionScan, Problem
+from kadmin.cluster.base import PartitionScan
 from kadmin.cluster.kraft_cluster import replica_list
 from kadmin.cluster.min_isr import FALLBACK
 from kadmin.domain.models import PartitionState
+from kadmin.results import Problem
 from kadmin.services.partitions import partition_json, split_warnings
 
 
