@@ -1,4 +1,4 @@
-"""Bulk ZooKeeper reads (and fixture writes): one socket, pipelined requests, `struct` on the hot path.
+"""Bulk ZooKeeper reads: one socket, pipelined requests, `struct` on the hot path.
 
 Why not kazoo: `get_async` costs ~300 µs of Python CPU per read (a connection thread, a callback
 thread, a Future and a namedtuple per request), so a scan of Kafka's partition state znodes
@@ -19,7 +19,7 @@ How it works:
 - kazoo's serialization classes are reused for the rare packets (connect, auth, children).
 
 Watches, sessions that survive a reconnect and ephemeral znodes are not this module's business:
-that is `zookeeper.py` (kazoo) and `zkwire.py` (asyncio sessions).
+that is `zookeeper/` (kazoo) and the sandbox's `kadmin/sandbox/zkwire.py` (asyncio sessions).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from kadmin.domain.addresses import host_port
 from kadmin.domain.models import Stat
 from kadmin.errors import AuthFailed, ClusterUnreachable, KadminError, NotFound
 
-__all__ = ["BulkReader", "BulkWriter", "client_ssl_context", "parse_hosts"]
+__all__ = ["BulkReader", "BulkSession", "client_ssl_context", "parse_hosts"]
 
 # Jute wire format, big-endian. A request frame is `int len | int xid | int type | body`; a reply
 # frame is `int len | int xid | long zxid | int err | body` (body only when err == 0).
@@ -54,7 +54,6 @@ _REPLY_HEADER = struct.Struct(">iqi")  # xid, zxid, err
 _STAT = struct.Struct(">qqqqiiiqiiq")  # ZooKeeper's Stat, in kadmin's Stat field order
 _REPLY_BODY = 4 + _REPLY_HEADER.size  # offset of a reply's body from the start of its frame
 
-OP_CREATE = 1
 OP_GET_DATA = 4
 OP_GET_CHILDREN = 8
 OP_CLOSE = -11
@@ -64,20 +63,7 @@ XID_AUTH = -4
 OK = 0
 NONODE = -101
 NOAUTH = -102
-NODEEXISTS = -110
 
-# create(): ACL list [OPEN_ACL_UNSAFE = (perms ALL=31, world:anyone)], then flags 0 (persistent).
-_WORLD, _ANYONE = b"world", b"anyone"
-_OPEN_ACL_FLAGS = (
-    _INT.pack(1)
-    + _INT.pack(31)
-    + _INT.pack(len(_WORLD))
-    + _WORLD
-    + _INT.pack(len(_ANYONE))
-    + _ANYONE
-    + _INT.pack(0)
-)
-_NULL_BUFFER = _INT.pack(-1)
 _NO_WATCH = b"\x00"
 
 # The session timeout asked for. Nothing pings (there is no background thread): a scan keeps the
@@ -90,7 +76,7 @@ SEND_CHUNK = 1 << 16
 _InFlight: TypeAlias = tuple[int, str, bytes]
 # (key, err, frame buffer, offset of the reply body, end of the frame): one reply, in request order.
 _Reply: TypeAlias = tuple[str, int, bytes, int, int]
-_S = TypeVar("_S", bound="_BulkSession")
+_S = TypeVar("_S", bound="BulkSession")
 
 
 def parse_hosts(hosts: str, default_port: int = 2181) -> list[tuple[str, int]]:
@@ -229,8 +215,9 @@ def _recv_frame(sock: socket.socket) -> bytes:
     return _recv_exactly(sock, length)
 
 
-class _BulkSession:
-    """Connection, failover and the pipelining engine shared by BulkReader and BulkWriter."""
+class BulkSession:
+    """Connection, failover and the pipelining engine: BulkReader here; the sandbox's BulkWriter
+    (kadmin/sandbox/bulk_writer.py, fixtures for tests and benchmarks) builds on it too."""
 
     def __init__(
         self,
@@ -508,7 +495,7 @@ class _BulkSession:
         self.close()
 
 
-class BulkReader(_BulkSession):
+class BulkReader(BulkSession):
     """Fast pipelined getData over many znodes (and getChildren), on one thread and one socket.
 
     `hosts` are (host, port) pairs tried in turn; paths are relative to `chroot` (as with kazoo);
@@ -561,42 +548,3 @@ class BulkReader(_BulkSession):
         if err == NONODE:
             raise NotFound(f"znode {path} does not exist on {self.where}")
         self._raise_for("list the children of", path, err)
-
-
-class BulkWriter(_BulkSession):
-    """Fast pipelined creates, for seeding big fixtures (tests, benchmarks, the sandbox)."""
-
-    created = 0  # totals over every create_many call of this writer
-    skipped = 0
-
-    def create_many(self, items: Iterable[tuple[str, bytes | None]]) -> int:
-        """Create persistent znodes (OPEN_ACL_UNSAFE) pipelined; return how many were created.
-
-        Items are created in the order given, so a parent must come before its children (ZooKeeper
-        applies one session's requests in order, so a parent and its child may be in flight
-        together). A znode that already exists is skipped (counted in `self.skipped`); any other
-        error raises KadminError (AuthFailed for NOAUTH). After a failover, creates that had been
-        applied but not answered are sent again and count as skipped.
-        """
-        created = skipped = 0
-        try:
-            with contextlib.closing(self._pipeline(self._create_requests(items))) as replies:
-                for path, err, _, _, _ in replies:
-                    if err == OK:
-                        created += 1
-                    elif err == NODEEXISTS:
-                        skipped += 1
-                    else:
-                        self._raise_for("create", path, err)
-        finally:
-            self.created += created
-            self.skipped += skipped
-        return created
-
-    def _create_requests(self, items: Iterable[tuple[str, bytes | None]]) -> Iterator[tuple[str, bytes]]:
-        pack = _TYPE_STRLEN.pack
-        pack_int = _INT.pack
-        for path, data in items:
-            full = self._full_path(path)
-            payload = _NULL_BUFFER if data is None else pack_int(len(data)) + data
-            yield path, pack(OP_CREATE, len(full)) + full + payload + _OPEN_ACL_FLAGS

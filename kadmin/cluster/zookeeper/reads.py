@@ -1,0 +1,168 @@
+"""Reads: one znode, many pipelined, children; /cluster/id, /controller and the broker registrations."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from kazoo.exceptions import ConnectionLoss, NoNodeError
+from kazoo.handlers.threading import KazooTimeoutError
+
+from kadmin.cluster.base import BrokerListing, Znode
+from kadmin.cluster.zookeeper.session import WINDOW, ZkSession
+from kadmin.domain import znodes
+from kadmin.domain.models import Broker, Controller, Stat
+from kadmin.errors import KadminError, WrongChroot
+from kadmin.results import Problem
+
+IDS = "/brokers/ids"
+TOPICS = "/brokers/topics"
+
+Watch = Callable[[Any], None]  # a kazoo watch: called once with the WatchedEvent
+
+
+def _stat(s: Any) -> Stat:
+    return Stat(*s)
+
+
+def _broker(bid: int, data: bytes | None, stat: Stat, controller_id: int | None) -> Broker:
+    try:
+        reg = znodes.decode_registration(data)
+        err = None
+    except znodes.ZnodeFormatError as e:
+        reg, err = None, str(e)
+    return Broker(
+        id=bid, stat=stat, raw=data or b"", registration=reg, error=err, is_controller=(bid == controller_id)
+    )
+
+
+class ZkReads(ZkSession):
+    def _children(self, path: str, watch: Watch | None = None) -> list[str]:
+        try:
+            return list(self.zk.retry(self.zk.get_children, path, watch=watch))
+        except NoNodeError:
+            if path == IDS:
+                raise self._wrong_chroot() from None
+            raise
+        except Exception as e:  # noqa: BLE001 - translated at the layer's edge
+            raise self._translate(path, e) from e
+
+    def _wrong_chroot(self) -> WrongChroot:
+        where = f"chroot {self.conn.chroot!r}" if self.conn.chroot else "the root (no chroot)"
+        hint = ""
+        try:
+            if not self.conn.chroot:
+                roots = [c for c in self.zk.get_children("/") if c != "zookeeper"]
+                if roots:
+                    hint = f"; top-level znodes here: {', '.join('/' + r for r in sorted(roots)[:5])}"
+        except Exception:  # noqa: BLE001 - a hint only
+            pass
+        return WrongChroot(
+            f"{IDS} does not exist under {where} on {self.conn.hosts}: the chroot is probably wrong{hint}"
+        )
+
+    def get(self, path: str, watch: Watch | None = None) -> Znode | None:
+        try:
+            data, stat = self.zk.retry(self.zk.get, path, watch=watch)
+        except NoNodeError:
+            return None
+        except Exception as e:  # noqa: BLE001
+            raise self._translate(path, e) from e
+        return Znode(path, data, _stat(stat))
+
+    def get_many(self, paths: Iterable[str], watch: Watch | None = None) -> Iterator[tuple[str, Znode | None]]:
+        """Pipelined getData with a bounded in-flight window; reads lost to a reconnect are re-issued.
+
+        Without a watch this is the bulk reader (tens of thousands of reads/s); a watch belongs to
+        the kazoo session, so watched reads go through kazoo.
+        """
+        if watch is None:
+            for p, data, stat in self._bulk().get_many(paths):
+                yield p, (Znode(p, data, stat) if stat is not None else None)
+            return
+        batch: list[str] = []
+        for p in paths:
+            batch.append(p)
+            if len(batch) >= WINDOW:
+                yield from self._get_batch(batch, watch)
+                batch = []
+        if batch:
+            yield from self._get_batch(batch, watch)
+
+    def _get_batch(self, paths: list[str], watch: Watch | None) -> Iterator[tuple[str, Znode | None]]:
+        asyncs = [(p, self.zk.get_async(p, watch=watch)) for p in paths]
+        for p, a in asyncs:
+            try:
+                data, stat = a.get(timeout=self.conn.timeout)
+            except NoNodeError:
+                yield p, None
+                continue
+            except (ConnectionLoss, KazooTimeoutError):
+                yield p, self.get(p, watch=watch)  # re-issued through the retrying path
+                continue
+            except Exception as e:  # noqa: BLE001
+                raise self._translate(p, e) from e
+            yield p, Znode(p, data, _stat(stat))
+
+    def cluster_id(self) -> str | None:
+        """/cluster/id's id, or None when the znode is absent (a cluster that never had a 0.10.1+ broker)."""
+        node = self.get("/cluster/id")
+        if node is None:
+            self._children(IDS)  # absent because the chroot is wrong? say so
+            return None
+        try:
+            return znodes.decode_cluster_id(node.data)
+        except znodes.ZnodeFormatError as e:
+            raise KadminError(f"/cluster/id: {e}", code="invalid_znode") from e
+
+    def controller(self) -> tuple[Controller | None, list[Problem]]:
+        node = self.get("/controller")
+        if node is None:
+            return None, []
+        try:
+            return znodes.decode_controller(node.data), []
+        except znodes.ZnodeFormatError as e:
+            return None, [Problem("invalid_znode", f"/controller: {e}")]
+
+    # ------------------------------------------------------------------ brokers
+    def _ids(self, children: Iterable[str]) -> tuple[list[int], list[Problem]]:
+        """The broker ids among /brokers/ids' children: canonical decimal only, as Kafka names them.
+
+        `02`, `1_0` or non-ASCII digits are not ids (int() would read them as 2, 10, ...: listed twice
+        next to a real `2`, or read from a znode that does not exist): each is reported as invalid.
+        """
+        ids, problems = [], []
+        for c in children:
+            try:
+                ids.append(znodes.broker_id_from_name(c))
+            except znodes.ZnodeFormatError:
+                name = c if c.isprintable() and len(c) <= 60 else znodes.show_value(c)
+                problems.append(Problem("invalid_znode", f"{IDS}/{name}: not a broker id "
+                                        "(expected a decimal integer from 0 to 2147483647, without leading zeros)"))
+        return sorted(ids), problems
+
+    def list_brokers(self) -> BrokerListing:
+        ids, problems = self._ids(self._children(IDS))
+        controller, cproblems = self.controller()
+        problems += cproblems
+        cid = controller.broker_id if controller else None
+        brokers = []
+        for path, node in self.get_many(f"{IDS}/{i}" for i in ids):
+            if node is None:  # deregistered between the two reads, as Kafka's controller skips it
+                continue
+            b = _broker(int(path.rsplit("/", 1)[1]), node.data, node.stat, cid)
+            if b.error:
+                problems.append(Problem("invalid_znode", f"{path}: {b.error}"))
+            brokers.append(b)
+        return BrokerListing(brokers, controller, problems)
+
+    def get_broker(self, broker_id: int) -> tuple[Broker | None, list[Problem]]:
+        self._children(IDS)  # distinguishes "not registered" from "wrong chroot"
+        node = self.get(f"{IDS}/{broker_id}")
+        if node is None:
+            return None, []
+        controller, problems = self.controller()
+        b = _broker(broker_id, node.data, node.stat, controller.broker_id if controller else None)
+        if b.error:
+            problems.append(Problem("invalid_znode", f"{IDS}/{broker_id}: {b.error}"))
+        return b, problems

@@ -1,0 +1,203 @@
+"""The ZooKeeper connection: settings, kazoo session start and close, TLS refusals, state reports, errors."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Self
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import AuthFailedError, ConnectionLoss, KazooException, NoAuthError, SessionExpiredError
+from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.protocol.states import KazooState
+from kazoo.retry import KazooRetry
+
+from kadmin.cluster.bulk import BulkReader, client_ssl_context, parse_hosts
+from kadmin.domain.addresses import host_port
+from kadmin.errors import AuthFailed, ClusterUnreachable, KadminError
+
+WINDOW = 1000  # reads in flight at once
+
+_log = logging.getLogger("kazoo")
+_log.addHandler(logging.NullHandler())
+_log.propagate = False
+
+
+@dataclass(frozen=True)
+class ZkConnection:
+    hosts: str  # "h1:p1,h2:p2" (no chroot)
+    chroot: str  # "" or "/kafka"
+    timeout: float = 10.0
+    auth: Sequence[tuple[str, str]] = ()
+    use_tls: bool = False
+    tls_ca: str | None = None
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    tls_check_hostname: bool = True  # the server's certificate must name the host (IP SAN for an address)
+
+    @property
+    def connect_string(self) -> str:
+        return self.hosts + self.chroot
+
+    @property
+    def where(self) -> str:
+        return f"ZooKeeper {self.hosts}" + (f" (chroot {self.chroot})" if self.chroot else "")
+
+
+class ZkSession:
+    """One kazoo session (and the bulk reader's, opened on first use) with the clock and sleep it runs on."""
+
+    def __init__(self, conn: ZkConnection, sleep: Callable[[float], None] = time.sleep,
+                 on_connection: Callable[[str], None] | None = None, kafka: Any = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.conn = conn
+        # a KraftClient for --bootstrap-server, when also given: min.insync.replicas from DescribeConfigs
+        self.kafka = kafka
+        self.description = conn.where
+        self._sleep = sleep
+        self._clock = clock  # monotonic seconds: every deadline in this package is on it
+        self._on_connection = on_connection
+        self._down = False
+        kw: dict[str, Any] = {}
+        if conn.use_tls:
+            kw.update(use_ssl=True, ca=conn.tls_ca, certfile=conn.tls_cert, keyfile=conn.tls_key, verify_certs=True,
+                      check_hostname=conn.tls_check_hostname)
+        self.zk = KazooClient(
+            hosts=conn.connect_string,
+            # The session timeout: at least 4 s (a short one expires on a blip), at most what servers
+            # grant (maxSessionTimeout defaults to 40 s) and what fits the int32 milliseconds on the wire.
+            timeout=min(max(conn.timeout, 4.0), 60.0),
+            connection_retry=KazooRetry(max_tries=-1, delay=0.1, max_delay=1.0, sleep_func=sleep),
+            command_retry=KazooRetry(max_tries=3, delay=0.1, max_delay=1.0, sleep_func=sleep, ignore_expire=False),
+            auth_data=list(conn.auth) or None,
+            logger=_log,
+            **kw,
+        )
+        self._started = False
+        self._bulk_reader: BulkReader | None = None
+
+    def _bulk(self) -> BulkReader:
+        """The pipelined reader every scan without a watch goes through (kadmin/cluster/bulk.py)."""
+        if self._bulk_reader is None:
+            c = self.conn
+            ctx = client_ssl_context(c.tls_ca, c.tls_cert, c.tls_key, c.tls_check_hostname) if c.use_tls else None
+            self._bulk_reader = BulkReader(parse_hosts(c.hosts), chroot=c.chroot, auth=c.auth,
+                                           ssl_context=ctx, timeout=c.timeout, window=WINDOW)
+        return self._bulk_reader
+
+    def start(self) -> Self:
+        try:
+            with warnings.catch_warnings():
+                # kazoo warns when the chroot does not exist; kadmin says so itself, as an error
+                warnings.filterwarnings("ignore", message="No chroot path exists")
+                # kazoo's start() = start_async + wait + (on a time-out) a stop that blocks; see below
+                self.zk.start_async().wait(timeout=self.conn.timeout)
+                if not self.zk.connected:
+                    raise KazooTimeoutError("Connection time-out")
+                if self.zk.chroot:
+                    self.zk.exists("/")  # what kazoo's start() does too: an auth failure shows here
+        except KazooTimeoutError as e:
+            # Stopping waits for kazoo's connection thread, which may sit in a connect attempt to a
+            # hung server for the whole session timeout: stop it in the background (its threads are
+            # daemons), so --timeout is the time this takes.
+            threading.Thread(target=self._quiet_stop, name="kadmin-zk-stop", daemon=True).start()
+            refused = self._tls_refusal() if self.conn.use_tls else None
+            if refused:
+                raise ClusterUnreachable(f"cannot connect to {self.conn.where}: {refused}") from e
+            raise ClusterUnreachable(
+                f"cannot reach {self.conn.where} within {self.conn.timeout:g}s"
+            ) from e
+        except AuthFailedError as e:
+            self.zk.stop()
+            raise AuthFailed(f"authentication with {self.conn.where} failed: check --zk-auth") from e
+        except KazooException as e:
+            self.zk.stop()
+            raise ClusterUnreachable(f"cannot connect to {self.conn.where}: {e or type(e).__name__}") from e
+        self._started = True
+        self.zk.add_listener(self._report_state)
+        return self
+
+    def _tls_refusal(self, timeout: float = 2.0) -> str | None:
+        """Why TLS failed, when kazoo gave up without saying: kazoo retries a certificate it refuses
+        (host name mismatch, unknown CA) until the time-out. One handshake per member says why."""
+        import socket
+        import ssl
+
+        c = self.conn
+        try:
+            ctx = client_ssl_context(c.tls_ca, c.tls_cert, c.tls_key, c.tls_check_hostname)
+        except (OSError, ValueError) as e:
+            return f"TLS settings: {e}"
+        for host, port in parse_hosts(c.hosts)[:3]:
+            try:
+                with socket.create_connection((host, port), timeout=timeout) as raw, \
+                        ctx.wrap_socket(raw, server_hostname=host):
+                    pass
+            except ssl.SSLCertVerificationError as e:
+                why = " ".join(str(e.verify_message or e.reason or e).split())
+                hint = (" (the certificate must name the host connected to; --zk-tls-no-hostname-check skips that "
+                        "check)") if "mismatch" in why.lower() or "match" in why.lower() else ""
+                return f"TLS: {host_port(host, port)} presented a certificate kadmin refuses: {why}{hint}"
+            except ssl.SSLError as e:
+                return f"TLS: {host_port(host, port)}: {e.reason or e}"
+            except OSError:
+                continue
+        return None
+
+    def _quiet_stop(self) -> None:
+        with contextlib.suppress(Exception):
+            self.zk.stop()
+            self.zk.close()
+
+    def _report_state(self, state: str) -> None:
+        """Tell `on_connection` (stderr) when the connection goes and comes back: a watch must not go quiet."""
+        if self._on_connection is None or not self._started:
+            return
+        if state == KazooState.SUSPENDED and not self._down:
+            self._down = True
+            self._on_connection(f"lost the connection to {self.conn.where}; reconnecting")
+        elif state == KazooState.LOST:
+            self._down = True
+            self._on_connection(f"the session with {self.conn.where} expired; reconnecting with a new session")
+        elif state == KazooState.CONNECTED and self._down:
+            self._down = False
+            where = self.connected_server()
+            self._on_connection(f"reconnected to {where or self.conn.where}")
+
+    def connected_server(self) -> str | None:
+        """The ensemble member this client is connected to now (host:port), if connected."""
+        sock = getattr(getattr(self.zk, "_connection", None), "_socket", None)
+        try:
+            host, port = sock.getpeername()[:2]  # type: ignore[union-attr]
+        except (AttributeError, OSError):
+            return None
+        return host_port(host, port)
+
+    def close(self) -> None:
+        if self.kafka is not None:
+            with contextlib.suppress(Exception):  # closing must never mask the result
+                self.kafka.close()
+            self.kafka = None
+        if self._bulk_reader is not None:
+            self._bulk_reader.close()
+            self._bulk_reader = None
+        if self._started:
+            self._on_connection = None  # stopping is not losing the connection
+            try:
+                self.zk.stop()
+                self.zk.close()
+            finally:
+                self._started = False
+
+    def _translate(self, path: str, e: Exception) -> KadminError:
+        """A kazoo error while reading or writing `path`, as kadmin's (library exceptions stop here)."""
+        if isinstance(e, NoAuthError):
+            return AuthFailed(f"not authorized to read {path} on {self.conn.where}: check --zk-auth")
+        if isinstance(e, (ConnectionLoss, SessionExpiredError, KazooTimeoutError)):
+            return ClusterUnreachable(f"lost the connection to {self.conn.where} while reading {path}")
+        return KadminError(f"reading {path} failed: {type(e).__name__} {e}")
