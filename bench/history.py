@@ -53,8 +53,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from kadmin.cluster.bulk import BulkWriter
 from kadmin.domain import znodes
+from kadmin.sandbox.bulk_writer import BulkWriter
 from kadmin.sandbox.fleet import BrokerSpec, ThreadedFleet
 from kadmin.sandbox.zkserver import ZkServer, free_port, stop_pid
 

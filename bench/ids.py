@@ -34,8 +34,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from kadmin.cluster.bulk import BulkWriter
 from kadmin.domain import znodes
+from kadmin.sandbox.bulk_writer import BulkWriter
 from kadmin.sandbox.fleet import BrokerSpec, ThreadedFleet
 from kadmin.sandbox.zkserver import Ensemble, four_letter_word
 

@@ -46,8 +46,8 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from kadmin.cluster.bulk import BulkWriter
 from kadmin.domain import znodes
+from kadmin.sandbox.bulk_writer import BulkWriter
 from kadmin.sandbox.fleet import BrokerSpec, ThreadedFleet
 from kadmin.sandbox.zkserver import Ensemble, four_letter_word
 

@@ -38,8 +38,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from kadmin.cluster.bulk import BulkReader, BulkWriter
+from kadmin.cluster.bulk import BulkReader
 from kadmin.domain import znodes
+from kadmin.sandbox.bulk_writer import BulkWriter
 from kadmin.sandbox.zkserver import Ensemble
 
 STATE = (

@@ -7,6 +7,7 @@ SASL); APIs it does not ship are declared in `kadmin.cluster.messages` from Kafk
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -18,27 +19,46 @@ _log = logging.getLogger("kafka")
 _log.addHandler(logging.NullHandler())
 _log.propagate = False
 
-ERROR_NAMES = {
-    -1: "UNKNOWN_SERVER_ERROR",
-    0: "NONE",
-    8: "BROKER_NOT_AVAILABLE",
-    11: "STALE_CONTROLLER_EPOCH",
-    31: "CLUSTER_AUTHORIZATION_FAILED",
-    35: "UNSUPPORTED_VERSION",
-    3: "UNKNOWN_TOPIC_OR_PARTITION",
-    6: "NOT_LEADER_OR_FOLLOWER",
-    29: "TOPIC_AUTHORIZATION_FAILED",
-    41: "NOT_CONTROLLER",
-    42: "INVALID_REQUEST",
-    58: "SASL_AUTHENTICATION_FAILED",
-    77: "STALE_BROKER_EPOCH",
-    102: "BROKER_ID_NOT_REGISTERED",
-    114: "MISMATCHED_ENDPOINT_TYPE",
-    115: "UNSUPPORTED_ENDPOINT_TYPE",
+# Kafka error codes are named from kafka-python's error table (`kafka.errors.kafka_errors`, public:
+# code -> exception class with `errno` and `message`). Where kafka-python spells a code differently
+# from Kafka's own `org.apache.kafka.common.protocol.Errors` (the name operators find in broker logs
+# and Kafka's tools), Kafka's spelling wins; checked against kafka-clients 4.3.1 and kafka-python 3.0.12.
+_KAFKA_SPELLING = {
+    -1: "UNKNOWN_SERVER_ERROR",  # kafka-python: UNKNOWN
+    0: "NONE",  # NO_ERROR
+    6: "NOT_LEADER_OR_FOLLOWER",  # NOT_LEADER_FOR_PARTITION (Kafka's name before 2.7)
+    10: "MESSAGE_TOO_LARGE",  # MESSAGE_SIZE_TOO_LARGE
+    17: "INVALID_TOPIC_EXCEPTION",  # INVALID_TOPIC
+    39: "INVALID_REPLICA_ASSIGNMENT",  # INVALID_REPLICATION_ASSIGNMENT
 }
 
 
+class _ErrorNames(Mapping[int, str]):
+    """code -> Kafka's error name, read from kafka-python on first use: importing kafka costs
+    ~0.2 s, which the commands that never speak the Kafka protocol (and `--help`) do not pay."""
+
+    @functools.cached_property
+    def _names(self) -> dict[int, str]:
+        from kafka.errors import kafka_errors
+
+        names = {code: str(cls.message) for code, cls in kafka_errors.items() if isinstance(code, int)}
+        return names | _KAFKA_SPELLING
+
+    def __getitem__(self, code: int) -> str:
+        return self._names[code]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+
+ERROR_NAMES: Mapping[int, str] = _ErrorNames()
+
+
 def error_name(code: int) -> str:
+    """Kafka's name for an error code (`STALE_BROKER_EPOCH`); `ERROR_<code>` for one kafka-python does not know."""
     return ERROR_NAMES.get(code, f"ERROR_{code}")
 
 
@@ -76,6 +96,9 @@ def bootstrap_failures() -> Iterator[list[BaseException]]:
                 seen.append(record.args[1])
 
     handler = _Collect(logging.WARNING)
+    # kafka-python internal: the logger name and the "Bootstrap connection to" warning of kafka.net.manager
+    # are the only place the cause of a failed bootstrap (TLS, SASL) is told; KafkaAdminClient raises a
+    # bare timeout. Tested with kafka-python 3.0.12 (pinned range in pyproject.toml).
     log = logging.getLogger("kafka.net.manager")
     log.addHandler(handler)
     try:
@@ -152,6 +175,9 @@ class ControllerConnection:
         from kadmin.cluster.messages import ControlledShutdownRequest
 
         req = ControlledShutdownRequest(broker_id=broker_id, broker_epoch=broker_epoch)
+        # kafka-python internal: KafkaAdminClient._manager (its connection manager), because the admin
+        # client has no public way to send a request it does not ship (ControlledShutdown) to one
+        # node. Tested with kafka-python 3.0.12; the range is pinned in pyproject.toml.
         m = self.admin._manager
         try:
             resp = m.run(m.send, req, self.node_id)

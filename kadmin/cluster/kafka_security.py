@@ -524,6 +524,8 @@ def _oauthbearer(props: Mapping[str, str], options: Mapping[str, str]) -> dict[s
         raise ConfigError("sasl.mechanism OAUTHBEARER: kadmin supports Kafka's unsecured login only: "
                           f"sasl.jaas.config needs unsecuredLoginStringClaim_{principal_claim}=\"PRINCIPAL\"")
     unsecured_jws(options, 0)  # its options are checked now, not at connection time
+    # kafka-python's token-provider base class for sasl_oauth_token_provider, imported from kafka.net (its
+    # 3.x networking package). Tested with kafka-python 3.0.12; the range is pinned in pyproject.toml.
     from kafka.net.sasl.oauth import AbstractTokenProvider
 
     class UnsecuredTokens(AbstractTokenProvider):  # type: ignore[misc]

@@ -29,8 +29,15 @@ ENDPOINT_BROKERS, ENDPOINT_CONTROLLERS = 1, 2
 AUTH_ERRORS = {29, 30, 31, 58}  # topic/group/cluster authorization, SASL authentication
 
 
+ZERO_UUID_TEXT = "AAAAAAAAAAAAAAAAAAAAAA"  # Uuid.ZERO_UUID.toString(): Kafka's "unknown"/"unassigned"
+
+
 def uuid_text(value: Any) -> str | None:
-    """Kafka's Uuid.toString(): URL-safe base64 without padding; None for the zero (unknown) Uuid."""
+    """Kafka's `Uuid.toString()` (URL-safe base64 without padding) of a UUID, its 16 bytes or its
+    text; text already in Kafka's form is kept. The zero Uuid prints as Kafka prints it,
+    `AAAAAAAAAAAAAAAAAAAAAA`; None (kafka-python reads a zero Uuid off the wire as None) stays
+    None. A caller whose contract says null for the zero Uuid checks for ZERO_UUID_TEXT itself.
+    The one Uuid formatter of kadmin (metadata records use it too)."""
     if value is None:
         return None
     if isinstance(value, uuid.UUID):
@@ -43,8 +50,6 @@ def uuid_text(value: Any) -> str | None:
             raw = uuid.UUID(text).bytes
         except ValueError:
             return text or None  # already Kafka's base64 form
-    if raw == bytes(16):
-        return None
     return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
 
 
@@ -70,7 +75,14 @@ class ClusterDescription:
 
 
 class _Connection:
-    """One kafka-python connection to one address, with no Metadata bootstrap."""
+    """One kafka-python connection to one address, with no Metadata bootstrap.
+
+    kafka-python internal: `kafka.net.manager.KafkaConnectionManager` and `kafka.net.selector.NetworkSelector`
+    (not the documented KafkaAdminClient API), because KRaft controllers do not answer Metadata, so the
+    admin client cannot bootstrap against `--bootstrap-controller`, and it ships no DescribeQuorum or
+    UnregisterBroker. This keeps its TLS, SASL and ApiVersions negotiation. Tested with kafka-python
+    3.0.12; the range is pinned in pyproject.toml.
+    """
 
     def __init__(self, address: str, config: Mapping[str, Any], timeout: float) -> None:
         from kafka.net.manager import KafkaConnectionManager
@@ -247,10 +259,13 @@ class KraftClient:
                 return None if v < 0 else v
 
             rid = int(r.replica_id)
+            # JSON's directory_id is null for a replica without one (the zero Uuid), as in
+            # kafka-metadata-quorum 3.9's "directoryId": null; the text renderer prints Kafka's zeros.
+            directory_id = uuid_text(r.replica_directory_id) if version >= 2 else None
             return ReplicaState(
                 id=rid,
                 log_end_offset=int(r.log_end_offset),
-                directory_id=uuid_text(r.replica_directory_id) if version >= 2 else None,
+                directory_id=None if directory_id == ZERO_UUID_TEXT else directory_id,
                 last_fetch_timestamp=ts("last_fetch_timestamp"),
                 last_caught_up_timestamp=ts("last_caught_up_timestamp"),
                 endpoints=endpoints.get(rid, ()),

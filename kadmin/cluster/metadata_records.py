@@ -24,16 +24,20 @@ zero Uuid is None (kafka-python's reading of it). Control messages report their 
 
 from __future__ import annotations
 
-import base64
 import io
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
+# kafka-python internals: its schema-driven codec (ApiData, TaggedFields) decodes the record values
+# from Kafka's own JSON schemas, so kadmin does not hand-write a second decoder for ~30 record types;
+# kafka.record.util exposes the C CRC-32C it found.
+# Tested with kafka-python 3.0.12; the range is pinned in pyproject.toml.
 from kafka.protocol.api_data import ApiData
 from kafka.protocol.schemas.fields.codecs.tagged_fields import TaggedFields
 from kafka.record import util as _record_util
 
+from kadmin.cluster.kraft import uuid_text
 from kadmin.cluster.messages.metadata import CONTROL_RECORDS, EMPTY_RECORDS, METADATA_RECORDS
 from kadmin.formats.kraft_log import DecodedValue
 
@@ -44,11 +48,6 @@ CRC32C: Callable[[bytes], int] | None = getattr(_record_util, "crc32c_c", None)
 # kafka-python's name for the `Version` field of control messages (renamed `RecordVersion` by the
 # schema patch in kadmin.cluster.messages.metadata)
 _VERSION_KEY = "record_version"
-
-
-def uuid_text(value: uuid.UUID) -> str:
-    """Kafka's `Uuid.toString()`."""
-    return base64.urlsafe_b64encode(value.bytes).rstrip(b"=").decode()
 
 
 def _plain(value: Any) -> Any:

@@ -19,8 +19,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from kadmin.cluster.zkwire import OPEN_ACL_UNSAFE, Create, NodeExistsError, NoNodeError, SetData, ZkSession
 from kadmin.domain import znodes
+from kadmin.sandbox.zkwire import OPEN_ACL_UNSAFE, Create, NodeExistsError, NoNodeError, SetData, ZkSession
 
 T = TypeVar("T")
 
@@ -96,7 +96,7 @@ class Fleet:
         self._admin: ZkSession | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self.elect_controller_on_change = True
-        # With serve_kafka each broker also listens for the Kafka protocol (kafka_server.EmulatedBroker),
+        # With serve_kafka each broker also listens for the Kafka protocol (kadmin.sandbox.broker.server),
         # so the controller can be asked for a ControlledShutdown; the port is in its registration.
         self.serve_kafka = serve_kafka
         self.kafka_servers: dict[int, Any] = {}
@@ -183,7 +183,7 @@ class Fleet:
         return stat.czxid
 
     async def _start_kafka_server(self, spec: BrokerSpec) -> int:
-        from kadmin.sandbox.kafka_server import EmulatedBroker
+        from kadmin.sandbox.broker.server import EmulatedBroker
 
         first = spec.id not in self._served_once
         srv = EmulatedBroker(spec.id, self.hosts, chroot=self.chroot, port=0 if first else spec.port,

@@ -11,7 +11,6 @@ that was started: after a reboot, or once the pid was reused, it is reported as 
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import os
@@ -580,7 +579,7 @@ class Sandbox:
                 if got is not None:
                     return got
                 last = (view, controller)
-            except (KadminError, OSError, asyncio.TimeoutError) as e:
+            except (TimeoutError, KadminError, OSError) as e:
                 last = f"{type(e).__name__}: {e}"
             except Exception as e:  # noqa: BLE001 - a ZooKeeper wire error while it starts: poll again
                 last = f"{type(e).__name__}: {e}"

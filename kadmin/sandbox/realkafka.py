@@ -250,7 +250,7 @@ def zk_view(hosts: Sequence[tuple[str, int]], chroot: str,
     """({broker id: (registered port, czxid)}, controller id) as ZooKeeper holds them under `chroot`.
 
     Raises OSError / a kadmin error when ZooKeeper cannot be read."""
-    from kadmin.cluster.zkwire import NoNodeError, ZkSession
+    from kadmin.sandbox.zkwire import NoNodeError, ZkSession
 
     async def read() -> tuple[dict[int, tuple[int, int]], int | None]:
         s = await ZkSession.open(hosts, chroot=chroot, timeout_ms=6000)

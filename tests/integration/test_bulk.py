@@ -1,4 +1,4 @@
-"""kadmin.cluster.bulk: pipelined reads and creates, checked against what kazoo reads from the same server."""
+"""BulkReader (kadmin.cluster.bulk) and BulkWriter (kadmin.sandbox.bulk_writer), checked against kazoo."""
 
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 from kazoo.security import make_digest_acl
 
-from kadmin.cluster.bulk import BulkReader, BulkWriter, client_ssl_context, parse_hosts
+from kadmin.cluster.bulk import BulkReader, client_ssl_context, parse_hosts
 from kadmin.domain.models import Stat
 from kadmin.errors import AuthFailed, ClusterUnreachable, KadminError, NotFound
+from kadmin.sandbox.bulk_writer import BulkWriter
 from kadmin.sandbox.zkserver import Ensemble, ZkServer, free_port
 
 pytestmark = pytest.mark.integration

@@ -1,4 +1,4 @@
-"""kadmin.sandbox.kafka_server: the emulated ZK-mode broker, spoken to with hand-built bytes.
+"""kadmin.sandbox.broker: the emulated ZK-mode broker, spoken to with hand-built bytes.
 
 Requests and expected responses are written here straight from Kafka's message schemas, with
 `struct`, independently of the server's own codec; ZooKeeper state is checked with kazoo.
@@ -7,7 +7,6 @@ Requests and expected responses are written here straight from Kafka's message s
 from __future__ import annotations
 
 import json
-import socket
 import ssl
 import struct
 from collections.abc import Iterator
@@ -17,8 +16,9 @@ from kafka import KafkaAdminClient
 from kazoo.client import KazooClient
 
 from kadmin.domain import znodes
+from kadmin.sandbox.broker.server import ThreadedBroker
 from kadmin.sandbox.fleet import BrokerSpec, ThreadedFleet
-from kadmin.sandbox.kafka_server import ThreadedBroker
+from tests.support.kafka_wire import closes_connection, exchange, request
 
 pytestmark = pytest.mark.integration
 
@@ -27,43 +27,6 @@ CLUSTER_ID = "kadmin-sandbox-cluster"  # Fleet.setup_cluster's default
 
 
 # ------------------------------------------------------------------------- wire helpers
-def request(api_key: int, version: int, body: bytes, *, header_version: int, corr: int = 7,
-            client_id: str = "kadmin-test") -> bytes:
-    """A length-prefixed request: header v0 (key, version, correlation id), v1 (+ client_id as a
-    legacy int16 string), v2 (+ an empty tagged-field section)."""
-    head = struct.pack(">hhi", api_key, version, corr)
-    if header_version >= 1:
-        head += struct.pack(">h", len(client_id)) + client_id.encode()
-    if header_version >= 2:
-        head += b"\x00"
-    return struct.pack(">i", len(head) + len(body)) + head + body
-
-
-def recv_exact(sock: socket.socket, n: int) -> bytes:
-    buf = b""
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionError(f"closed after {len(buf)} of {n} bytes")
-        buf += chunk
-    return buf
-
-
-def exchange(port: int, data: bytes, ssl_ctx: ssl.SSLContext | None = None) -> bytes:
-    """Send one request on a new connection; return the response frame (header + body)."""
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
-        sock = ssl_ctx.wrap_socket(raw, server_hostname="127.0.0.1") if ssl_ctx else raw
-        sock.sendall(data)
-        (size,) = struct.unpack(">i", recv_exact(sock, 4))
-        return recv_exact(sock, size)
-
-
-def closes_connection(port: int, data: bytes) -> bool:
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
-        sock.sendall(data)
-        return sock.recv(4) == b""
-
-
 def cs_body(version: int, broker_id: int, epoch: int = -1) -> bytes:
     """ControlledShutdownRequest: BrokerId int32; BrokerEpoch int64 from v2; tagged fields from v3."""
     body = struct.pack(">i", broker_id)
@@ -318,7 +281,7 @@ def test_an_unregistered_broker(cluster):
 
 def test_a_concurrent_state_change_is_read_again_and_retried(cluster, fleet, kz, monkeypatch):
     broker = cluster[1].broker
-    write = broker._write_state
+    write = broker.controller._write_state
     raced = []
 
     async def racing_write(ctx, path, new_state):
@@ -328,7 +291,7 @@ def test_a_concurrent_state_change_is_read_again_and_retried(cluster, fleet, kz,
             await broker.zk.set(path, b'{"version":1,"leader":1,"leader_epoch":0,"controller_epoch":1,"isr":[1,3]}', 0)
         return await write(ctx, path, new_state)
 
-    monkeypatch.setattr(broker, "_write_state", racing_write)
+    monkeypatch.setattr(broker.controller, "_write_state", racing_write)
     assert shutdown(cluster[1].port, 3, 1, fleet.epochs[1]) == (0, [("stuck", 0)])
     doc, version, _ = state(kz, "orders", 0)
     assert (doc["leader"], doc["leader_epoch"], doc["isr"], version) == (3, 1, [3], 2)  # 2 left the ISR
@@ -336,13 +299,13 @@ def test_a_concurrent_state_change_is_read_again_and_retried(cluster, fleet, kz,
 
 def test_a_controller_epoch_change_fences_the_writes(cluster, fleet, kz, monkeypatch):
     broker = cluster[1].broker
-    write = broker._write_state
+    write = broker.controller._write_state
 
     async def new_controller_epoch(ctx, path, new_state):
         await broker.zk.set("/controller_epoch", str(ctx.epoch).encode(), -1)  # its zkVersion moves
         return await write(ctx, path, new_state)
 
-    monkeypatch.setattr(broker, "_write_state", new_controller_epoch)
+    monkeypatch.setattr(broker.controller, "_write_state", new_controller_epoch)
     assert shutdown(cluster[1].port, 3, 1, fleet.epochs[1]) == (11, [])
     assert state(kz, "orders", 0)[1] == 0
 

@@ -1,4 +1,4 @@
-"""tests/kraft_server.py: the kio-based KRaft test server, checked on its own terms.
+"""tests/support/kraft_server.py: the kio-based KRaft test server, checked on its own terms.
 
 Requests are built with kafka-python's request classes and sent over kafka-python's raw
 connection code (no Metadata bootstrap: controllers do not answer Metadata), so the server's kio
@@ -22,7 +22,8 @@ from kafka.net.selector import NetworkSelector
 from kafka.protocol.admin.cluster import DescribeClusterRequest, DescribeQuorumRequest
 from kafka.protocol.metadata import MetadataRequest
 
-from tests.kraft_server import (
+from tests.support.kafka_wire import closes_connection, exchange, request
+from tests.support.kraft_server import (
     API_VERSIONS,
     DESCRIBE_CLUSTER,
     DESCRIBE_QUORUM,
@@ -95,39 +96,6 @@ def describe_cluster(endpoint_type: int = 1, include_fenced: bool = False, max_v
     if include_fenced:
         kw["include_fenced_brokers"] = True
     return DescribeClusterRequest(**kw)
-
-
-# ------------------------------------------------------------------------- raw bytes
-def frame(api_key: int, version: int, body: bytes, *, header_version: int, corr: int = 7) -> bytes:
-    client_id = b"kadmin-test"
-    head = struct.pack(">hhih", api_key, version, corr, len(client_id)) + client_id
-    if header_version >= 2:
-        head += b"\x00"  # no tagged fields
-    return struct.pack(">i", len(head) + len(body)) + head + body
-
-
-def recv_exact(sock: socket.socket, n: int) -> bytes:
-    buf = b""
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionError(f"closed after {len(buf)} of {n} bytes")
-        buf += chunk
-    return buf
-
-
-def exchange(port: int, data: bytes) -> bytes:
-    """One request on a new connection; the response frame (header + body)."""
-    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
-        sock.sendall(data)
-        (size,) = struct.unpack(">i", recv_exact(sock, 4))
-        return recv_exact(sock, size)
-
-
-def closed_without_answer(port: int, data: bytes) -> bool:
-    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
-        sock.sendall(data)
-        return sock.recv(4) == b""
 
 
 # ------------------------------------------------------------------------- fixtures
@@ -390,7 +358,7 @@ def test_kip511_fallback(server: KraftServer) -> None:
     server.update(lambda s: s.broker_apis.__setitem__(API_VERSIONS, (0, 2)))
     # By hand: ApiVersions v4 (header v2; body: compact strings + tags) against max 2.
     body = b"\x05kadm\x021\x00"
-    response = exchange(server.port(1), frame(API_VERSIONS, 4, body, header_version=2, corr=41))
+    response = exchange(server.port(1), request(API_VERSIONS, 4, body, header_version=2, corr=41))
     # Response header v0 (no tag byte), v0 body: error 35, [ApiVersions 0..2].
     assert response == struct.pack(">ihi" + "hhh", 41, 35, 1, API_VERSIONS, 0, 2)
     # kafka-python retries with v2 and goes on.
@@ -407,8 +375,8 @@ def test_kip511_fallback(server: KraftServer) -> None:
 
 def test_a_controller_closes_on_metadata(server: KraftServer) -> None:
     # Metadata v12: topics null, allow_auto_topic_creation, include_topic_authorized_operations, tags.
-    metadata_v12 = frame(METADATA, 12, b"\x00\x01\x00\x00", header_version=2)
-    assert closed_without_answer(server.port(3000, "controller"), metadata_v12)
+    metadata_v12 = request(METADATA, 12, b"\x00\x01\x00\x00", header_version=2)
+    assert closes_connection(server.port(3000, "controller"), metadata_v12)
     assert not server.requests_for(METADATA)
     # The same bytes on a broker are answered: the request was well-formed.
     assert struct.unpack_from(">i", exchange(server.port(1), metadata_v12))[0] == 7
@@ -420,12 +388,12 @@ def test_a_controller_closes_on_metadata(server: KraftServer) -> None:
 
 def test_unadvertised_api_and_version_close_the_connection(server: KraftServer) -> None:
     server.update(lambda s: s.broker_apis.pop(UNREGISTER_BROKER))
-    unregister = frame(UNREGISTER_BROKER, 0, struct.pack(">i", 1) + b"\x00", header_version=2)
-    assert closed_without_answer(server.port(1), unregister)
-    describe_v3 = frame(DESCRIBE_CLUSTER, 3, b"\x00\x01\x00\x00", header_version=2)
-    assert closed_without_answer(server.port(1), describe_v3)
-    trailing = frame(UNREGISTER_BROKER, 0, struct.pack(">i", 1) + b"\x00\x00", header_version=2)
-    assert closed_without_answer(server.port(3000, "controller"), trailing)
+    unregister = request(UNREGISTER_BROKER, 0, struct.pack(">i", 1) + b"\x00", header_version=2)
+    assert closes_connection(server.port(1), unregister)
+    describe_v3 = request(DESCRIBE_CLUSTER, 3, b"\x00\x01\x00\x00", header_version=2)
+    assert closes_connection(server.port(1), describe_v3)
+    trailing = request(UNREGISTER_BROKER, 0, struct.pack(">i", 1) + b"\x00\x00", header_version=2)
+    assert closes_connection(server.port(3000, "controller"), trailing)
     assert server.requests == []
 
 
@@ -433,7 +401,7 @@ def test_unadvertised_api_and_version_close_the_connection(server: KraftServer) 
 def unregister(port: int, broker_id: int) -> tuple[int, int, str | None]:
     """UnregisterBroker v0 by hand: header v2, BrokerId int32, no tags; response header v1,
     ThrottleTimeMs int32, ErrorCode int16, ErrorMessage compact nullable string, tags."""
-    response = exchange(port, frame(UNREGISTER_BROKER, 0, struct.pack(">i", broker_id) + b"\x00", header_version=2))
+    response = exchange(port, request(UNREGISTER_BROKER, 0, struct.pack(">i", broker_id) + b"\x00", header_version=2))
     corr, header_tags, throttle, error = struct.unpack_from(">iBih", response)
     assert (corr, header_tags, throttle) == (7, 0, 0)
     n = response[11]  # uvarint length + 1 (messages here are short); 0 = null

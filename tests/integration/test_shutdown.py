@@ -11,8 +11,8 @@ import pytest
 from kazoo.client import KazooClient
 
 from kadmin.domain import znodes
+from kadmin.sandbox.broker.server import ThreadedBroker
 from kadmin.sandbox.fleet import BrokerSpec
-from kadmin.sandbox.kafka_server import ThreadedBroker
 
 pytestmark = pytest.mark.integration
 

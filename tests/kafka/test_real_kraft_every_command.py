@@ -137,12 +137,11 @@ OFFLINE_ORDER = ["completion", "history ingest", "history report", "sandbox stat
 
 
 def command_tree() -> dict[str, list[str]]:
-    """Every leaf command of kadmin's Typer app -> its option names (walked, not listed by hand)."""
-    from kadmin.cli.app import app
-    from kadmin.cli.completion import command_tree as tree
+    """Every leaf command of kadmin's Typer app -> its option names, by the walk the commands reference and
+    the completion scripts use (kadmin/cli/help.py), not listed by hand."""
+    from kadmin.cli.help import leaves, option_names, root_command
 
-    return {path: [o for o, _ in node["options"]] for path, node in tree(app).items()
-            if path and not node["subcommands"]}
+    return {path: option_names(cmd) for path, cmd in leaves(root_command())}
 
 
 TREE = command_tree()

@@ -29,7 +29,7 @@ import pytest
 
 from kadmin.sandbox.zkserver import Ensemble
 from tests.support.kafka import TOPIC_COMMAND, RealCluster, ZkModeBroker, describe, tool, wait_for, zk_mode_cluster
-from tests.zkwatch import wait_for_new_watcher, watchers
+from tests.support.zkwatch import wait_for_new_watcher, watchers
 
 pytestmark = [pytest.mark.kafka, pytest.mark.integration, pytest.mark.slow]
 

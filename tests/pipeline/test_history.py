@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-import tests.kraft_log_writer as W
+import tests.support.kraft_log_writer as W
 
 pytestmark = pytest.mark.integration
 

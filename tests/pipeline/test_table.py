@@ -174,7 +174,7 @@ def test_ingesting_a_then_b_equals_ingesting_both_at_once(spark, split_logs, one
 def test_kraft_segments_ingested_one_after_the_other_equal_one_ingest(spark, run_nozk, tmp_path):
     """The second segment's PartitionChangeRecords name a topic id whose TopicRecord is in the first,
     and carry only what changed: both come from the table."""
-    import tests.kraft_log_writer as W
+    import tests.support.kraft_log_writer as W
 
     tid = uuid.UUID(int=78)
     t0 = 1_700_000_000_000

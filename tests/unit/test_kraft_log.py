@@ -2,7 +2,7 @@
 
 The framing is read by `kadmin.formats.kraft_log`, the record values by
 `kadmin.cluster.metadata_records` (Kafka's JSON schemas through kafka-python); the files are written
-by `tests/kraft_log_writer.py`, which builds every value by hand from the §6 field tables and frames
+by `tests/support/kraft_log_writer.py`, which builds every value by hand from the §6 field tables and frames
 batches with kio, so neither side of a check shares code with the other.
 """
 
@@ -19,7 +19,7 @@ import pytest
 from kadmin.cluster.metadata_records import CRC32C, DECODER, decode_value
 from kadmin.formats import kraft_log as kl
 from kadmin.formats.kraft_log import Damage, MetadataRecord
-from tests import kraft_log_writer as w
+from tests.support import kraft_log_writer as w
 
 TS0 = 1_700_000_000_000
 T1 = uuid.UUID("0b7a4d2e-9c1f-4e5a-8d3b-6f2e1a9c7b55")

@@ -197,7 +197,7 @@ def test_saved_listing_with_incarnations() -> None:
 def _metadata_dir(tmp_path: Any, truncate_active: bool = False) -> Any:
     import uuid
 
-    from tests import kraft_log_writer as w
+    from tests.support import kraft_log_writer as w
 
     inc = {b: uuid.UUID(int=b) for b in (1, 2, 3, 4)}
     ep = [("PLAINTEXT", "h", 9092, 0)]

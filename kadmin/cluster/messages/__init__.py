@@ -3,6 +3,9 @@
 Each class loads `<ClassName>.json` from this package (Kafka's own message schema format).
 """
 
+# kafka-python internal: ApiMessage's `load_json` class keyword (its own way of declaring messages
+# from Kafka's JSON schemas), because kafka-python does not ship these APIs.
+# Tested with kafka-python 3.0.12; the range is pinned in pyproject.toml.
 from kafka.protocol.api_message import ApiMessage
 
 

@@ -30,6 +30,9 @@ from __future__ import annotations
 
 from typing import Any
 
+# kafka-python internals: ApiData and load_json, its schema-driven codec, reused for Kafka's metadata
+# and control record schemas (patched as the module docstring says).
+# Tested with kafka-python 3.0.12; the range is pinned in pyproject.toml.
 from kafka.protocol.api_data import ApiData
 from kafka.protocol.schemas import load_json
 

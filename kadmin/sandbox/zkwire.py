@@ -8,6 +8,10 @@ and this class do that with a socket each. Requests are pipelined; replies are m
 A dropped connection is re-established on the next member of the ensemble with the same session
 id and password, as a real Kafka broker's ZooKeeper client does; if the ensemble says the session
 has expired, `on_expired` is called (a real broker then re-registers with a new epoch).
+
+It lives in the sandbox, not in the client layer: only the sandbox's fleet and emulated brokers
+(and through them the tests and benchmarks) use it; kadmin's own reads go through kadmin.cluster
+(kazoo and the bulk reader). The import-linter contract lets this one sandbox module import kazoo.
 """
 
 from __future__ import annotations
@@ -117,7 +121,7 @@ class ZkSession:
                 return
             except SessionExpiredError:
                 raise
-            except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError, ZkWireError) as e:
+            except (TimeoutError, OSError, asyncio.IncompleteReadError, ZkWireError) as e:
                 last = e
                 self.host_index += 1
         raise ConnectionLoss(f"no ZooKeeper member answered ({last})")
@@ -302,7 +306,7 @@ class ZkSession:
         while not self._closed and loop.time() < deadline:
             try:
                 await asyncio.wait_for(self._call(Close()), max(0.1, deadline - loop.time()))
-            except (ConnectionLoss, asyncio.TimeoutError):
+            except (TimeoutError, ConnectionLoss):
                 await asyncio.sleep(0.05)
             except Exception:  # noqa: BLE001 - SessionExpired and the like: nothing left to close
                 break

@@ -273,7 +273,7 @@ def control_key(control_type: int) -> bytes:
 # --------------------------------------------------------------------------------------------
 # Batches
 
-EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 
 
 def _timestamp(ms: int) -> datetime.datetime:
