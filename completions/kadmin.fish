@@ -305,7 +305,7 @@ complete -c kadmin -n '__fish_seen_subcommand_from history ; and __fish_seen_sub
 complete -c kadmin -n '__fish_seen_subcommand_from history ; and __fish_seen_subcommand_from ingest' -l wait-lock -d 'When another ingest is writing the table, wait this long for it to finish instead of exiting 7'
 complete -c kadmin -n '__fish_seen_subcommand_from history ; and __fish_seen_subcommand_from ingest' -s o -d 'auto: a table on a terminal, plain columns on a pipe'
 complete -c kadmin -n '__fish_seen_subcommand_from history ; and __fish_seen_subcommand_from ingest' -s v -d 'Say which cluster and settings are used; show tracebacks of internal errors'
-complete -c kadmin -n '__fish_seen_subcommand_from history ; and __fish_seen_subcommand_from report' -l cluster -d ''
+complete -c kadmin -n '__fish_seen_subcommand_from history ; and __fish_seen_subcommand_from report' -l cluster -d 'Only this cluster\'s events (the --cluster name given to ingest); default: every cluster'
 complete -c kadmin -n '__fish_seen_subcommand_from history ; and __fish_seen_subcommand_from report' -l help -d 'Show help'
 complete -c kadmin -n '__fish_seen_subcommand_from history ; and __fish_seen_subcommand_from report' -l master -d 'Spark master: local[N], spark://host:port, yarn, k8s://'
 complete -c kadmin -n '__fish_seen_subcommand_from history ; and __fish_seen_subcommand_from report' -l output -d 'auto: a table on a terminal, plain columns on a pipe'

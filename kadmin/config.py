@@ -24,12 +24,11 @@ from __future__ import annotations
 
 import math
 import os
+import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import tomllib
 
 from kadmin.errors import ConfigError, UsageError
 

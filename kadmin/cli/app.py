@@ -8,10 +8,10 @@ from typing import Annotated, Any
 
 try:  # Ctrl-C while Python loads kadmin (the console script imports this module first): exit 130, quietly
     import typer
-    from typer.core import TyperGroup
 
     from kadmin import __version__
     from kadmin.cli import brokers, cluster, history, ids, partitions, quorum, sandbox
+    from kadmin.cli.help import HelpCommand, HelpGroup
     from kadmin.exit_codes import CHECK_COMMANDS, Verdict
 except KeyboardInterrupt:
     raise SystemExit(130) from None
@@ -85,7 +85,7 @@ def usage_error(e: Any, argv: Sequence[str], root: Any) -> int:
     return renderer.emit_error(cmd or None, "usage", message, exit_code, check=check, hint=hint)
 
 
-class KadminGroup(TyperGroup):
+class KadminGroup(HelpGroup):
     """The root command: parse errors become one line (and the envelope under -o json) instead of Typer's
     rich boxes. Typer formats them only in standalone mode (typer.core._main), so the parse runs without it
     and this method exits instead; --help, --version and every command's exit code pass through unchanged.
@@ -123,13 +123,13 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-app.add_typer(brokers.app)
-app.add_typer(partitions.app)
-app.add_typer(quorum.app)
-app.add_typer(cluster.app)
-app.add_typer(ids.app)
-app.add_typer(history.app)
-app.add_typer(sandbox.app)
+app.add_typer(brokers.app, cls=HelpGroup)
+app.add_typer(partitions.app, cls=HelpGroup)
+app.add_typer(quorum.app, cls=HelpGroup)
+app.add_typer(cluster.app, cls=HelpGroup)
+app.add_typer(ids.app, cls=HelpGroup)
+app.add_typer(history.app, cls=HelpGroup)
+app.add_typer(sandbox.app, cls=HelpGroup)
 
 
 def _version(value: bool) -> None:
@@ -146,7 +146,7 @@ def root(
     """kadmin"""
 
 
-@app.command("completion")
+@app.command("completion", cls=HelpCommand)
 def completion(
     shell: Annotated[str, typer.Argument(help="bash, zsh or fish.", metavar="SHELL")],
 ) -> None:

@@ -12,6 +12,7 @@ import typer
 from kadmin.cli.options import INT32_MAX, INT64_MAX, BrokerIdArg, Invocation, command, seconds
 from kadmin.errors import UsageError
 from kadmin.exit_codes import ExitCode
+from kadmin.render import views
 from kadmin.services import brokers as svc
 
 app = typer.Typer(name="brokers", help="Broker registrations, broker epochs (KIP-380) and bounces.",
@@ -48,11 +49,11 @@ def list_(inv: Invocation, metadata_dir: MetadataDir = None) -> int:
     RegisterBrokerRecord; null when it is in the snapshot). Exit 5 when part of the log is damaged.
     """
     if metadata_dir is not None:
-        return inv.emit(svc.list_metadata_dir(metadata_dir))
+        return inv.emit(svc.list_metadata_dir(metadata_dir), views.brokers_list)
     if _kraft(inv):
         client = inv.kraft()
-        return inv.emit(svc.list_kraft_brokers(client))
-    return inv.emit(svc.list_brokers(inv.cluster()))
+        return inv.emit(svc.list_kraft_brokers(client), views.brokers_list)
+    return inv.emit(svc.list_brokers(inv.cluster()), views.brokers_list)
 
 
 @command(app, "show")
@@ -66,7 +67,7 @@ def show(inv: Invocation, broker_id: BrokerId) -> int:
                        "keeps registrations in the metadata log, not in znodes",
                        "use `kadmin brokers list` (DescribeCluster: endpoint, rack, fenced) or, on a controller "
                        "host, `kadmin brokers list --metadata-dir DIR` (epoch, incarnation id)")
-    return inv.emit(svc.show_broker(inv.cluster(), broker_id))
+    return inv.emit(svc.show_broker(inv.cluster(), broker_id), views.key_values)
 
 
 @command(app, "max-epoch")
@@ -79,7 +80,7 @@ def max_epoch(inv: Invocation) -> int:
     inv.zookeeper_only("the broker epoch is the czxid of /brokers/ids/ID, and KRaft serves no broker epoch over "
                        "the Kafka protocol (DescribeCluster has none)",
                        "on a controller host `kadmin brokers list --metadata-dir DIR` shows each broker's epoch")
-    return inv.emit(svc.max_epoch(inv.cluster()))
+    return inv.emit(svc.max_epoch(inv.cluster()), views.max_epoch)
 
 
 @command(app, "diff")
@@ -106,15 +107,16 @@ def diff(
         before_regs = svc.load_saved_registrations(since)
         if to is not None:
             return inv.emit(svc.diff_registrations(before_regs, svc.load_saved_registrations(to),
-                                                   exit_code_on_change=exit_code))
+                                                   exit_code_on_change=exit_code), views.brokers_diff)
         from kadmin.domain.kraft_registrations import Saved
-        from kadmin.services.result import Problem
+        from kadmin.results import Problem
 
         assert metadata_dir is not None
         regs, damage, _ = svc.read_registrations(metadata_dir)
         after = {i: Saved(r.epoch, r.incarnation_id) for i, r in regs.items()}
         return inv.emit(svc.diff_registrations(before_regs, after, exit_code_on_change=exit_code,
-                                               errors=[Problem("damaged_metadata_log", d) for d in damage]))
+                                               errors=[Problem("damaged_metadata_log", d) for d in damage]),
+                        views.brokers_diff)
     if _kraft(inv):
         from kadmin.errors import ConfigError
 
@@ -122,13 +124,13 @@ def diff(
                           "none: on KRaft, diff offline listings "
                           "(`brokers list --metadata-dir DIR -o json`) with --metadata-dir DIR or --to FILE")
     before = svc.load_saved_epochs(since)
-    return inv.emit(svc.diff(inv.cluster(), before, exit_code_on_change=exit_code))
+    return inv.emit(svc.diff(inv.cluster(), before, exit_code_on_change=exit_code), views.brokers_diff)
 
 
 @command(app, "watch")
 def watch(
     inv: Invocation,
-    count: Annotated[int | None, typer.Option("--count", min=1, max=INT64_MAX,
+    count: Annotated[int | None, typer.Option("--count", metavar="N", min=1, max=INT64_MAX,
                                               help="Stop after N events (exit 1 if the timeout comes first).",
                                               show_default=False)] = None,
     timeout: Annotated[float | None, typer.Option("--timeout", metavar="SECONDS", parser=seconds,
@@ -158,16 +160,16 @@ def watch(
                            on_resync=r.note, asked=timeout)
     try:
         for ev in stream:
-            r.stream_item("brokers watch", ev, first=not events)
+            r.stream_item(ev, views.broker_events, first=not events)
             events.append(ev)
     except KeyboardInterrupt:  # Ctrl-C is how a watch without --timeout ends: still a result
         print("", file=sys.stderr)
         r.note("interrupted")
         code = ExitCode.INTERRUPTED
     if r.fmt == "json":
-        from kadmin.services.result import Result
+        from kadmin.results import Result
 
-        return inv.emit(Result(command="brokers watch", data=events, exit_code=code))
+        return inv.emit(Result(data=events, exit_code=code), views.broker_events)
     return int(code)
 
 
@@ -227,7 +229,8 @@ def wait(
                               "`brokers list --metadata-dir`)", code="no_broker_epoch")
         kkind = "registered" if registered else "gone" if gone else "fenced" if fenced else "unfenced"
         kcond = svc.KraftWaitCondition(kkind, broker_id)  # type: ignore[arg-type]
-        return inv.emit(svc.kraft_wait(inv.kraft(), kcond, timeout, on_note=inv.renderer.note, asked=timeout))
+        return inv.emit(svc.kraft_wait(inv.kraft(), kcond, timeout, on_note=inv.renderer.note, asked=timeout),
+                        views.brokers_wait)
     if fenced or unfenced:
         from kadmin.errors import ConfigError
 
@@ -241,11 +244,11 @@ def wait(
             cluster = inv.cluster(deadline)
             result = wait_in_sync(cluster, broker_id, _left(deadline) or timeout, on_status=inv.renderer.note,
                                   progress=progress, asked=timeout)
-        return inv.emit(result)
+        return inv.emit(result, views.brokers_wait)
     kind = "registered" if registered else "gone" if gone else "epoch_gt"
     cond = svc.WaitCondition(kind, broker_id, epoch_gt)  # type: ignore[arg-type]
     cluster = inv.cluster(deadline)
-    return inv.emit(svc.wait(cluster, cond, _left(deadline) or timeout, asked=timeout))
+    return inv.emit(svc.wait(cluster, cond, _left(deadline) or timeout, asked=timeout), views.brokers_wait)
 
 
 @command(app, "can-stop")
@@ -268,7 +271,7 @@ def can_stop(
 
     with ScanProgress() as progress:
         result = check(inv.cluster(), broker_id, progress=progress, min_isr_default=min_isr_default)
-    return inv.emit(result)
+    return inv.emit(result, views.can_stop)
 
 
 SHUTDOWN_WHY = ("it sends the epoch-fenced ControlledShutdown request to a ZooKeeper-mode controller, and KRaft has "
@@ -330,7 +333,7 @@ def shutdown(
         result = run(inv.cluster(), broker_id, epoch=epoch, wait=wait_, timeout=timeout, dry_run=dry_run, force=force,
                      connect=kafka_connect(cfg, min(timeout, inv.settings.connect_timeout)),
                      security_protocol=cfg["security_protocol"], listener=listener, progress=progress)
-    return inv.emit(result)
+    return inv.emit(result, views.shutdown)
 
 
 @command(app, "unregister")
@@ -356,7 +359,7 @@ def unregister(
 
         raise ConfigError("unregister is a KRaft operation (UnregisterBroker): give --bootstrap-server; in "
                           "ZooKeeper mode a registration goes when the broker's session ends")
-    return inv.emit(svc.unregister(inv.kraft(), broker_id, force, dry_run))
+    return inv.emit(svc.unregister(inv.kraft(), broker_id, force, dry_run), views.key_values)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -423,7 +426,7 @@ def drain(
     backend = _drain_backend(inv, timeout)
     try:
         return inv.emit(run(backend, broker_id, save=save, dry_run=dry_run, force=force,  # type: ignore[arg-type]
-                            timeout=timeout))
+                            timeout=timeout), views.drain)
     finally:
         backend.close()  # type: ignore[attr-defined]
 
@@ -456,6 +459,6 @@ def undrain(
     backend = _drain_backend(inv, timeout)
     try:
         return inv.emit(run(backend, broker_id, source, dry_run=dry_run, force=force,  # type: ignore[arg-type]
-                            timeout=timeout))
+                            timeout=timeout), views.key_values)
     finally:
         backend.close()  # type: ignore[attr-defined]

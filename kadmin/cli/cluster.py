@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from kadmin.cli.options import Invocation, command
+from kadmin.render import views
 from kadmin.services import cluster as svc
 
 app = typer.Typer(name="cluster", help="Cluster identity: the cluster id and meta.properties checks.",
@@ -26,7 +27,7 @@ def live_id(inv: Invocation) -> tuple[str | None, str]:
 def id_(inv: Invocation) -> int:
     """Print the cluster id (ZooKeeper /cluster/id, or DescribeCluster in KRaft mode)."""
     cid, source = live_id(inv)
-    return inv.emit(svc.cluster_id_result(cid, source))
+    return inv.emit(svc.cluster_id_result(cid, source), views.cluster_id)
 
 
 @command(app, "check-id")
@@ -41,4 +42,4 @@ def check_id(
     An unreadable or invalid file exits 2, named.
     """
     cid, _ = live_id(inv)
-    return inv.emit(svc.check_ids(cid, files))
+    return inv.emit(svc.check_ids(cid, files), views.check_id)

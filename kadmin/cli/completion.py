@@ -10,35 +10,24 @@ from typing import Any
 
 import typer
 
+from kadmin.cli.help import options, walk
+
 SHELLS = ("bash", "zsh", "fish")
 
 
 def command_tree(app: typer.Typer) -> dict[str, dict[str, Any]]:
-    """{"brokers list": {"words": [...], "help": "..."}, ...} for every group and command path."""
-    root = typer.main.get_command(app)
+    """{"brokers list": {"subcommands": [(name, help)...], "options": [(name, help)...]}, ...} for every
+    group and command path ("" is the root), from kadmin/cli/help.py's walk of the tree."""
     tree: dict[str, dict[str, Any]] = {}
-
-    def walk(cmd: Any, path: str) -> None:
-        words: list[str] = []
-        subs = getattr(cmd, "commands", None) or {}
-        for name in sorted(subs):
-            if not getattr(subs[name], "hidden", False):
-                words.append(name)
-        opts: list[tuple[str, str]] = []
-        for p in cmd.params:
-            if getattr(p, "hidden", False) or not getattr(p, "opts", None) or p.param_type_name != "option":
-                continue
-            for o in [*p.opts, *getattr(p, "secondary_opts", [])]:
-                opts.append((o, (getattr(p, "help", "") or "").split(".")[0]))
+    for node in walk(typer.main.get_command(app)):
+        subs = node.command.commands if node.group else {}
+        opts = [(o, (getattr(p, "help", "") or "").split(".")[0])
+                for p in options(node.command) for o in [*p.opts, *getattr(p, "secondary_opts", [])]]
         opts.append(("--help", "Show help"))
-        tree[path] = {
-            "subcommands": [(n, (subs[n].get_short_help_str(60) or "")) for n in words],
+        tree[node.path] = {
+            "subcommands": [(n, (subs[n].get_short_help_str(60) or "")) for n in node.subcommands],
             "options": sorted(set(opts)),
         }
-        for name in words:
-            walk(subs[name], f"{path} {name}".strip())
-
-    walk(root, "")
     return tree
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
 
@@ -10,6 +10,7 @@ import typer
 
 from kadmin.cli.options import Invocation, command
 from kadmin.errors import UsageError
+from kadmin.render import views
 
 app = typer.Typer(name="history", help="Cluster history on Spark: ingest ZooKeeper/KRaft logs, report bounces.",
                   no_args_is_help=True)
@@ -26,7 +27,7 @@ def _time(value: str | None, name: str) -> int | None:
     except ValueError as e:
         raise UsageError(f"{name} {value!r}: give an ISO 8601 time, e.g. 2026-11-21T22:00:00Z") from e
     if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
+        dt = dt.replace(tzinfo=UTC)
     return int(dt.timestamp() * 1000)
 
 
@@ -62,15 +63,18 @@ def ingest(
 
     with ScanProgress() as progress:
         return inv.emit(run(paths, cluster, str(out), master, chroot, progress if progress.enabled else None,
-                            wait_lock=wait_lock, note=inv.renderer.note))
+                            wait_lock=wait_lock, note=inv.renderer.note), views.key_values)
 
 
 @command(app, "report", cluster=False)
 def report(
     inv: Invocation,
     directory: Annotated[Path, typer.Argument(metavar="DIR", help="The event table written by ingest.")],
-    kind: Annotated[str, typer.Argument(metavar="bounces|generations|controllers|isr-churn|epochs")],
-    cluster: Annotated[str | None, typer.Option("--cluster", metavar="NAME", show_default=False)] = None,
+    kind: Annotated[str, typer.Argument(metavar="KIND", help="One of: bounces, generations, controllers, "
+                                        "isr-churn, epochs.")],
+    cluster: Annotated[str | None, typer.Option("--cluster", metavar="NAME", help="Only this cluster's events "
+                                                "(the --cluster name given to ingest); default: every cluster.",
+                                                show_default=False)] = None,
     since: Annotated[str | None, typer.Option("--since", metavar="TIME", help="ISO 8601.", show_default=False)]
     = None,
     until: Annotated[str | None, typer.Option("--until", metavar="TIME", help="ISO 8601.", show_default=False)]
@@ -90,4 +94,4 @@ def report(
     if kind not in KINDS:
         raise UsageError(f"unknown report {kind!r}: choose from {', '.join(KINDS)}")
     return inv.emit(run(str(directory), kind, cluster, _time(since, "--since"), _time(until, "--until"), master,
-                        str(png) if png else None))
+                        str(png) if png else None), views.records, detail=kind)

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from kadmin.cli.options import Invocation, check_broker_id, command
+from kadmin.render import views
 
 app = typer.Typer(name="ids", help="Broker-id assignment: host -> id mappings, missing ids, repair.",
                   no_args_is_help=True)
@@ -48,7 +49,8 @@ def resolve(inv: Invocation, host: HostOpt, config_id: ConfigId = None, meta_pro
     from kadmin.services import ids as svc
 
     with _progress() as progress:
-        return inv.emit(svc.resolve(zk_cluster(inv), host, config_id, meta_properties, reserved_max, progress))
+        return inv.emit(svc.resolve(zk_cluster(inv), host, config_id, meta_properties, reserved_max, progress),
+                        views.ids_decision)
 
 
 @command(app, "claim")
@@ -65,7 +67,7 @@ def claim(inv: Invocation, host: HostOpt, config_id: ConfigId = None, meta_prope
 
     with _progress() as progress:
         return inv.emit(svc.claim(zk_cluster(inv), host, config_id, meta_properties, reserved_max, dry_run,
-                                  progress))
+                                  progress), views.ids_decision)
 
 
 @command(app, "missing")
@@ -74,7 +76,7 @@ def missing(inv: Invocation) -> int:
     from kadmin.services import ids as svc
 
     with _progress() as progress:
-        return inv.emit(svc.missing(zk_cluster(inv), progress))
+        return inv.emit(svc.missing(zk_cluster(inv), progress), views.ids_missing)
 
 
 @command(app, "hosts")
@@ -82,7 +84,7 @@ def hosts(inv: Invocation) -> int:
     """Every host mapping: its id, whether that id is registered now, and from which host."""
     from kadmin.services import ids as svc
 
-    return inv.emit(svc.hosts(zk_cluster(inv)))
+    return inv.emit(svc.hosts(zk_cluster(inv)), views.ids_hosts)
 
 
 @command(app, "map")
@@ -94,7 +96,7 @@ def map_(inv: Invocation, host: Annotated[str, typer.Argument(metavar="HOST")],
     """Point HOST at broker ID. Refuses (exit 7) an id registered from another host unless --force."""
     from kadmin.services import ids as svc
 
-    return inv.emit(svc.map_host(zk_cluster(inv), host, broker_id, force, dry_run))
+    return inv.emit(svc.map_host(zk_cluster(inv), host, broker_id, force, dry_run), views.key_values)
 
 
 @command(app, "unmap")
@@ -103,7 +105,7 @@ def unmap(inv: Invocation, host: Annotated[str, typer.Argument(metavar="HOST")],
     """Delete HOST's mapping (version-checked)."""
     from kadmin.services import ids as svc
 
-    return inv.emit(svc.unmap_host(zk_cluster(inv), host, dry_run))
+    return inv.emit(svc.unmap_host(zk_cluster(inv), host, dry_run), views.key_values)
 
 
 @command(app, "gc")
@@ -124,4 +126,4 @@ def gc(inv: Invocation,
             from kadmin.errors import UsageError
 
             raise UsageError("give --dry-run or --apply, not both (--apply is the default now)")
-    return inv.emit(svc.gc(zk_cluster(inv), not dry_run))
+    return inv.emit(svc.gc(zk_cluster(inv), not dry_run), views.ids_gc)

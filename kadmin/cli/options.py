@@ -28,19 +28,22 @@ import sys
 import time
 import traceback
 from collections.abc import Callable
-from enum import Enum
+from enum import StrEnum
 from typing import Annotated, Any
 
 import typer
 
 from kadmin import interrupts
+from kadmin.cli.help import HelpCommand
 from kadmin.config import MAX_TIMEOUT, ConnectionSettings, Sourced, resolve
 from kadmin.errors import ConfigError, KadminError, UsageError
 from kadmin.exit_codes import CHECK_COMMANDS, ExitCode, Verdict, verdict
 from kadmin.render import Renderer
+from kadmin.render.views import ViewFn
+from kadmin.results import Result
 
 
-class Output(str, Enum):
+class Output(StrEnum):
     auto = "auto"
     table = "table"
     plain = "plain"
@@ -249,8 +252,11 @@ class Invocation:
         self.renderer.warn(f"{option} is deprecated in `kadmin {self.command}` and goes in the next release: "
                            f"{instead}")
 
-    def emit(self, result: Any) -> int:
-        return int(self.renderer.emit(result))
+    def emit(self, result: Result, view: ViewFn, *, detail: str | None = None) -> int:
+        """Print `result` as `view` shows it; its exit code. The JSON envelope's `command` is this command's
+        full name, followed by `detail` when an argument names what was asked (`history report bounces`)."""
+        result.command = self.command if detail is None else f"{self.command} {detail}"
+        return int(self.renderer.emit(result, view))
 
     def close(self) -> None:
         if self._kraft is not None:
@@ -334,11 +340,15 @@ def command(
             code = run_guarded(inv, body, check=full in CHECK_COMMANDS)
             raise typer.Exit(code)
 
+        # Typer reads a command's parameters from its signature: the wrapper's signature is rewritten to be
+        # the command's own parameters plus the shared ones, and `__wrapped__` (set by functools.wraps) is
+        # deleted so that inspect.signature does not follow it back to `fn`. Typer has no public way to add
+        # parameters to every command; this is tested with typer>=0.29,<0.30, the range pyproject.toml pins.
         ctx_param = inspect.Parameter("_kadmin_ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=typer.Context)
         wrapper.__signature__ = sig.replace(parameters=[ctx_param, *own, *extra])  # type: ignore[attr-defined]
         wrapper.__annotations__ = {"_kadmin_ctx": typer.Context, **annotations, "return": None}
         del wrapper.__wrapped__
-        return app.command(name, **typer_kw)(wrapper)
+        return app.command(name, cls=HelpCommand, **typer_kw)(wrapper)  # help that reads as click's
 
     return decorate
 

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from kadmin.cli.options import INT32_MAX, Invocation, check_broker_id, command
+from kadmin.render import views
 from kadmin.render.progress import ScanProgress
 from kadmin.services import partitions as svc
 
@@ -58,7 +59,7 @@ def list_(
     f = svc.Filters(topic, broker, under_replicated, offline, under_min_isr, at_min_isr)
     with ScanProgress() as progress:
         result = svc.list_partitions(inv.cluster(), f, progress=progress, min_isr_default=min_isr_default)
-    return inv.emit(result)
+    return inv.emit(result, views.partitions_list)
 
 
 @command(app, "check")
@@ -72,4 +73,4 @@ def check(inv: Invocation, min_isr_default: MinIsrDefault = 1) -> int:
     """
     with ScanProgress() as progress:
         result = svc.check(inv.cluster(), progress=progress, min_isr_default=min_isr_default)
-    return inv.emit(result)
+    return inv.emit(result, views.partitions_check)

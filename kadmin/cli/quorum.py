@@ -8,8 +8,9 @@ from typing import Annotated, Any
 import typer
 
 from kadmin.cli.options import INT64_MAX, Invocation, command
-from kadmin.domain.quorum_text import DEFAULT_TOOL_FORMAT, TOOL_FORMATS
 from kadmin.errors import ConfigError, UsageError
+from kadmin.render import views
+from kadmin.render.quorum_text import DEFAULT_TOOL_FORMAT, TOOL_FORMATS
 
 ToolFormat = Enum("ToolFormat", {"v" + f.replace(".", "_"): f for f in TOOL_FORMATS}, type=str)  # type: ignore[misc]
 
@@ -60,7 +61,10 @@ def describe(
     if human_readable and status:
         raise UsageError("The option --human-readable is only supported along with --replication")
     q, now_ms = load(inv)
-    return inv.emit(run(q, "status" if status else "replication", human_readable, now_ms, tool_format.value))
+    result = run(q)  # exit 4 without a leader
+    # the text is made here, before anything is printed: clock drift under --human-readable is exit 1
+    view = views.quorum_describe(q, "status" if status else "replication", human_readable, now_ms, tool_format.value)
+    return inv.emit(result, view)
 
 
 @command(app, "check")
@@ -103,4 +107,4 @@ def check(
     from kadmin.services.quorum import check as run
 
     q, now_ms = load(inv)
-    return inv.emit(run(q, CheckLimits(max_lag, max_lag_ms, fetch_timeout_ms, restart), now_ms))
+    return inv.emit(run(q, CheckLimits(max_lag, max_lag_ms, fetch_timeout_ms, restart), now_ms), views.quorum_check)

@@ -3,7 +3,7 @@ brokers, or real Apache Kafka (`--kafka-home`: ZooKeeper mode or KRaft)."""
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -11,7 +11,8 @@ import typer
 
 from kadmin.cli.options import Invocation, command, seconds_or_zero
 from kadmin.domain.text import plural
-from kadmin.services.result import Result
+from kadmin.render import views
+from kadmin.results import Result
 
 app = typer.Typer(name="sandbox", help="A local playground: real ZooKeeper with emulated brokers, or real Kafka "
                   "(--kafka-home).",
@@ -22,7 +23,7 @@ DirOpt = Annotated[Path | None, typer.Option("--dir", metavar="DIR", envvar="KAD
                                              show_default=False)]
 
 
-class Mode(str, Enum):
+class Mode(StrEnum):
     zk = "zk"
     kraft = "kraft"
 
@@ -53,10 +54,10 @@ def _sandbox(directory: Path | None) -> Any:
 def up(
     inv: Invocation,
     brokers: Annotated[int | None, typer.Option(
-        "--brokers", min=1, max=5000, show_default=False,
+        "--brokers", metavar="N", min=1, max=5000, show_default=False,
         help="How many brokers to emulate (default 3). A running sandbox must have this many.")] = None,
     ensemble: Annotated[int | None, typer.Option(
-        "--ensemble", min=1, max=3, show_default=False,
+        "--ensemble", metavar="N", min=1, max=3, show_default=False,
         help="ZooKeeper servers: 1 or 3 (default 1). A running sandbox must have this many.")] = None,
     kafka_home: Annotated[Path | None, typer.Option(
         "--kafka-home", metavar="DIR", envvar="KADMIN_KAFKA_HOME", show_default=False,
@@ -89,9 +90,7 @@ def up(
     state = "already running: " if data["already_running"] else "up: "
     kind = f"Kafka {data['kafka_version']} " if data.get("engine") == "kafka" else ""
     count = plural(len(data["brokers"]), f"{kind}broker")
-    plain = None
     if data.get("mode") == "kraft":
-        plain = data["bootstrap_servers"] + "\n"
         msg = (f"{state}{count} (KRaft); export KADMIN_BOOTSTRAP_SERVER="
                f"{data['bootstrap_servers']} (controllers: KADMIN_BOOTSTRAP_CONTROLLER="
                f"{data['bootstrap_controllers']})")
@@ -100,7 +99,7 @@ def up(
                f"export KADMIN_ZOOKEEPER={data['zookeeper']}")
         if data.get("engine") == "kafka":
             msg += f" (bootstrap servers {data['bootstrap_servers']})"
-    return inv.emit(Result(command="sandbox up", data=data, message=msg, plain=plain))
+    return inv.emit(Result(data=data, message=msg), views.sandbox)
 
 
 @command(app, "status", cluster=False)
@@ -114,10 +113,8 @@ def status(inv: Invocation, directory: DirOpt = None) -> int:
     down = [p for p in data["processes"] if not p["alive"]]  # every engine lists its processes
     from kadmin.exit_codes import ExitCode
 
-    return inv.emit(Result(command="sandbox status", data=data,
-                           exit_code=ExitCode.CONDITION_NOT_MET if down else ExitCode.OK,
-                           message=_not_running(down) if down else None,
-                           plain=data["bootstrap_servers"] + "\n" if data.get("mode") == "kraft" else None))
+    return inv.emit(Result(data=data, exit_code=ExitCode.CONDITION_NOT_MET if down else ExitCode.OK,
+                           message=_not_running(down) if down else None), views.sandbox)
 
 
 @command(app, "bounce", cluster=False)
@@ -142,7 +139,7 @@ def bounce(
         msg = f"broker {broker_id} restarted: pid {data.get('old_pid')} -> {data.get('pid')}, registered and unfenced"
     else:
         msg = f"broker {broker_id} bounced: epoch {data['old_epoch']} -> {data['new_epoch']}"
-    return inv.emit(Result(command="sandbox bounce", data=data, message=msg))
+    return inv.emit(Result(data=data, message=msg), views.key_values)
 
 
 @command(app, "kill", cluster=False)
@@ -159,7 +156,7 @@ def kill(
     In a KRaft sandbox ID may be a controller (3001...): it leaves the quorum until started again.
     """
     data = _sandbox(directory).kill(broker_id, hard)
-    return inv.emit(Result(command="sandbox kill", data=data, message=f"{_what(data, broker_id)} stopped"))
+    return inv.emit(Result(data=data, message=f"{_what(data, broker_id)} stopped"), views.key_values)
 
 
 @command(app, "start", cluster=False)
@@ -173,7 +170,7 @@ def start(inv: Invocation, broker_id: BrokerId, directory: DirOpt = None) -> int
     if data.get("role") == "controller":
         epoch += f", caught up with leader {data.get('controller')}"
     msg = f"{_what(data, broker_id)} started with {epoch}"
-    return inv.emit(Result(command="sandbox start", data=data, message=msg))
+    return inv.emit(Result(data=data, message=msg), views.key_values)
 
 
 @command(app, "down", cluster=False)
@@ -184,4 +181,4 @@ def down(inv: Invocation, directory: DirOpt = None) -> int:
     if data["already_gone"]:
         msg += f"; {len(data['already_gone'])} already gone: " + ", ".join(
             f"{g['process']} (pid {g['pid']}: {g['reason']})" for g in data["already_gone"])
-    return inv.emit(Result(command="sandbox down", data=data, message=msg))
+    return inv.emit(Result(data=data, message=msg), views.sandbox_down)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from kadmin.domain import history as h
@@ -14,7 +14,7 @@ KINDS = ("bounces", "generations", "controllers", "isr-churn", "epochs")
 def iso(ms: int | None) -> str | None:
     if ms is None:
         return None
-    return datetime.fromtimestamp(ms / 1000, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def load(spark: Any, directory: str, cluster: str | None, since_ms: int | None, until_ms: int | None) -> Any:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from collections.abc import Callable
 from typing import Any
+
+from kadmin.results import Progress
 
 
 def session(master: str = "local[2]", app: str = "kadmin-history") -> Any:
@@ -36,7 +37,7 @@ def session(master: str = "local[2]", app: str = "kadmin-history") -> Any:
 class StageProgress:
     """Reports Spark's active stages (completed/total tasks) to a callback while a job runs."""
 
-    def __init__(self, spark: Any, report: Callable[[str, int | None, int], None] | None) -> None:
+    def __init__(self, spark: Any, report: Progress | None) -> None:
         self.spark, self.report = spark, report
         self._stop = threading.Event()
         self._seen: dict[int, int] = {}

@@ -1,7 +1,8 @@
 """Result → text. Data to stdout; warnings, errors and summaries to stderr.
 
 `auto` is a rich table on a terminal and tabulate plain columns on a pipe; `json` is the versioned
-envelope; `ndjson` is one JSON object per line (each item of a list result).
+envelope; `ndjson` is one JSON object per line (each item of a list result). The table and the plain
+text come from the view the command names (kadmin/render/views.py).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import IO, Any
 from kadmin import exit_codes
 from kadmin.exit_codes import ExitCode, Verdict
 from kadmin.render import views
-from kadmin.results import Problem
+from kadmin.results import Problem, Result
 
 RESULT_VERSION = 2  # 2: `status` follows the exit code (check verbs: ok/warning/critical/unknown)
 _TEXT = "\n\t"  # kept in whole texts (plain output we lay out, multi-line messages); escaped in cells
@@ -76,7 +77,11 @@ class Renderer:
         print(f"kadmin: error: {views.inert(message, keep=_TEXT)}", file=self.err, flush=True)
 
     # -- results -----------------------------------------------------------------
-    def emit(self, result: Any) -> ExitCode | Verdict:
+    def emit(self, result: Result, view: views.ViewFn) -> ExitCode | Verdict:
+        """Print `result`: its data as `view` shows it (table, plain) or as JSON, its warnings, errors and
+        message on stderr. The view is made before anything is written, so a view that fails (quorum
+        describe's clock drift) leaves stdout empty."""
+        shown = view(result.data) if self.fmt in ("table", "plain") else None
         for w in result.warnings:
             self.warn(w)
         for e in result.errors:
@@ -89,12 +94,8 @@ class Renderer:
             for item in items:
                 print(dumps(item), file=self.out)
             self.out.flush()
-        elif self.fmt == "plain" and result.plain is not None:
-            self.out.write(views.inert(result.plain, keep=_TEXT))
-            self.out.flush()
-        else:
-            view = views.view_for(result.command, result.data)
-            self._print_view(view)
+        elif shown is not None:
+            self._print_view(shown)
         if result.message:
             self.note(result.message)
         return result.exit_code
@@ -112,9 +113,12 @@ class Renderer:
 
     def _print_view(self, view: views.View) -> None:
         if view.text is not None and self.fmt == "plain":
-            print(views.inert(view.text, keep=_TEXT), file=self.out, flush=True)
+            self.out.write(views.inert(view.text, keep=_TEXT))  # exact: the view ends its lines itself
+            self.out.flush()
             return
         if self.fmt == "table":
+            if not view.headers:  # an empty list of records: nothing to draw
+                return
             from rich.console import Console
             from rich.table import Table
             from rich.text import Text
@@ -134,16 +138,17 @@ class Renderer:
                     disable_numparse=True,
                 )
                 print(text, file=self.out, flush=True)
-            elif view.headers:
+            elif view.header_when_empty:  # else nothing: no rows, no header line (a script sees empty stdout)
                 print("  ".join(view.headers), file=self.out, flush=True)
 
     # -- streams -----------------------------------------------------------------
-    def stream_item(self, command: str, item: dict[str, Any], first: bool) -> None:
-        """One item of a streamed result (watch). `json` collects them for the envelope instead."""
+    def stream_item(self, item: dict[str, Any], view: views.ViewFn, *, first: bool) -> None:
+        """One item of a streamed result (watch), shown as `view` shows a list of one item; the header line
+        comes with the first. `json` collects them for the envelope instead."""
         if self.fmt == "ndjson":
             print(dumps(item), file=self.out, flush=True)
         elif self.fmt != "json":
-            view = views.view_for(command, [item])
+            shown = view([item])
             if first:
-                print(views.fixed(view.headers), file=self.out)
-            print(views.fixed(view.rows[0]), file=self.out, flush=True)
+                print(views.fixed(shown.headers), file=self.out)
+            print(views.fixed(shown.rows[0]), file=self.out, flush=True)

@@ -1,4 +1,14 @@
-"""How each command's data looks as a table (rich on a terminal, tabulate on a pipe)."""
+"""How each command's data looks: a table (rich on a terminal, tabulate on a pipe), or an exact text.
+
+Each command names its view when it emits its result (`inv.emit(result, views.brokers_list)`): a view is a
+function of the result's data (`ViewFn`). There is no table of views by command name and no fallback; a
+command without a view of its own names `key_values` (a dict) or `records` (a list of dicts).
+
+`-o plain` prints a view's `text` exactly when it has one (what scripts capture with `$(kadmin ...)`: a
+broker id, a connect string, kafka-metadata-quorum's text), else its rows in tabulate's plain columns under
+a header line. Without rows it prints nothing (a script sees an empty stdout), unless the view says
+`header_when_empty`. `-o table` always draws the table.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +16,10 @@ import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from kadmin.domain.quorum import QuorumState
 
 
 @dataclass
@@ -14,7 +27,11 @@ class View:
     headers: list[str]
     rows: list[list[Any]] = field(default_factory=list)
     title: str | None = None
-    text: str | None = None  # plain output overriding the table (for `$(kadmin ...)`)
+    text: str | None = None  # -o plain prints exactly this (newlines included) instead of the rows
+    header_when_empty: bool = False  # -o plain prints the header line even without rows
+
+
+ViewFn = Callable[[Any], View]  # a result's data -> how it looks
 
 
 # C0 controls, DEL, C1 controls (0x9b is a one-byte CSI on some terminals), line and paragraph
@@ -57,7 +74,7 @@ def fixed(cells: list[Any], widths: tuple[int, ...] = (24, 12, 6, 14, 14)) -> st
     return " ".join(parts).rstrip()
 
 
-def _brokers_list(data: list[dict[str, Any]]) -> View:
+def brokers_list(data: list[dict[str, Any]]) -> View:
     rows = [
         [b["id"], b["host"], b["port"], b["rack"], b["epoch"], b["session"], b["is_controller"], b["state"],
          b["version"], b["endpoints"]]
@@ -66,7 +83,8 @@ def _brokers_list(data: list[dict[str, Any]]) -> View:
     return View(["ID", "HOST", "PORT", "RACK", "EPOCH", "SESSION", "CONTROLLER", "STATE", "VERSION", "ENDPOINTS"], rows)
 
 
-def _key_values(data: dict[str, Any]) -> View:
+def key_values(data: dict[str, Any]) -> View:
+    """One KEY/VALUE row per key (a `stat` dict as stat.* rows): the view of a command without its own."""
     rows: list[list[Any]] = []
     for k, v in data.items():
         if isinstance(v, dict) and k == "stat":
@@ -76,13 +94,20 @@ def _key_values(data: dict[str, Any]) -> View:
     return View(["KEY", "VALUE"], rows)
 
 
-def _max_epoch(data: dict[str, Any]) -> View:
-    v = _key_values(data)
-    v.text = "" if data["max_broker_epoch"] is None else str(data["max_broker_epoch"])
+def records(data: list[dict[str, Any]]) -> View:
+    """One column per key of the first record (upper-cased): the view of a list without a view of its own."""
+    headers = list(data[0]) if data else []
+    return View([h.upper() for h in headers], [[row.get(h) for h in headers] for row in data])
+
+
+def max_epoch(data: dict[str, Any]) -> View:
+    """Plain output is the bare integer (an empty line when no broker is registered)."""
+    v = key_values(data)
+    v.text = ("" if data["max_broker_epoch"] is None else str(data["max_broker_epoch"])) + "\n"
     return v
 
 
-def _diff(data: dict[str, Any]) -> View:
+def brokers_diff(data: dict[str, Any]) -> View:
     # each listing's epochs (a dead broker's OLD_EPOCH is in the saved listing, a new one's NEW_EPOCH live)
     old, new = data.get("old_epochs", {}), data.get("new_epochs", {})
     rows: list[list[Any]] = [[i, "new", None, new.get(i)] for i in data["new"]]
@@ -93,33 +118,30 @@ def _diff(data: dict[str, Any]) -> View:
     return View(["ID", "CHANGE", "OLD_EPOCH", "NEW_EPOCH"], rows)
 
 
-def _events(data: list[dict[str, Any]]) -> View:
+def broker_events(data: list[dict[str, Any]]) -> View:
+    """`brokers watch`: one row per event (streamed: see Renderer.stream_item)."""
     return View(
         ["AT", "EVENT", "ID", "EPOCH", "OLD_EPOCH"],
         [[e["at"], e["event"], e["id"], e["epoch"], e["old_epoch"]] for e in data],
     )
 
 
-def _wait(data: dict[str, Any]) -> View:
+def brokers_wait(data: dict[str, Any]) -> View:
+    """Plain output is one line: `ID<TAB>CONDITION<TAB>met|not-met<TAB>EPOCH` (--in-sync: the partitions still
+    waiting instead of the epoch)."""
     if "in_sync" in data:  # --in-sync: the partitions still waiting for the broker
         v = View(["TOPIC", "PARTITION"], [[w["topic"], w["partition"]] for w in data["waiting"]])
-        v.text = f"{data['broker_id']}\tin_sync\t{'met' if data['in_sync'] else 'not-met'}\t{len(data['waiting'])}"
+        v.text = f"{data['broker_id']}\tin_sync\t{'met' if data['in_sync'] else 'not-met'}\t{len(data['waiting'])}\n"
         return v
-    v = _key_values(data)
-    v.text = f"{data['broker_id']}\t{data['condition']}\t{'met' if data['met'] else 'not-met'}\t{cell(data['epoch'])}"
+    v = key_values(data)
+    v.text = (f"{data['broker_id']}\t{data['condition']}\t{'met' if data['met'] else 'not-met'}\t"
+              f"{cell(data['epoch'])}\n")
     return v
 
 
-def _generic(data: Any) -> View:
-    if isinstance(data, dict):
-        return _key_values(data)
-    if isinstance(data, list) and data and isinstance(data[0], dict):
-        headers = list(data[0])
-        return View([h.upper() for h in headers], [[row.get(h) for h in headers] for row in data])
-    return View(["VALUE"], [[data]])
-
-
-def _sandbox(data: dict[str, Any]) -> View:
+def sandbox(data: dict[str, Any]) -> View:
+    """`sandbox up/status`: plain output is what to connect to (the ZooKeeper connect string, or a KRaft
+    sandbox's bootstrap servers)."""
     if data.get("engine") == "kafka" and data.get("processes"):
         # real JVMs: one row per process (an epoch exists only in ZooKeeper mode)
         v = View(["ROLE", "ID", "PID", "PORT", "ALIVE", "REGISTERED", "EPOCH"],
@@ -129,20 +151,63 @@ def _sandbox(data: dict[str, Any]) -> View:
     else:
         v = View(["ID", "EPOCH", "CONTROLLER"],
                  [[b, e, b == data.get("controller")] for b, e in data["brokers"].items()])
-    v.text = data.get("zookeeper") or data.get("bootstrap_servers")
+    connect = data["bootstrap_servers"] if data.get("mode") == "kraft" else (data.get("zookeeper")
+                                                                             or data.get("bootstrap_servers"))
+    v.text = None if connect is None else f"{connect}\n"
     return v
 
 
-def _sandbox_down(data: dict[str, Any]) -> View:
+def sandbox_down(data: dict[str, Any]) -> View:
     """One row per process the sandbox started: stopped now, or already gone (and why)."""
     rows = [[p["process"], p["pid"], "stopped", p["reason"]] for p in data["stopped"]]
     rows += [[p["process"], p["pid"], "already-gone", p["reason"]] for p in data["already_gone"]]
     return View(["PROCESS", "PID", "STATE", "REASON"], rows)
 
 
-def _ids_hosts(data: list[dict[str, Any]]) -> View:
+def ids_hosts(data: list[dict[str, Any]]) -> View:
+    """Its header even without mappings (chosen for `ids hosts`, a listing read by people; tested)."""
     return View(["HOST", "BROKER_ID", "REGISTERED", "REGISTERED_FROM"],
-                [[m["host"], m["broker_id"], m["registered"], m["registered_from"]] for m in data])
+                [[m["host"], m["broker_id"], m["registered"], m["registered_from"]] for m in data],
+                header_when_empty=True)
+
+
+def ids_missing(data: list[dict[str, Any]]) -> View:
+    return View(["BROKER_ID", "PARTITIONS", "MAPPED_HOST"],
+                [[m["broker_id"], m["partitions"], m["mapped_host"]] for m in data])
+
+
+def ids_gc(data: list[dict[str, Any]]) -> View:
+    return View(["HOST", "BROKER_ID", "REGISTERED_FROM", "DELETED"],
+                [[g["host"], g["broker_id"], g["registered_from"], g["deleted"]] for g in data])
+
+
+def ids_decision(data: dict[str, Any]) -> View:
+    """`ids resolve/claim`: plain output is the broker id alone."""
+    v = key_values(data)
+    v.text = f"{data['broker_id']}\n"
+    return v
+
+
+def cluster_id(data: dict[str, Any]) -> View:
+    """Plain output is the cluster id alone."""
+    v = key_values(data)
+    v.text = f"{data['cluster_id']}\n"
+    return v
+
+
+def drain(data: dict[str, Any]) -> View:
+    """Plain output: the saved file's path; with --dry-run one line per partition to reorder,
+    `topic<TAB>partition<TAB>replicas<TAB>new replicas`; a refused drain shows its keys and values."""
+    v = key_values(data)
+    refused = bool(data["in_flight"]) and not data["skipped"]  # with --force every in-flight one is skipped
+    if refused:
+        return v
+    if data["dry_run"]:
+        v.text = "".join(f"{r['topic']}\t{r['partition']}\t{','.join(map(str, r['replicas']))}\t"
+                         f"{','.join(map(str, r['new_replicas']))}\n" for r in data["reorder"])
+    else:
+        v.text = f"{data['file']}\n"
+    return v
 
 
 def _min_isr_source(source: str) -> str:
@@ -150,7 +215,7 @@ def _min_isr_source(source: str) -> str:
     return "static" if source.startswith("static") else source
 
 
-def _partitions(data: list[dict[str, Any]]) -> View:
+def partitions_list(data: list[dict[str, Any]]) -> View:
     # MIN_ISR_SOURCE and DELETING come after the original columns, so scripts cutting fields keep working;
     # ELR and LAST_KNOWN_ELR (KIP-966, KRaft) are added last, and only when some partition has one
     elr = any(r.get("elr") or r.get("last_known_elr") for r in data)
@@ -164,32 +229,33 @@ def _partitions(data: list[dict[str, Any]]) -> View:
     )
 
 
-def _check(data: dict[str, Any]) -> View:
+def partitions_check(data: dict[str, Any]) -> View:
     return View(["TOPIC", "PARTITION", "REASONS"],
                 [[f["topic"], f["partition"], "; ".join(f["reasons"])] for f in data["findings"]])
 
 
-def _can_stop(data: dict[str, Any]) -> View:
+def can_stop(data: dict[str, Any]) -> View:
     rows = [[b["topic"], b["partition"], "blocking", b["reason"]] for b in data["blocking"]]
     rows += [[b["topic"], b["partition"], "never", b["reason"]] for b in data["never_satisfiable"]]
     return View(["TOPIC", "PARTITION", "VERDICT", "REASON"], rows)
 
 
-def _shutdown(data: dict[str, Any]) -> View:
-    v = _key_values({k: v for k, v in data.items() if k not in ("remaining_partitions", "can_stop", "request")})
+def shutdown(data: dict[str, Any]) -> View:
+    v = key_values({k: v for k, v in data.items() if k not in ("remaining_partitions", "can_stop", "request")})
     v.rows.append(["remaining_partitions", [f"{r['topic']}-{r['partition']}" for r in data["remaining_partitions"]]])
     if data.get("request"):
         v.rows += [[f"request.{k}", x] for k, x in data["request"].items()]
     return v
 
 
-def _check_id(data: dict[str, Any]) -> View:
+def check_id(data: dict[str, Any]) -> View:
     return View(["PATH", "VERSION", "NODE_ID", "CLUSTER_ID", "MATCH", "ERROR"],
                 [[f["path"], f["version"], f["node_id"], f["cluster_id"], f["match"], f["error"]]
                  for f in data["files"]])
 
 
-def _quorum(data: dict[str, Any]) -> View:
+def quorum_table(data: dict[str, Any]) -> View:
+    """`quorum describe` as a table (its plain text: `quorum_describe`)."""
     order = {"Leader": 0, "Follower": 1, "Down": 2, "Observer": 3}
     reps = sorted(data["voters"] + data["observers"], key=lambda r: order.get(r["status"], 4))
     title = (f"cluster {data['cluster_id']}: leader {data['leader_id']}, epoch {data['leader_epoch']}, "
@@ -200,35 +266,36 @@ def _quorum(data: dict[str, Any]) -> View:
                   r["last_caught_up_timestamp"], r["directory_id"], r["endpoints"]] for r in reps], title=title)
 
 
-def _quorum_check(data: dict[str, Any]) -> View:
-    return View(["LEVEL", "CODE", "MESSAGE"], [[f["level"], f["code"], f["message"]] for f in data["findings"]])
+def quorum_describe(q: QuorumState, which: Literal["status", "replication"], human_readable: bool, now_ms: int,
+                    tool_format: str) -> ViewFn:
+    """`quorum describe`'s view for these options: a table, and as plain text exactly what
+    `kafka-metadata-quorum describe --status|--replication` prints (kadmin/render/quorum_text.py).
+
+    The text is made now, before anything is printed: with --human-readable a timestamp ahead of this
+    machine's clock fails as Kafka's tool fails (exit 1, code clock_drift, one line; "N ms ago" would be a
+    lie), in every output format. `q` must have a leader (services.quorum.describe refuses one without)."""
+    from kadmin.errors import KadminError
+    from kadmin.render.quorum_text import ClockDrift, replication_text, status_text
+
+    try:
+        text = (status_text(q, tool_format) if which == "status"
+                else replication_text(q, human_readable, now_ms, tool_format))
+    except ClockDrift as e:
+        raise KadminError(f"{e}; drop --human-readable to see the raw timestamps", code="clock_drift") from e
+
+    def view(data: dict[str, Any]) -> View:
+        v = quorum_table(data)
+        v.text = text
+        return v
+
+    return view
 
 
-VIEWS: dict[str, Callable[[Any], View]] = {
-    "brokers list": _brokers_list,
-    "brokers show": _key_values,
-    "brokers max-epoch": _max_epoch,
-    "brokers diff": _diff,
-    "brokers watch": _events,
-    "brokers wait": _wait,
-    "partitions list": _partitions,
-    "partitions check": _check,
-    "brokers can-stop": _can_stop,
-    "brokers shutdown": _shutdown,
-    "cluster check-id": _check_id,
-    "quorum check": _quorum_check,
-    "quorum describe": _quorum,
-    "ids missing": lambda data: View(["BROKER_ID", "PARTITIONS", "MAPPED_HOST"],
-                                     [[m["broker_id"], m["partitions"], m["mapped_host"]] for m in data]),
-    "ids hosts": _ids_hosts,
-    "sandbox up": _sandbox,
-    "sandbox status": _sandbox,
-    "sandbox down": _sandbox_down,
-}
-
-
-def view_for(command: str, data: Any) -> View:
-    return VIEWS.get(command, _generic)(data)
+def quorum_check(data: dict[str, Any]) -> View:
+    """Plain output: one line per finding, `LEVEL<TAB>CODE<TAB>MESSAGE` (nothing when all is well)."""
+    v = View(["LEVEL", "CODE", "MESSAGE"], [[f["level"], f["code"], f["message"]] for f in data["findings"]])
+    v.text = "".join(f"{f['level']}\t{f['code']}\t{f['message']}\n" for f in data["findings"])
+    return v
 
 
 # rich's width for a file that is no terminal is 80 columns (it cuts cells with "…"); a table written to a

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -17,7 +17,7 @@ from kadmin.domain.models import Broker, Generation
 from kadmin.domain.znodes import INT32_MAX, INT64_MAX, INT64_MIN, loads_strict, show_value
 from kadmin.errors import ConditionNotMet, NotFound, UsageError
 from kadmin.exit_codes import ExitCode
-from kadmin.services.result import Result
+from kadmin.results import Result
 
 Clock = Callable[[], float]
 
@@ -50,7 +50,6 @@ def _warn_chroot_empty(brokers: list[Broker]) -> list[str]:
 def list_brokers(cluster: Cluster) -> Result:
     listing = cluster.list_brokers()
     return Result(
-        command="brokers list",
         data=[broker_json(b) for b in listing.brokers],
         errors=listing.problems,
         warnings=_warn_chroot_empty(listing.brokers),
@@ -67,7 +66,7 @@ def show_broker(cluster: Cluster, broker_id: int) -> Result:
     data["stat"] = broker.stat.as_dict()
     if broker.error:
         data["error"] = broker.error
-    return Result(command="brokers show", data=data, errors=problems)
+    return Result(data=data, errors=problems)
 
 
 def max_epoch(cluster: Cluster) -> Result:
@@ -80,13 +79,12 @@ def max_epoch(cluster: Cluster) -> Result:
     }
     if found is None:
         return Result(
-            command="brokers max-epoch",
             data=data,
             errors=listing.problems,
             exit_code=ExitCode.CONDITION_NOT_MET,
             message="no broker is registered: there is no max broker epoch",
         )
-    return Result(command="brokers max-epoch", data=data, errors=listing.problems)
+    return Result(data=data, errors=listing.problems)
 
 
 def load_saved_epochs(path: Path) -> dict[int, int]:
@@ -154,7 +152,6 @@ def diff(cluster: Cluster, before: Mapping[int, int], exit_code_on_change: bool 
     parts = [f"{len(d.new)} new", f"{len(d.dead)} dead", f"{len(bounced)} bounced", f"{len(d.unchanged)} unchanged"]
     code = ExitCode.CONDITION_NOT_MET if (exit_code_on_change and d.changed) else ExitCode.OK
     return Result(
-        command="brokers diff",
         data=data,
         errors=listing.problems,
         warnings=warnings,
@@ -164,7 +161,7 @@ def diff(cluster: Cluster, before: Mapping[int, int], exit_code_on_change: bool 
 
 
 def iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def watch(
@@ -259,8 +256,8 @@ def wait_result(broker_id: int, kind: str, fields: Mapping[str, Any], waited_ms:
     says what does not); `fields` are the mode's own keys, between `met` and `waited_ms`."""
     data = {"broker_id": broker_id, "condition": kind, "met": done is not None, **fields, "waited_ms": waited_ms}
     if done is not None:
-        return Result(command="brokers wait", data=data, warnings=list(warnings), message=done)
-    return Result(command="brokers wait", data=data, warnings=list(warnings), exit_code=ExitCode.CONDITION_NOT_MET,
+        return Result(data=data, warnings=list(warnings), message=done)
+    return Result(data=data, warnings=list(warnings), exit_code=ExitCode.CONDITION_NOT_MET,
                   message=f"timed out after {timeout:g}s: {missing()}")
 
 
@@ -299,7 +296,7 @@ def list_kraft_brokers(client: Any) -> Result:
         warnings.append(f"the cluster answers DescribeCluster v{d.version}: fenced brokers are not listed "
                         "(KIP-1073, Kafka 4.0+)")
     rows = [kraft_broker_json(b) for b in sorted(d.brokers, key=lambda b: b.id)]
-    return Result(command="brokers list", data=rows, warnings=warnings)
+    return Result(data=rows, warnings=warnings)
 
 
 def unregister(client: Any, broker_id: int, force: bool, dry_run: bool = False) -> Result:
@@ -321,8 +318,8 @@ def unregister(client: Any, broker_id: int, force: bool, dry_run: bool = False) 
                      "stop it first, or use --force")
     was = None if b is None else ("fenced" if b.fenced else "active")
     if dry_run:
-        return Result(command="brokers unregister", data={"broker_id": broker_id, "unregistered": False,
-                                                           "was": was, "dry_run": True},
+        return Result(data={"broker_id": broker_id, "unregistered": False,
+                             "was": was, "dry_run": True},
                       message=f"would unregister broker {broker_id} (UnregisterBroker); nothing sent")
     interrupts.arm()  # the request may take effect once sent: a Ctrl-C waits until the outcome is reported
     try:
@@ -330,9 +327,9 @@ def unregister(client: Any, broker_id: int, force: bool, dry_run: bool = False) 
     except BaseException:
         interrupts.disarm()  # it failed: nothing to report but the failure (or the interrupt)
         raise
-    return Result(command="brokers unregister", data={"broker_id": broker_id, "unregistered": True,
-                                                       "was": None if b is None else ("fenced" if b.fenced else
-                                                                                      "active")},
+    return Result(data={"broker_id": broker_id, "unregistered": True,
+                         "was": None if b is None else ("fenced" if b.fenced else
+                                                        "active")},
                   message=f"Broker {broker_id} is no longer registered.")
 
 
@@ -538,7 +535,7 @@ def read_registrations(path: Path) -> tuple[dict[int, Any], list[str], dict[str,
 def list_metadata_dir(path: Path) -> Result:
     """`brokers list --metadata-dir DIR`: registrations as this controller's metadata log has them."""
     from kadmin.domain.kraft_registrations import registration_json
-    from kadmin.services.result import Problem
+    from kadmin.results import Problem
 
     regs, damage, info = read_registrations(path)
     rows = [registration_json(regs[i]) for i in sorted(regs)]
@@ -546,7 +543,7 @@ def list_metadata_dir(path: Path) -> Result:
     warnings += [f"{t}: read up to the last complete batch (a write in progress?)" for t in info["tail"]]
     if info["snapshot"] is None and not info["segments"]:
         warnings.append(f"{path}: no snapshot and no log segment")
-    return Result(command="brokers list", data=rows, warnings=warnings,
+    return Result(data=rows, warnings=warnings,
                   errors=[Problem("damaged_metadata_log", d) for d in damage],
                   exit_code=ExitCode.PARTIAL if damage else ExitCode.OK)
 
@@ -596,5 +593,5 @@ def diff_registrations(before: Mapping[int, Any], after: Mapping[int, Any], exit
     nb = len(d.bounced) + len(d.went_backwards)
     parts = [f"{len(d.new)} new", f"{len(d.dead)} dead", f"{nb} bounced", f"{len(d.unchanged)} unchanged"]
     code = ExitCode.CONDITION_NOT_MET if (exit_code_on_change and d.changed) else ExitCode.OK
-    return Result(command="brokers diff", data=data, errors=errors or [], warnings=warnings, exit_code=code,
+    return Result(data=data, errors=errors or [], warnings=warnings, exit_code=code,
                   message=", ".join(parts))

@@ -8,13 +8,13 @@ from typing import Any
 from kadmin.errors import NotFound
 from kadmin.exit_codes import ExitCode
 from kadmin.formats.meta_properties import MetaPropertiesError, parse
-from kadmin.services.result import Result
+from kadmin.results import Result
 
 
 def cluster_id_result(cluster_id: str | None, source: str) -> Result:
     if cluster_id is None:
         raise NotFound("No cluster ID found. The Kafka version is probably too old.")
-    return Result(command="cluster id", data={"cluster_id": cluster_id, "source": source}, plain=cluster_id + "\n")
+    return Result(data={"cluster_id": cluster_id, "source": source})
 
 
 def check_ids(cluster_id: str | None, paths: list[Path]) -> Result:
@@ -46,11 +46,11 @@ def check_ids(cluster_id: str | None, paths: list[Path]) -> Result:
         rows.append(row)
     data = {"cluster_id": cluster_id, "files": rows}
     if broken:
-        return Result(command="cluster check-id", data=data, warnings=warnings, exit_code=ExitCode.USAGE,
+        return Result(data=data, warnings=warnings, exit_code=ExitCode.USAGE,
                       message="; ".join(broken))
     if mismatched:
-        return Result(command="cluster check-id", data=data, warnings=warnings,
+        return Result(data=data, warnings=warnings,
                       exit_code=ExitCode.CONDITION_NOT_MET,
                       message=f"cluster id mismatch: the cluster is {cluster_id}, but " + "; ".join(mismatched))
-    return Result(command="cluster check-id", data=data, warnings=warnings,
+    return Result(data=data, warnings=warnings,
                   message=f"all {len(paths)} files belong to cluster {cluster_id}")

@@ -23,7 +23,7 @@ from kadmin.domain import drain as dom
 from kadmin.domain.drain import Key, PartitionView
 from kadmin.errors import UsageError
 from kadmin.exit_codes import ExitCode
-from kadmin.services.result import Result
+from kadmin.results import Result
 
 POLL_FIRST, POLL_GROWTH, POLL_MAX = 0.1, 1.5, 1.0
 REELECT_EVERY = 2.0
@@ -56,7 +56,7 @@ def default_dir(env: Mapping[str, str] | None = None) -> Path:
 
 
 def _now() -> datetime.datetime:
-    return datetime.datetime.now(datetime.timezone.utc)
+    return datetime.datetime.now(datetime.UTC)
 
 
 def default_path(broker_id: int, now: datetime.datetime | None = None) -> Path:
@@ -186,7 +186,7 @@ def drain(backend: DrainBackend, broker_id: int, *, save: Path | None, dry_run: 
     if plan.sole_replica:
         notes.append(SOLE_REPLICA_NOTE.format(id=broker_id, keys=dom.keys_text(plan.sole_replica)))
     if plan.in_flight and not force:
-        return Result(command="brokers drain", data=data, warnings=notes, exit_code=ExitCode.UNSAFE,
+        return Result(data=data, warnings=notes, exit_code=ExitCode.UNSAFE,
                       message=f"refused: a reassignment is in flight for {dom.keys_text(plan.in_flight)}, which "
                       f"broker {broker_id} hosts; wait for it to finish, or use --force to leave those partitions "
                       "alone and drain the rest")
@@ -196,9 +196,7 @@ def drain(backend: DrainBackend, broker_id: int, *, save: Path | None, dry_run: 
         msg = (f"would reorder {len(plan.reorder)} of the {len(plan.hosted)} partitions broker {broker_id} hosts "
                f"(it goes last) and elect preferred leaders for {len(plan.elect)}; the original order would be saved "
                f"to {path}")
-        lines = "".join(f"{r['topic']}\t{r['partition']}\t{','.join(map(str, r['replicas']))}\t"
-                        f"{','.join(map(str, r['new_replicas']))}\n" for r in data["reorder"])
-        return Result(command="brokers drain", data=data, warnings=warnings + notes, message=msg, plain=lines)
+        return Result(data=data, warnings=warnings + notes, message=msg)
     write_file(path, dom.drain_file(broker_id, plan, _now().isoformat(), {"mode": backend.mode,
                                                                           "where": backend.where}))
     # From here the cluster may change: a Ctrl-C is held back until the outcome is reported
@@ -224,11 +222,11 @@ def drain(backend: DrainBackend, broker_id: int, *, save: Path | None, dry_run: 
     data["remaining"] = dom.keys_json(remaining)
     data["led_after"] = len(remaining)
     if remaining:
-        return Result(command="brokers drain", data=data, warnings=warnings + notes, plain=f"{path}\n",
+        return Result(data=data, warnings=warnings + notes,
                       exit_code=ExitCode.CONDITION_NOT_MET,
                       message=f"broker {broker_id} still leads {len(remaining)} partition(s): "
                       f"{dom.keys_text(remaining)}; the original order is saved in {path}")
-    return Result(command="brokers drain", data=data, warnings=warnings + notes, plain=f"{path}\n",
+    return Result(data=data, warnings=warnings + notes,
                   message=f"broker {broker_id} leads no partition; the original order is saved in {path} "
                   f"(undo: kadmin brokers undrain {broker_id} --from {path})")
 
@@ -268,13 +266,13 @@ def undrain(backend: DrainBackend, broker_id: int, source: Path, *, dry_run: boo
     if plan.gone:
         warnings.append(f"no longer exist: {dom.keys_text(plan.gone)}")
     if plan.in_flight and not force:
-        return Result(command="brokers undrain", data=data, warnings=warnings, exit_code=ExitCode.UNSAFE,
+        return Result(data=data, warnings=warnings, exit_code=ExitCode.UNSAFE,
                       message=f"refused: a reassignment is in flight for {dom.keys_text(plan.in_flight)}; wait for "
                       "it to finish, or use --force to leave those partitions alone")
     if plan.skipped:
         warnings.append(f"--force: left alone (a reassignment is in flight): {dom.keys_text(plan.skipped)}")
     if dry_run:
-        return Result(command="brokers undrain", data=data, warnings=warnings,
+        return Result(data=data, warnings=warnings,
                       message=f"would restore the saved order of {len(plan.restore)} partition(s) and elect "
                       f"preferred leaders for {len(plan.elect)}")
     interrupts.arm()  # as in drain: from here a Ctrl-C is reported with the outcome
@@ -308,9 +306,9 @@ def undrain(backend: DrainBackend, broker_id: int, source: Path, *, dry_run: boo
         out_of_sync = [k for k in lagging if targets[k] not in by_key[k].isr]
         why = (f" (not in sync, so not electable: {dom.keys_text(out_of_sync)}; `kadmin brokers wait {broker_id} "
                "--in-sync` first)") if out_of_sync else ""
-        return Result(command="brokers undrain", data=data, warnings=warnings, exit_code=ExitCode.CONDITION_NOT_MET,
+        return Result(data=data, warnings=warnings, exit_code=ExitCode.CONDITION_NOT_MET,
                       message=f"{len(lagging)} partition(s) are not led by their preferred replica: "
                       f"{dom.keys_text(lagging)}{why}")
-    return Result(command="brokers undrain", data=data, warnings=warnings,
+    return Result(data=data, warnings=warnings,
                   message=f"restored the order of {len(plan.restore)} partition(s); every saved partition is led by "
                   f"its preferred replica (broker {broker_id} leads {data['led_after']})")

@@ -13,9 +13,7 @@ from typing import Any
 from kadmin.domain.text import plural
 from kadmin.errors import ConditionNotMet, ConfigError, KadminError, Unsafe, UsageError
 from kadmin.exit_codes import ExitCode
-from kadmin.services.result import Result
-
-Progress = Callable[[str, int | None, int], None]
+from kadmin.results import Progress, Result
 
 
 class _Spark:
@@ -119,7 +117,7 @@ def ingest(paths: list[str], cluster: str, out: str, master: str, chroot: str | 
     if not found.sources:
         data = {"cluster": cluster, "out": out, "files": 0, "events_parsed": 0, "events_added": 0,
                 "skipped": found.skipped, "unreadable": found.unreadable}
-        return Result(command="history ingest", data=data, warnings=warnings,
+        return Result(data=data, warnings=warnings,
                       exit_code=ExitCode.PARTIAL if found.unreadable else ExitCode.CONDITION_NOT_MET,
                       message="nothing to ingest: no ZooKeeper log.*, KRaft *.log/*.checkpoint or *.ndjson found")
 
@@ -146,7 +144,7 @@ def ingest(paths: list[str], cluster: str, out: str, master: str, chroot: str | 
     warnings += [f"{d['file']}: damaged at offset {d['offset']}: {d['reason']} (records before it were kept)"
                  for d in s.damage]
     warnings += [f"{p}: not a ZooKeeper txn log, KRaft metadata log or kadmin NDJSON file: skipped" for p in s.skipped]
-    return Result(command="history ingest", data=data, warnings=warnings,
+    return Result(data=data, warnings=warnings,
                   exit_code=ExitCode.PARTIAL if s.damage or s.unreadable else ExitCode.OK,
                   message=f"{plural(s.events_added, 'new event')} ({s.events_parsed} parsed) from "
                   f"{plural(s.files, 'file')} ({s.bytes / 1e6:.1f} MB in {plural(s.ranges, 'range')}) into {out}")
@@ -175,5 +173,5 @@ def report(directory: str, kind: str, cluster: str | None, since_ms: int | None,
                     raise ConditionNotMet(f"--png {png}: no broker generations to draw")
                 title = "broker generations" + (f" of {cluster}" if cluster else "")
                 reports.timeline_png(gens, png, title)
-    return Result(command=f"history report {kind}", data=rows,
+    return Result(data=rows,
                   message=f"wrote {png}" if png else None)

@@ -13,8 +13,7 @@ from kadmin.domain.text import plural
 from kadmin.errors import ConditionNotMet, ConfigError, InvalidData, KadminError, NotFound, Unsafe, UsageError
 from kadmin.exit_codes import ExitCode
 from kadmin.formats.meta_properties import MetaPropertiesError, parse
-from kadmin.results import Progress
-from kadmin.services.result import Result
+from kadmin.results import Progress, Result
 
 MAX_ATTEMPTS = 50
 
@@ -73,8 +72,8 @@ def resolve(cluster: Any, host: str, config_id: int | None, meta: Path | None, r
     if need_scan:  # the host's own mapping decides otherwise: an unreadable one leaves the answer unknown
         _refuse_invalid(st, host)
     d = _decide(_inputs(st, host, config_id, mid, reserved_max))
-    return Result(command="ids resolve", data=_decision_json(d, host), errors=st.problems,
-                  plain=f"{d.broker_id}\n", message=f"broker id {d.broker_id} for {host} ({d.rule}): {d.detail}")
+    return Result(data=_decision_json(d, host), errors=st.problems,
+                  message=f"broker id {d.broker_id} for {host} ({d.rule}): {d.detail}")
 
 
 def claim(cluster: Any, host: str, config_id: int | None, meta: Path | None, reserved_max: int, dry_run: bool,
@@ -105,8 +104,7 @@ def claim(cluster: Any, host: str, config_id: int | None, meta: Path | None, res
             data["dry_run"] = dry_run
             msg = (f"would claim {d.broker_id} for {host} ({d.rule}) with one multi: " + "; ".join(writes)
                    if writes else f"{host} already holds {d.broker_id} ({d.rule}): nothing to write")
-            return Result(command="ids claim", data=data, errors=st.problems, message=msg,
-                          plain=f"{d.broker_id}\n")
+            return Result(data=data, errors=st.problems, message=msg)
         try:
             cluster.write_mapping(host, d.broker_id, hosts_version=st.hosts_version,
                                   mapping_version=current[1] if current else None,
@@ -116,7 +114,7 @@ def claim(cluster: Any, host: str, config_id: int | None, meta: Path | None, res
             sleep(min(0.01 * attempt, 0.2))
             continue
         data["attempts"] = attempt
-        return Result(command="ids claim", data=data, errors=st.problems, plain=f"{d.broker_id}\n",
+        return Result(data=data, errors=st.problems,
                       message=f"claimed broker id {d.broker_id} for {host} ({d.rule})")
     raise KadminError(f"gave up after {MAX_ATTEMPTS} attempts: other claims kept winning the race", code="contention")
 
@@ -127,7 +125,7 @@ def missing(cluster: Any, progress: Progress | None = None) -> Result:
     owners = {b: h for h, (b, _) in st.mappings.items()}
     data = [{"broker_id": b, "partitions": len(st.assigned[b]), "mapped_host": owners.get(b),
              "assignments": [{"topic": t, "partition": p} for t, p in sorted(st.assigned[b])]} for b in ids]
-    return Result(command="ids missing", data=data, errors=st.problems,
+    return Result(data=data, errors=st.problems,
                   message=plural(len(ids), "missing id") + (f": {', '.join(map(str, ids))}" if ids else ""))
 
 
@@ -135,7 +133,7 @@ def hosts(cluster: Any) -> Result:
     st = cluster.id_state(with_assignments=False)
     rows = [{"host": h, "broker_id": b, "registered": b in st.registered, "registered_from": st.registered.get(b)}
             for h, (b, _) in sorted(st.mappings.items())]
-    return Result(command="ids hosts", data=rows, errors=st.problems)
+    return Result(data=rows, errors=st.problems)
 
 
 def map_host(cluster: Any, host: str, broker_id: int, force: bool, dry_run: bool = False) -> Result:
@@ -157,20 +155,20 @@ def map_host(cluster: Any, host: str, broker_id: int, force: bool, dry_run: bool
             raise InvalidData(f"/brokers/hosts/{host} holds an invalid mapping ({invalid[0]}): "
                               f"--force replaces it with {broker_id}")
         if current is not None and current[0] == broker_id:
-            return Result(command="ids map", data={"host": host, "broker_id": broker_id, "changed": False},
+            return Result(data={"host": host, "broker_id": broker_id, "changed": False},
                           message=f"{host} already maps to {broker_id}")
         replaced = " (replacing an invalid mapping)" if invalid is not None else ""
         if dry_run:
-            return Result(command="ids map", data={"host": host, "broker_id": broker_id, "changed": False,
-                                                   "dry_run": True},
+            return Result(data={"host": host, "broker_id": broker_id, "changed": False,
+                                "dry_run": True},
                           message=f"would map {host} -> {broker_id}{replaced}")
         try:
             version = current[1] if current else invalid[1] if invalid else None
             cluster.write_mapping(host, broker_id, hosts_version=st.hosts_version, mapping_version=version)
         except Contention:
             continue
-        return Result(command="ids map", data={"host": host, "broker_id": broker_id, "changed": True,
-                                               "previous": current[0] if current else None},
+        return Result(data={"host": host, "broker_id": broker_id, "changed": True,
+                            "previous": current[0] if current else None},
                       message=f"mapped {host} -> {broker_id}{replaced}")
     raise KadminError("gave up: the mappings kept changing", code="contention")
 
@@ -186,22 +184,22 @@ def unmap_host(cluster: Any, host: str, dry_run: bool = False) -> Result:
             what = f"/brokers/hosts/{host}, an invalid mapping ({invalid[0]})"
             data: dict[str, Any] = {"host": host, "broker_id": None, "invalid": invalid[0]}
             if dry_run:
-                return Result(command="ids unmap", data={**data, "dry_run": True}, message=f"would delete {what}")
+                return Result(data={**data, "dry_run": True}, message=f"would delete {what}")
             try:
                 cluster.write_mapping(host, None, hosts_version=st.hosts_version, mapping_version=invalid[1])
             except Contention:
                 continue
-            return Result(command="ids unmap", data=data, message=f"deleted {what}")
+            return Result(data=data, message=f"deleted {what}")
         if current is None:
             raise NotFound(f"{host} has no mapping")
         if dry_run:
-            return Result(command="ids unmap", data={"host": host, "broker_id": current[0], "dry_run": True},
+            return Result(data={"host": host, "broker_id": current[0], "dry_run": True},
                           message=f"would delete /brokers/hosts/{host} (-> {current[0]})")
         try:
             cluster.write_mapping(host, None, hosts_version=st.hosts_version, mapping_version=current[1])
         except Contention:
             continue
-        return Result(command="ids unmap", data={"host": host, "broker_id": current[0]},
+        return Result(data={"host": host, "broker_id": current[0]},
                       message=f"deleted /brokers/hosts/{host} (-> {current[0]})")
     raise KadminError("gave up: the mappings kept changing", code="contention")
 
@@ -226,5 +224,5 @@ def gc(cluster: Any, apply: bool) -> Result:
              "deleted": g.host in deleted} for g in found]
     msg = (f"deleted {len(deleted)} of {len(found)} stale mappings" if apply
            else f"{len(found)} stale mappings (a dry run: nothing deleted)")
-    return Result(command="ids gc", data=rows, errors=st.problems, message=msg,
+    return Result(data=rows, errors=st.problems, message=msg,
                   exit_code=ExitCode.OK)

@@ -15,8 +15,7 @@ from kadmin.domain.models import PartitionState
 from kadmin.domain.text import plural
 from kadmin.errors import NotFound
 from kadmin.exit_codes import ExitCode, Verdict
-from kadmin.results import Problem, Progress
-from kadmin.services.result import Result
+from kadmin.results import Problem, Progress, Result
 
 
 def partition_json(p: PartitionState) -> dict[str, Any]:
@@ -112,7 +111,7 @@ def list_partitions(
     if filters.broker is not None and filters.topic is None:
         require_known_broker(s, filters.broker)
     rows = [partition_json(p) for p in s.partitions if filters.keep(p, s.live)]
-    return Result(command="partitions list", data=rows, errors=s.problems, warnings=warnings)
+    return Result(data=rows, errors=s.problems, warnings=warnings)
 
 
 def check(cluster: Cluster, progress: Progress | None = None, min_isr_default: int = 1) -> Result:
@@ -140,7 +139,7 @@ def check(cluster: Cluster, progress: Progress | None = None, min_isr_default: i
     }[health]
     # The monitoring convention: 0 OK, 1 WARNING, 2 CRITICAL. Problems reading znodes are named in
     # the findings and in `errors` and make the check critical, so a partial read never passes as healthy.
-    return Result(command="partitions check", data=data, errors=list(s.problems), warnings=warnings,
+    return Result(data=data, errors=list(s.problems), warnings=warnings,
                   exit_code=Verdict(int(health)), message=summary)
 
 
@@ -183,7 +182,7 @@ def can_stop(cluster: Cluster, broker_id: int, progress: Progress | None = None,
     else:
         msg = f"broker {broker_id} cannot stop safely: {verdict_summary(v)}"
     # Anything the verdict depends on that could not be read blocks it (exit 1) and is in `errors`.
-    return Result(command="brokers can-stop", data=verdict_json(v), errors=relevant, warnings=warnings,
+    return Result(data=verdict_json(v), errors=relevant, warnings=warnings,
                   exit_code=ExitCode.OK if v.safe else ExitCode.CONDITION_NOT_MET, message=msg)
 
 
@@ -238,9 +237,9 @@ def wait_in_sync(
         "waited_ms": int((clock() - start) * 1000),
     }
     if waiting:
-        return Result(command="brokers wait", data=data, exit_code=ExitCode.CONDITION_NOT_MET, errors=unread,
+        return Result(data=data, exit_code=ExitCode.CONDITION_NOT_MET, errors=unread,
                       message=f"timed out after {asked or timeout:g}s: broker {broker_id} is still missing from the "
                       f"ISR of {plural(len(waiting), 'partition')}: {describe_keys(waiting)}")
-    return Result(command="brokers wait", data=data, errors=unread,
+    return Result(data=data, errors=unread,
                   message=f"broker {broker_id} is in the ISR of all {hosted} partitions it hosts"
                   + (f" that could be read ({plural(len(s.unreadable), 'topic')} could not)" if unread else ""))

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from kadmin.domain import quorum as q_rules
 from kadmin.domain.quorum import CheckLimits, QuorumState
-from kadmin.domain.quorum_text import DEFAULT_TOOL_FORMAT, ClockDrift, replication_text, status_text
 from kadmin.domain.text import plural
-from kadmin.errors import ClusterUnreachable, KadminError
+from kadmin.errors import ClusterUnreachable
 from kadmin.exit_codes import Verdict
-from kadmin.services.result import Result
+from kadmin.results import Result
 
 
 def replica_json(q: QuorumState, r: q_rules.ReplicaState, st: str) -> dict[str, Any]:
@@ -48,23 +47,17 @@ def quorum_json(q: QuorumState) -> dict[str, Any]:
     return data
 
 
-def describe(q: QuorumState, view: Literal["status", "replication"], human_readable: bool, now_ms: int,
-             tool_format: str = DEFAULT_TOOL_FORMAT) -> Result:
-    """Exit 1 (code clock_drift), as Kafka's tool fails, when --human-readable meets a timestamp ahead of
-    this machine's clock: "N ms ago" would be a lie."""
+def describe(q: QuorumState) -> Result:
+    """The quorum as `quorum describe` reports it; exit 4 when it has no leader (kafka-metadata-quorum's
+    text, which the view prints under -o plain, needs one: kadmin/render/quorum_text.py)."""
     if q.leader is None:
         down = [r for r in q.voters if r.down]
         detail = f" ({len(down)} of {plural(len(q.voters), 'voter')} unreachable)" if down else ""
         raise ClusterUnreachable(f"the metadata quorum has no leader right now{detail}; try again shortly")
-    try:
-        text = (status_text(q, tool_format) if view == "status"
-                else replication_text(q, human_readable, now_ms, tool_format))
-    except ClockDrift as e:
-        raise KadminError(f"{e}; drop --human-readable to see the raw timestamps", code="clock_drift") from e
     warnings = []
     if q.mode == "zookeeper" and any(r.down for r in q.voters + q.observers):
         warnings.append("some ensemble members did not answer: shown as Down")
-    return Result(command="quorum describe", data=quorum_json(q), plain=text, warnings=warnings)
+    return Result(data=quorum_json(q), warnings=warnings)
 
 
 def check(q: QuorumState, limits: CheckLimits, now_ms: int) -> Result:
@@ -82,6 +75,5 @@ def check(q: QuorumState, limits: CheckLimits, now_ms: int) -> Result:
     }
     summary = f"{name}: " + ("; ".join(f.message for f in findings) if findings else
                             f"leader {q.leader_id}, {plural(len(q.voters), 'voter')} caught up within the limits")
-    plain = "".join(f"{f.level}\t{f.code}\t{f.message}\n" for f in findings)
-    return Result(command="quorum check", data=data, exit_code=Verdict(level), message=summary, plain=plain)
+    return Result(data=data, exit_code=Verdict(level), message=summary)
 

@@ -23,7 +23,7 @@ from kadmin.domain.text import plural
 from kadmin.domain.znodes import parse_endpoint
 from kadmin.errors import ClusterUnreachable, ConfigError, KadminError, NotFound, Unsupported
 from kadmin.exit_codes import ExitCode
-from kadmin.results import Problem, Progress
+from kadmin.results import Problem, Progress, Result
 from kadmin.services.partitions import (
     describe_keys,
     require_known_broker,
@@ -32,7 +32,6 @@ from kadmin.services.partitions import (
     verdict_problems,
     verdict_summary,
 )
-from kadmin.services.result import Result
 
 NOT_CONTROLLER_CODES = {11, 41}  # STALE_CONTROLLER_EPOCH (what a ZK-mode non-controller says), NOT_CONTROLLER
 STALE_BROKER_EPOCH = 77
@@ -134,13 +133,13 @@ def shutdown(
         msg = (f"would send ControlledShutdown(broker {broker_id}, epoch {epoch}) to controller {controller_id} "
                f"at {endpoint}; " + ("can-stop: safe" if verdict and verdict.safe else
                                      "can-stop: NOT safe" + ("" if safe else ", so it would refuse (--force)")))
-        return Result(command="brokers shutdown", data=data, warnings=warnings, errors=relevant,
+        return Result(data=data, warnings=warnings, errors=relevant,
                       exit_code=ExitCode.OK if safe else ExitCode.UNSAFE, message=msg)
     if not force and verdict is not None and not verdict.safe:
         data["error"] = "UNSAFE"
         data["can_stop"] = verdict_json(verdict)
         blockers = [(b.topic, b.partition) for b in verdict.blocking + verdict.never]
-        return Result(command="brokers shutdown", data=data, warnings=warnings, errors=relevant,
+        return Result(data=data, warnings=warnings, errors=relevant,
                       exit_code=ExitCode.UNSAFE,
                       message=f"refused: broker {broker_id} cannot stop safely: {verdict_summary(verdict)} "
                       f"({describe_keys(blockers)}); see `kadmin brokers can-stop {broker_id}`, or use --force")
@@ -199,7 +198,7 @@ def shutdown(
                 data["shutting_down_until_restart"] = True
             if code == 0 and not reply.remaining:
                 data["error"] = None  # an earlier attempt's NOT_CONTROLLER is no error of the result
-                return Result(command="brokers shutdown", data=data, warnings=warnings,
+                return Result(data=data, warnings=warnings,
                               message=f"controller {controller_id} moved every leadership off broker {broker_id} "
                               f"(epoch {epoch}, ControlledShutdown v{reply.version}, "
                               f"{data['attempts']} attempt{'' if data['attempts'] == 1 else 's'}); "
@@ -209,7 +208,7 @@ def shutdown(
             if code in NOT_CONTROLLER_CODES:
                 data["error"] = error_name(code)
                 if clock() + backoff > deadline:
-                    return Result(command="brokers shutdown", data=data, warnings=warnings,
+                    return Result(data=data, warnings=warnings,
                                   exit_code=ExitCode.REJECTED,
                                   message=f"no controller accepted the request within {timeout:g}s "
                                   f"(last: broker {controller_id} answered {error_name(code)})")
@@ -218,7 +217,7 @@ def shutdown(
                 continue  # re-read /controller and try the new one
             if code == STALE_BROKER_EPOCH:
                 data["error"] = error_name(code)
-                return Result(command="brokers shutdown", data=data, warnings=warnings, exit_code=ExitCode.REJECTED,
+                return Result(data=data, warnings=warnings, exit_code=ExitCode.REJECTED,
                               message=f"broker {broker_id} has re-registered since epoch {epoch}: the controller "
                               "refused a stale controlled shutdown")
             if code != 0:
@@ -227,7 +226,7 @@ def shutdown(
                         else f"the controller answered {error_name(code)}")
                 if code == CLUSTER_AUTHORIZATION_FAILED:
                     what += " (ControlledShutdown needs the CLUSTER_ACTION permission on the cluster resource)"
-                return Result(command="brokers shutdown", data=data, warnings=warnings, exit_code=ExitCode.REJECTED,
+                return Result(data=data, warnings=warnings, exit_code=ExitCode.REJECTED,
                               message=f"{what} (broker {broker_id}, epoch {epoch})")
             # Accepted, but the broker still leads some partitions.
             data["error"] = None
@@ -235,7 +234,7 @@ def shutdown(
             if not wait or interrupts.pending() or clock() + backoff > deadline:
                 alone = _led_alone(cluster, broker_id, keys)
                 data["isr_only_this_broker"] = [{"topic": t, "partition": p} for t, p in alone]
-                return Result(command="brokers shutdown", data=data, warnings=warnings,
+                return Result(data=data, warnings=warnings,
                               exit_code=ExitCode.CONDITION_NOT_MET,
                               message=f"broker {broker_id} still leads {plural(len(keys), 'partition')}: "
                               f"{describe_keys(keys)}"

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from kadmin.cli import docs, exit_docs
+from kadmin.cli.help import leaves, root_command, walk
 from kadmin.exit_codes import CHECK_COMMANDS, ExitCode
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,7 +34,7 @@ def test_every_command_has_its_whole_help_in_the_reference():
     """The reference has each command's full help text, not its first line (which may end mid-sentence)."""
     text = docs.commands_md()
     flat = " ".join(text.split())
-    for path, cmd in docs._commands(docs._root()):
+    for path, cmd in leaves(root_command()):
         assert f"\n## kadmin {path}\n" in text
         for para in docs._paragraphs(cmd.help or ""):
             assert " ".join(para.split()) in flat, (path, para)
@@ -46,7 +47,7 @@ def test_summaries_are_whole_first_paragraphs():
         help = "Reports: broker generations, bounce counts,\ncontroller failovers and epochs.\n\nKIND is one of them."
 
     assert docs.summary(Cmd()) == "Reports: broker generations, bounce counts, controller failovers and epochs."
-    for _path, cmd in docs._commands(docs._root()):
+    for _path, cmd in leaves(root_command()):
         assert not docs.summary(cmd).endswith((",", ";", ":")), _path
 
 
@@ -60,7 +61,7 @@ def test_markdown_escapes_what_would_vanish():
 def test_every_option_of_every_command_is_documented():
     text = docs.commands_md()
     common_tables = text.split("\n## kadmin ", 1)[0]
-    for path, cmd in docs._commands(docs._root()):
+    for path, cmd in leaves(root_command()):
         section = text.split(f"\n## kadmin {path}\n", 1)[1].split("\n## kadmin ", 1)[0]
         for p in cmd.params:
             if not docs._is_option(p) or p.opts[0] == "--help":
@@ -78,7 +79,7 @@ def test_no_help_text_is_eaten_as_rich_markup():
     from rich.text import Text
 
     eaten = []
-    for path, cmd in docs._commands(docs._root()):
+    for path, cmd in leaves(root_command()):
         texts = [cmd.help or ""] + [getattr(p, "help", None) or "" for p in cmd.params]
         for t in texts:
             if Text.from_markup(t).plain != t:
@@ -134,6 +135,136 @@ def test_doc_links_resolve():
 
 
 def test_the_safety_idiom_names_real_commands_that_take_dry_run():
-    commands = dict(docs._commands(docs._root()))
+    commands = dict(leaves(root_command()))
     for path in docs.MUTATING:
         assert any("--dry-run" in p.opts for p in commands[path].params), path
+
+
+# ----------------------------------------------------------------------------- every help line reads as click's
+
+# Typer 0.29's notation, which no kadmin help shows: `{HOST}` and `{PATH...}...` in usage lines, and a type
+# column of `<bool>`, `<int>`, `<str>`, `<float>`, `<path>`, `<list[str]>` or `<a|b|c>` in the panels.
+TYPER_NOTATION = re.compile(r"<(?:bool|int|str|float|path|datetime|uuid|list\[)[^>]*>|<[^<>\s]*\|[^<>\s]*>|\{[^}]*\}")
+
+
+def _help(path: str, columns: int = 250) -> str:
+    from typer.testing import CliRunner
+
+    from kadmin.cli.app import app
+
+    width = str(columns)
+    r = CliRunner().invoke(app, [*path.split(), "--help"], env={"COLUMNS": width, "TERMINAL_WIDTH": width})
+    assert r.exit_code == 0, (path, r.output)
+    return r.output
+
+
+def _usage_line(text: str) -> str:
+    """The `Usage: ...` line of a help text, joined if rich wrapped it."""
+    lines = text.splitlines()
+    i = next(i for i, ln in enumerate(lines) if ln.strip().startswith("Usage:"))
+    out = [lines[i].strip()]
+    for ln in lines[i + 1:]:
+        if not ln.strip():
+            break
+        out.append(ln.strip())
+    return " ".join(out)
+
+
+def test_every_help_reads_as_click_does():
+    """`kadmin --help`, every group's and every command's: no Typer type notation in the usage line or the
+    panels; a flag shows no value; an option's value shows its metavar or its choices."""
+    bad = []
+    for node in walk(root_command()):
+        text = _help(node.path)
+        bad += [(node.path, m.group()) for m in TYPER_NOTATION.finditer(text)]
+        # the reference's usage line is --help's (click wraps a long one at 80 columns, even inside a word)
+        assert "".join(_usage_line(text).split()) == "".join(f"Usage: {docs.usage(node.path, node.command)}".split())
+    assert bad == []
+
+
+def test_usage_lines_name_arguments_as_click_does():
+    assert _usage_line(_help("ids map")) == "Usage: kadmin ids map [OPTIONS] HOST ID"
+    assert _usage_line(_help("history ingest")) == "Usage: kadmin history ingest [OPTIONS] PATH..."
+    assert _usage_line(_help("cluster check-id")) == "Usage: kadmin cluster check-id [OPTIONS] META_PROPERTIES..."
+    assert _usage_line(_help("")) == "Usage: kadmin [OPTIONS] COMMAND [ARGS]..."
+    assert _usage_line(_help("brokers")) == "Usage: kadmin brokers [OPTIONS] COMMAND [ARGS]..."
+
+
+def _row(text: str, option: str) -> str:
+    rows = (" ".join(ln.strip("│ ").split()) for ln in text.splitlines())
+    return next(r for r in rows if r.startswith(f"{option} "))
+
+
+def test_flags_show_no_value_and_options_their_metavar():
+    text = _help("ids map")
+    assert _row(text, "--dry-run") == "--dry-run Say what would change."
+    assert _row(text, "--help").startswith("--help -h Show this message")
+    assert _row(text, "--output").startswith("--output -o auto|table|plain|json|ndjson auto:")
+    assert _row(text, "--zk-tls").startswith("--zk-tls Connect to ZooKeeper over TLS.")
+    assert _row(_help(""), "--version") == "--version Print the version and exit."
+    assert _row(_help("brokers watch"), "--count").startswith("--count N [x>=1] Stop after N events")
+    assert _row(_help("sandbox up"), "--brokers").startswith("--brokers N [1<=x<=5000] How many brokers")
+
+
+def test_a_bound_that_is_only_the_types_limit_is_not_shown():
+    """`[1<=x<=9223372036854775807]` says nothing to an operator: the range reads `[x>=1]`; the check stays."""
+    for path in ("brokers watch", "brokers wait", "brokers shutdown", "quorum check", "partitions check"):
+        text = _help(path)
+        assert "2147483647" not in text and "9223372036854775807" not in text, path
+    assert "9223372036854775807" not in docs.commands_md() and "2147483647" not in docs.commands_md()
+
+
+def test_every_value_is_named():
+    """Every option that takes a value and every argument has a metavar or choices (N, SECONDS, HOST, ...):
+    none falls back to a word for its type."""
+    from kadmin.cli.help import value_name
+
+    unnamed = []
+    for path, cmd in leaves(root_command()):
+        for p in cmd.params:
+            if getattr(p, "hidden", False):
+                continue
+            if p.param_type_name == "argument" and not p.metavar:
+                unnamed.append((path, p.name))
+            if p.param_type_name == "option" and value_name(p) in {"N", "NUMBER", "TEXT", "PATH", "VALUE"} \
+                    and not p.metavar:
+                unnamed.append((path, p.opts[0]))
+    assert unnamed == []
+
+
+def test_every_command_and_group_displays_its_parameters_as_click_does():
+    """A command registered without kadmin's classes (app.command(...) instead of @command) fails here."""
+    from kadmin.cli.help import ReadableHelp
+
+    assert [n.path for n in walk(root_command()) if not isinstance(n.command, ReadableHelp)] == []
+
+
+def test_the_reference_shows_values_as_help_does():
+    text = docs.commands_md()
+    assert "kadmin ids map [OPTIONS] HOST ID\n" in text
+    assert "kadmin history ingest [OPTIONS] PATH...\n" in text
+    for word in ("INTEGER", "<bool>", "<int>", "{ID}"):
+        assert word not in text, word
+
+
+def test_help_text_is_wrapped_to_the_terminal():
+    """Docstrings are wrapped at the source's width and rich kept those breaks: on an 80-column terminal
+    `brokers wait --help` read "saying on / stderr what still / blocks;". Now a description line ends only
+    where the next word would not fit, or where its paragraph ends."""
+    ragged = []
+    for node in walk(root_command()):
+        lines = _help(node.path, columns=80).split("╭", 1)[0].splitlines()
+        start = next(i for i, ln in enumerate(lines) if ln.strip().startswith("Usage:"))
+        start += next(i for i, ln in enumerate(lines[start:]) if not ln.strip())  # after the usage line(s)
+        desc = [ln.rstrip() for ln in lines[start:]]
+        for a, b in zip(desc, desc[1:], strict=False):
+            if a.strip() and b.strip() and len(a.strip()) + 1 + len(b.split()[0]) <= 78:
+                ragged.append((node.path, a.strip(), b.split()[0]))
+    assert ragged == []
+
+
+def test_help_paragraphs_keep_lists():
+    from kadmin.cli.help import paragraphs
+
+    text = "First line\n    goes on.\n\n    - one\n    - two\n      wrapped\n\n    Last."
+    assert paragraphs(text) == ["First line goes on.", "- one\n- two\nwrapped", "Last."]

@@ -4,7 +4,7 @@ Internal errors exit 70 in one line; the check verbs follow the monitoring-plugi
 1 WARNING, 2 CRITICAL, 3 UNKNOWN for anything that prevented a verdict); parse errors from the CLI
 framework are one line, with the JSON envelope when -o json was asked for. Failures are injected only
 at an edge (opening the cluster, loading the quorum); the quorum verdicts come from the emulated KRaft
-server (tests/kraft_server.py), the partitions verdicts from a real ZooKeeper in
+server (tests/support/kraft_server.py), the partitions verdicts from a real ZooKeeper in
 tests/integration/test_partitions_zk.py::test_check_exit_codes.
 """
 
@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from kadmin.exit_codes import CHECK_COMMANDS
-from tests.kraft_server import KraftServer, Scenario
+from tests.support.kraft_server import KraftServer, Scenario
 
 NOWHERE = "127.0.0.1:1"  # loopback port 1 refuses connections at once
 ENVELOPE = {"kadmin_result_version", "command", "status", "exit_code", "data", "errors"}

@@ -15,7 +15,7 @@ import time
 import pytest
 
 from kadmin.sandbox.fleet import BrokerSpec
-from tests.kraft_server import KraftServer, Scenario
+from tests.support.kraft_server import KraftServer, Scenario
 
 pytestmark = pytest.mark.integration
 

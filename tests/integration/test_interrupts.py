@@ -16,7 +16,7 @@ import pytest
 
 from kadmin.cluster.zookeeper import ZkCluster
 from kadmin.sandbox.fleet import BrokerSpec
-from tests.zkwatch import wait_for_new_watcher, watchers
+from tests.support.zkwatch import wait_for_new_watcher, watchers
 
 pytestmark = pytest.mark.integration
 

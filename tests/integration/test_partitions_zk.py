@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from kadmin.sandbox.fleet import BrokerSpec
-from tests.zkwatch import wait_for_new_watcher, watchers
+from tests.support.zkwatch import wait_for_new_watcher, watchers
 
 pytestmark = pytest.mark.integration
 

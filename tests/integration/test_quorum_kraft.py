@@ -1,4 +1,4 @@
-"""KRaft through kafka-python against the kio test server (tests/kraft_server.py): quorum describe
+"""KRaft through kafka-python against the kio test server (tests/support/kraft_server.py): quorum describe
 and check, DescribeQuorum v0/v1/v2, brokers list (DescribeCluster v0-v2), unregister, cluster id.
 
 Real KRaft quorums (Kafka 4.3.1 and 3.9.1) are tested in tests/kafka/test_real_kraft_quorum.py.
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.kraft_server import KraftServer, Listener, Quorum, Replica, Scenario, VoterNode
+from tests.support.kraft_server import KraftServer, Listener, Quorum, Replica, Scenario, VoterNode
 
 pytestmark = pytest.mark.integration
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"

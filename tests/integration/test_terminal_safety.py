@@ -11,8 +11,8 @@ import json
 import pytest
 
 from kadmin.render import Renderer, views
+from kadmin.results import Result
 from kadmin.sandbox.fleet import BrokerSpec
-from kadmin.services.result import Result
 
 pytestmark = pytest.mark.integration
 
@@ -69,7 +69,7 @@ def test_titles_and_diagnostics_are_escaped_too(tmp_path):
     r = Renderer("table", out=out, err=err)
     data = {"cluster_id": MARKUP + ESCAPES, "leader_id": 1, "leader_epoch": 1, "high_watermark": 1,
             "max_follower_lag": 0, "voters": [], "observers": []}
-    r.emit(Result(command="quorum describe", data=data, warnings=[f"/brokers/ids/9: host {ESCAPES}"]))
+    r.emit(Result(data=data, warnings=[f"/brokers/ids/9: host {ESCAPES}"]), views.quorum_table)
     out.seek(0)
     err.seek(0)
     text, diag = out.read(), err.read()

@@ -18,7 +18,7 @@ import time
 import pytest
 
 from kadmin.sandbox.fleet import BrokerSpec
-from tests.zkwatch import wait_for_new_watcher, watchers
+from tests.support.zkwatch import wait_for_new_watcher, watchers
 
 pytestmark = pytest.mark.integration
 

@@ -14,7 +14,7 @@ from kazoo.client import KazooClient
 from kadmin.cluster.zookeeper import ZkCluster, ZkConnection
 from kadmin.sandbox.fleet import BrokerSpec, ThreadedFleet
 from kadmin.services import brokers as svc
-from tests.zkwatch import wait_for_new_watcher, watchers
+from tests.support.zkwatch import wait_for_new_watcher, watchers
 
 pytestmark = pytest.mark.integration
 

@@ -11,9 +11,8 @@ from kadmin.cluster.connect import split_connect_string
 from kadmin.config import Sourced, parse_auth, resolve
 from kadmin.errors import ConfigError, UsageError
 from kadmin.exit_codes import ExitCode
-from kadmin.render import Renderer
-from kadmin.results import Problem
-from kadmin.services.result import Result
+from kadmin.render import Renderer, views
+from kadmin.results import Problem, Result
 
 
 def test_flag_beats_context_and_context_fills_the_rest(tmp_path):
@@ -69,8 +68,8 @@ def test_connect_strings(value, expected):
 def test_json_envelope_and_partial_status():
     out = io.StringIO()
     err = io.StringIO()
-    r = Result(command="brokers list", data=[{"id": 1}], errors=[Problem("invalid_znode", "/brokers/ids/2: bad")])
-    code = Renderer("json", out=out, err=err).emit(r)
+    r = Result(data=[{"id": 1}], errors=[Problem("invalid_znode", "/brokers/ids/2: bad")], command="brokers list")
+    code = Renderer("json", out=out, err=err).emit(r, views.brokers_list)
     doc = json.loads(out.getvalue())
     assert code == ExitCode.PARTIAL == doc["exit_code"]
     assert doc == {"kadmin_result_version": 2, "command": "brokers list", "status": "partial", "exit_code": 5,
@@ -80,12 +79,12 @@ def test_json_envelope_and_partial_status():
 
 def test_ndjson_prints_one_object_per_line():
     out = io.StringIO()
-    Renderer("ndjson", out=out, err=io.StringIO()).emit(Result(command="x", data=[{"a": 1}, {"a": 2}]))
+    Renderer("ndjson", out=out, err=io.StringIO()).emit(Result(data=[{"a": 1}, {"a": 2}]), views.records)
     assert [json.loads(line) for line in out.getvalue().splitlines()] == [{"a": 1}, {"a": 2}]
 
 
 def test_max_epoch_plain_is_the_bare_integer():
     out = io.StringIO()
     data = {"max_broker_epoch": 4294967397, "broker_id": 3, "brokers": 3}
-    Renderer("plain", out=out, err=io.StringIO()).emit(Result(command="brokers max-epoch", data=data))
+    Renderer("plain", out=out, err=io.StringIO()).emit(Result(data=data), views.max_epoch)
     assert out.getvalue() == "4294967397\n"

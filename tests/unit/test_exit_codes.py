@@ -17,8 +17,7 @@ from kadmin.exit_codes import (
     status,
     verdict,
 )
-from kadmin.results import Problem
-from kadmin.services.result import Result
+from kadmin.results import Problem, Result
 
 
 def test_every_exit_code_has_a_description_and_a_status():
@@ -57,13 +56,13 @@ def test_a_check_verb_exit_that_is_no_verdict_is_unknown(code, want):
 
 
 def test_result_status_follows_its_exit_code():
-    assert Result("x", None).status == "success"
-    assert Result("x", None, errors=[Problem("p", "m")]).status == "partial"  # errors make a result partial
-    assert Result("x", None, exit_code=ExitCode.CONDITION_NOT_MET).status == "condition_not_met"
-    assert Result("x", None, exit_code=ExitCode.INTERRUPTED).status == "interrupted"
-    assert Result("c", None, exit_code=Verdict.WARNING).status == "warning"
-    assert Result("c", None, exit_code=Verdict.CRITICAL, errors=[Problem("p", "m")]).status == "critical"
-    ok = Result("c", None, exit_code=Verdict.OK, errors=[Problem("p", "m")])
+    assert Result(None).status == "success"
+    assert Result(None, errors=[Problem("p", "m")]).status == "partial"  # errors make a result partial
+    assert Result(None, exit_code=ExitCode.CONDITION_NOT_MET).status == "condition_not_met"
+    assert Result(None, exit_code=ExitCode.INTERRUPTED).status == "interrupted"
+    assert Result(None, exit_code=Verdict.WARNING).status == "warning"
+    assert Result(None, exit_code=Verdict.CRITICAL, errors=[Problem("p", "m")]).status == "critical"
+    ok = Result(None, exit_code=Verdict.OK, errors=[Problem("p", "m")])
     assert (ok.exit_code, ok.status) == (Verdict.OK, "ok")  # a verdict is never turned into PARTIAL (5)
 
 

@@ -210,7 +210,7 @@ def pki(tmp_path_factory):
     from cryptography.x509.oid import NameOID
 
     d = tmp_path_factory.mktemp("pki")
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
 
     def cert(cn, key, issuer_cert, issuer_key, ca=False, san=None):
         name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kadmin.render.views import view_for
+from kadmin.render.views import partitions_list
 
 
 def row(topic: str, elr: list[int] | None, last_known: list[int] | None) -> dict[str, Any]:
@@ -14,11 +14,11 @@ def row(topic: str, elr: list[int] | None, last_known: list[int] | None) -> dict
 
 
 def test_no_elr_anywhere_keeps_the_columns_scripts_cut() -> None:
-    v = view_for("partitions list", [row("a", None, None), row("b", [], [])])
+    v = partitions_list([row("a", None, None), row("b", [], [])])
     assert v.headers[-1] == "DELETING" and all(len(r) == len(v.headers) for r in v.rows)
 
 
 def test_an_elr_adds_elr_and_last_known_elr_last() -> None:
-    v = view_for("partitions list", [row("a", [2], []), row("b", None, None)])
+    v = partitions_list([row("a", [2], []), row("b", None, None)])
     assert v.headers[-2:] == ["ELR", "LAST_KNOWN_ELR"]
     assert [r[-2:] for r in v.rows] == [[[2], []], [[], []]]

@@ -4,6 +4,7 @@ tables on a pipe, counted nouns that agree, and `brokers diff` showing both list
 from __future__ import annotations
 
 import io
+import json
 from dataclasses import dataclass
 
 import pytest
@@ -13,34 +14,111 @@ from kadmin.domain.kraft_registrations import Saved
 from kadmin.domain.models import Broker, Registration, Stat
 from kadmin.domain.text import plural
 from kadmin.render import Renderer, views
+from kadmin.results import Result
 from kadmin.services import brokers
-from kadmin.services.result import Result
 
 pytestmark = pytest.mark.timeout(30)
 
 
-def plain(command: str, data: object) -> str:
+def plain(view: views.ViewFn, data: object) -> str:
     out = io.StringIO()
-    Renderer("plain", out=out, err=io.StringIO()).emit(Result(command=command, data=data))
+    Renderer("plain", out=out, err=io.StringIO()).emit(Result(data=data), view)
     return out.getvalue()
 
 
-def table(command: str, data: object) -> str:
+def table(view: views.ViewFn, data: object) -> str:
     out = io.StringIO()
-    Renderer("table", out=out, err=io.StringIO()).emit(Result(command=command, data=data))
+    Renderer("table", out=out, err=io.StringIO()).emit(Result(data=data), view)
     return out.getvalue()
 
 
 # ---------------------------------------------------------------------------- ids hosts
 def test_ids_hosts_without_mappings_prints_its_own_header_not_a_value_column():
-    assert plain("ids hosts", []).split() == ["HOST", "BROKER_ID", "REGISTERED", "REGISTERED_FROM"]
-    assert "VALUE" not in table("ids hosts", [])
+    assert plain(views.ids_hosts, []).split() == ["HOST", "BROKER_ID", "REGISTERED", "REGISTERED_FROM"]
+    assert "VALUE" not in table(views.ids_hosts, [])
+
+
+# ---------------------------------------------------------------------------- nothing found: nothing printed
+@pytest.mark.parametrize(("view", "data"), [
+    (views.partitions_check, {"status": "ok", "partitions": 13, "findings": [], "deleting": []}),
+    (views.can_stop, {"broker_id": 3, "safe": True, "hosted_partitions": 11, "blocking": [], "never_satisfiable": []}),
+    (views.brokers_list, []),
+    (views.partitions_list, []),
+    (views.ids_missing, []),
+    (views.ids_gc, []),
+    (views.records, []),
+    (views.brokers_diff, {"new": [], "dead": [], "bounced": [], "unchanged": []}),
+    (views.sandbox_down, {"dir": "/tmp/sb", "stopped": [], "already_gone": []}),
+    (views.quorum_check, {"findings": []}),
+])
+def test_plain_prints_nothing_when_nothing_is_found(view, data):
+    """`partitions check | wc -l` is 0 when all is well: no header line without rows (the verdict is on stderr)."""
+    assert plain(view, data) == ""
+
+
+def test_table_keeps_its_header_when_nothing_is_found():
+    text = table(views.can_stop, {"broker_id": 3, "safe": True, "hosted_partitions": 1, "blocking": [],
+                                  "never_satisfiable": []})
+    assert "VERDICT" in text and "REASON" in text
+    assert "REASONS" in table(views.partitions_check, {"status": "ok", "partitions": 1, "findings": [],
+                                                       "deleting": []})
+
+
+def test_plain_rows_keep_their_header():
+    data = {"broker_id": 3, "safe": False, "hosted_partitions": 2, "never_satisfiable": [],
+            "blocking": [{"topic": "t", "partition": 0, "reason": "would lose its leader"}]}
+    assert [ln.split()[:3] for ln in plain(views.can_stop, data).splitlines()] == [
+        ["TOPIC", "PARTITION", "VERDICT"], ["t", "0", "blocking"]]
+
+
+# ---------------------------------------------------------------------------- plain text views
+@pytest.mark.parametrize(("view", "data", "text"), [
+    (views.max_epoch, {"max_broker_epoch": 4294967397, "broker_id": 3, "brokers": 3}, "4294967397\n"),
+    (views.max_epoch, {"max_broker_epoch": None, "broker_id": None, "brokers": 0}, "\n"),
+    (views.cluster_id, {"cluster_id": "MkU3OEVBNTcwNTJENDM2Qg", "source": "DescribeCluster"},
+     "MkU3OEVBNTcwNTJENDM2Qg\n"),
+    (views.ids_decision, {"broker_id": 1001, "rule": "new", "host": "h", "missing_ids": [], "detail": "d"},
+     "1001\n"),
+    (views.brokers_wait, {"broker_id": 3, "condition": "epoch_gt", "met": True, "epoch": 304, "waited_ms": 1},
+     "3\tepoch_gt\tmet\t304\n"),
+    (views.quorum_check, {"findings": [{"level": "WARNING", "code": "voter_lagging", "message": "3002 lags"}]},
+     "WARNING\tvoter_lagging\t3002 lags\n"),
+    (views.sandbox, {"mode": "kraft", "zookeeper": None, "bootstrap_servers": "127.0.0.1:9092", "brokers": {}},
+     "127.0.0.1:9092\n"),
+    (views.sandbox, {"zookeeper": "127.0.0.1:2181/kafka", "brokers": {1: 10}}, "127.0.0.1:2181/kafka\n"),
+])
+def test_a_views_plain_text_is_printed_exactly(view, data, text):
+    assert plain(view, data) == text
+
+
+def _drain(**kw: object) -> dict[str, object]:
+    data: dict[str, object] = {"dry_run": False, "file": "/state/broker-1.json", "in_flight": [], "skipped": [],
+                               "reorder": [{"topic": "t", "partition": 0, "replicas": [1, 2], "new_replicas": [2, 1]}]}
+    return {**data, **kw}
+
+
+def test_drain_plain_is_the_saved_file_or_the_dry_runs_reorderings():
+    assert plain(views.drain, _drain()) == "/state/broker-1.json\n"
+    assert plain(views.drain, _drain(dry_run=True, file=None)) == "t\t0\t1,2\t2,1\n"
+    key = {"topic": "t", "partition": 0}
+    assert plain(views.drain, _drain(in_flight=[key], skipped=[key])) == "/state/broker-1.json\n"  # --force
+    refused = plain(views.drain, _drain(in_flight=[key]))  # exit 7: no file was written, its keys are shown
+    assert refused.splitlines()[0].split() == ["KEY", "VALUE"] and refused != "/state/broker-1.json\n"
+
+
+def test_the_envelope_names_the_command_the_cli_stamps(capsys):
+    from kadmin.cli.options import Invocation, Output
+
+    for name, detail, said in [("brokers list", None, "brokers list"),
+                               ("history report", "bounces", "history report bounces")]:
+        Invocation(name, {}, None, Output.json, False).emit(Result(data=[]), views.records, detail=detail)
+        assert json.loads(capsys.readouterr().out)["command"] == said
 
 
 def test_ids_hosts_rows():
     data = [{"host": "h1", "broker_id": 1001, "registered": True, "registered_from": "h1"},
             {"host": "h2", "broker_id": 1002, "registered": False, "registered_from": None}]
-    lines = plain("ids hosts", data).splitlines()
+    lines = plain(views.ids_hosts, data).splitlines()
     assert [ln.split() for ln in lines] == [["HOST", "BROKER_ID", "REGISTERED", "REGISTERED_FROM"],
                                            ["h1", "1001", "yes", "h1"], ["h2", "1002", "no", "-"]]
 
@@ -50,11 +128,11 @@ def test_sandbox_down_is_one_row_per_process():
     data = {"dir": "/tmp/sb",
             "stopped": [{"process": "zookeeper", "pid": 41, "reason": "start time and command line match"}],
             "already_gone": [{"process": "brokers", "pid": 42, "reason": "not running"}]}
-    lines = plain("sandbox down", data).splitlines()
+    lines = plain(views.sandbox_down, data).splitlines()
     assert lines[0].split() == ["PROCESS", "PID", "STATE", "REASON"]
     assert lines[1].split() == ["zookeeper", "41", "stopped", "start", "time", "and", "command", "line", "match"]
     assert lines[2].split() == ["brokers", "42", "already-gone", "not", "running"]
-    assert "process=" not in plain("sandbox down", data)  # no dict flattened into one cell
+    assert "process=" not in plain(views.sandbox_down, data)  # no dict flattened into one cell
 
 
 # ---------------------------------------------------------------------------- -o table on a pipe
@@ -70,7 +148,7 @@ def test_table_on_a_pipe_is_not_cut_at_80_columns(monkeypatch):
     monkeypatch.delenv("COLUMNS", raising=False)
     host = "broker-with-a-long-name." + "x" * 100 + ".example"
     data = [{"host": host, "broker_id": 1, "registered": True, "registered_from": host}]
-    text = table("ids hosts", data)
+    text = table(views.ids_hosts, data)
     assert host in text and "…" not in text
 
 
@@ -93,7 +171,7 @@ class Listed:
 def test_brokers_diff_shows_a_dead_brokers_old_epoch_and_a_new_brokers_epoch():
     r = brokers.diff(Listed({1: 10, 3: 35, 4: 40}), {1: 10, 2: 20, 3: 30})  # type: ignore[arg-type]
     assert r.data["old_epochs"] == {1: 10, 2: 20, 3: 30} and r.data["new_epochs"] == {1: 10, 3: 35, 4: 40}
-    rows = [ln.split() for ln in plain("brokers diff", r.data).splitlines()]
+    rows = [ln.split() for ln in plain(views.brokers_diff, r.data).splitlines()]
     assert rows == [["ID", "CHANGE", "OLD_EPOCH", "NEW_EPOCH"], ["1", "unchanged", "10", "10"],
                     ["2", "dead", "20", "-"], ["3", "bounced", "30", "35"], ["4", "new", "-", "40"]]
 
@@ -101,7 +179,7 @@ def test_brokers_diff_shows_a_dead_brokers_old_epoch_and_a_new_brokers_epoch():
 def test_kraft_brokers_diff_has_the_same_epoch_maps():
     r = brokers.diff_registrations({1: Saved(5, "a"), 2: Saved(7, "b")}, {1: Saved(6, "c")})
     assert r.data["old_epochs"] == {1: 5, 2: 7} and r.data["new_epochs"] == {1: 6}
-    rows = [ln.split() for ln in plain("brokers diff", r.data).splitlines()]
+    rows = [ln.split() for ln in plain(views.brokers_diff, r.data).splitlines()]
     assert ["2", "dead", "7", "-"] in rows
 
 

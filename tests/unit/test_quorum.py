@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from kadmin.domain.quorum import CheckLimits, QuorumState, ReplicaState, check, exit_level, lag, max_follower_lag
-from kadmin.domain.quorum_text import replication_text, status_text
+from kadmin.render.quorum_text import replication_text, status_text
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 NOW = 1_700_000_010_000
@@ -188,7 +188,7 @@ def test_human_readable_refuses_a_timestamp_ahead_of_the_clock_as_kafkas_tool_do
     """Kafka's relativeTimeMs throws on a timestamp after now (clock drift): never "0 ms ago" silently."""
     from dataclasses import replace
 
-    from kadmin.domain.quorum_text import ClockDrift
+    from kadmin.render.quorum_text import ClockDrift
 
     q = quorum()
     ahead = replace(q.voters[1], **{field: NOW + 250})
@@ -207,17 +207,19 @@ def test_human_readable_refuses_a_timestamp_ahead_of_the_clock_as_kafkas_tool_do
                          human_readable=True, now_ms=NOW)
 
 
-def test_describe_service_fails_with_one_line_and_exit_1_on_clock_drift():
+def test_describe_view_fails_with_one_line_and_exit_1_on_clock_drift():
     from dataclasses import replace
 
     from kadmin.errors import KadminError
+    from kadmin.render import views
     from kadmin.services.quorum import describe
 
     q = quorum()
     drifted = quorum(observers=(replace(q.observers[0], last_fetch_timestamp=NOW + 5), q.observers[1]))
     with pytest.raises(KadminError) as e:
-        describe(drifted, "replication", True, NOW)
+        views.quorum_describe(drifted, "replication", True, NOW, "4.1")  # made before anything is printed
     assert e.value.code == "clock_drift" and int(e.value.exit_code) == 1
     assert "possible drift in system clock" in e.value.message and "\n" not in e.value.message
     # without --human-readable the raw timestamps are shown, no error
-    assert str(NOW + 5) in describe(drifted, "replication", False, NOW).plain
+    view = views.quorum_describe(drifted, "replication", False, NOW, "4.1")
+    assert str(NOW + 5) in view(describe(drifted).data).text

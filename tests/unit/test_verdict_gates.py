@@ -13,9 +13,9 @@ from kadmin.domain import znodes
 from kadmin.domain.ids import decode_mapping
 from kadmin.domain.models import PartitionState
 from kadmin.errors import UsageError
-from kadmin.render import Renderer, dumps
+from kadmin.render import Renderer, dumps, views
+from kadmin.results import Result
 from kadmin.services.brokers import parse_saved_epochs
-from kadmin.services.result import Result
 
 HUGE = "9" * 5000  # beyond Python's 4300-digit int-conversion limit
 DEEP = "[" * 200_000 + "]" * 200_000
@@ -107,11 +107,11 @@ def test_json_output_never_contains_non_finite_numbers():
     assert "NaN" not in text and "Infinity" not in text
     assert json.loads(text) == {"a": None, "b": [None, None, 1.5], "c": {"d": [None]}}
     out = io.StringIO()
-    Renderer("json", out=out, err=io.StringIO()).emit(Result(command="x", data=data))
+    Renderer("json", out=out, err=io.StringIO()).emit(Result(data=data), views.key_values)
     doc = json.loads(out.getvalue(), parse_constant=lambda c: pytest.fail(f"bare {c} in JSON output"))
     assert doc["data"]["b"] == [None, None, 1.5]
     out = io.StringIO()
-    Renderer("ndjson", out=out, err=io.StringIO()).emit(Result(command="x", data=[data]))
+    Renderer("ndjson", out=out, err=io.StringIO()).emit(Result(data=[data]), views.records)
     assert "NaN" not in out.getvalue() and "Infinity" not in out.getvalue()
 
 

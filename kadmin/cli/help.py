@@ -1,0 +1,225 @@
+"""How kadmin's help reads, and the one walk of its command tree.
+
+`walk(root)` is the only walk of the command tree: the commands reference (kadmin/cli/docs.py), the
+shell completion scripts (kadmin/cli/completion.py) and the tests that cover every command
+(tests/kafka/test_real_kraft_every_command.py) all use it, so they list the same commands.
+
+The help reads as click's (and so most tools a Kafka operator knows): `Usage: kadmin ids map [OPTIONS]
+HOST ID`, `kadmin history ingest [OPTIONS] PATH...`, a flag without a value, an option's value by its
+metavar (N, SECONDS, HOST:PORT, FILE, ...) or its choices. Typer 0.29 instead prints required
+arguments as `{HOST} {ID}` and `{PATH...}...`, and a type column of `<bool>`, `<int>`, `<str>`,
+`<list[str]>`, `<auto|table|...>`. Typer builds its TyperArgument and TyperOption objects itself
+(typer.main._get_param) with no hook for another parameter class, so kadmin's command classes
+(ReadableHelp: HelpCommand, HelpGroup, and app.py's KadminGroup) re-class each parameter, the help
+option too, on first use to a subclass that overrides only how it is displayed (`get_usage_pieces`,
+click's public API; `display_type_rich` and `_get_number_range_help_str`, Typer's). The subclasses add
+no state, so the objects stay the ones Typer parses with. Tested with the Typer range pinned in
+pyproject.toml (>=0.29,<0.30); tests/cli/test_docs.py renders every command's help and fails on
+Typer's notation.
+"""
+
+from __future__ import annotations
+
+import enum
+import inspect
+import re
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
+
+# ----------------------------------------------------------------------------- the command tree
+
+
+@dataclass(frozen=True)
+class Node:
+    """One command of the tree: `path` is "" for the root, "brokers" for a group, "brokers list" for a leaf."""
+
+    path: str
+    command: Any
+    subcommands: tuple[str, ...]  # the visible subcommands' names, sorted; () for a leaf
+    group: bool
+
+    @property
+    def leaf(self) -> bool:
+        return not self.group
+
+
+def walk(root: Any) -> list[Node]:
+    """Every visible command under `root` (a click command), the root first, each group before its
+    subcommands, subcommands by name. Hidden commands (and what is under them) are left out."""
+    out: list[Node] = []
+
+    def visit(cmd: Any, path: str) -> None:
+        group = getattr(cmd, "commands", None) is not None
+        subs: dict[str, Any] = getattr(cmd, "commands", None) or {}
+        names = tuple(n for n in sorted(subs) if not getattr(subs[n], "hidden", False))
+        out.append(Node(path, cmd, names, group))
+        for name in names:
+            visit(subs[name], f"{path} {name}".strip())
+
+    visit(root, "")
+    return out
+
+
+def leaves(root: Any) -> list[tuple[str, Any]]:
+    """(path, command) for every visible leaf command, by path."""
+    return [(n.path, n.command) for n in walk(root) if n.leaf]
+
+
+def root_command() -> Any:
+    """kadmin's root click command, built from the Typer app."""
+    import typer
+
+    from kadmin.cli.app import app
+
+    return typer.main.get_command(app)
+
+
+def options(cmd: Any) -> list[Any]:
+    """A command's visible options, as declared (the help option is not declared: it is added by click)."""
+    return [p for p in cmd.params if p.param_type_name == "option" and not getattr(p, "hidden", False)]
+
+
+def option_names(cmd: Any) -> list[str]:
+    """Every name of every visible option of a command (`--output`, `-o`, ...), in declaration order."""
+    return [name for p in options(cmd) for name in [*p.opts, *getattr(p, "secondary_opts", [])]]
+
+
+# ----------------------------------------------------------------------------- what help says
+
+
+_TYPE_NAMES: dict[Any, str] = {int: "N", float: "NUMBER", str: "TEXT", Path: "PATH"}
+
+
+def value_name(p: Any) -> str:
+    """What an option takes, as --help and the reference say it: "" for a flag, else its metavar, else
+    its choices (`auto|table|plain`), else a word for its type (N, NUMBER, TEXT, PATH)."""
+    if getattr(p, "is_flag", False) or getattr(p, "count", False):
+        return ""
+    if p.metavar:
+        return str(p.metavar)
+    td = getattr(p, "type_descriptor", None)
+    ann = td.annotation if td is not None else None
+    if typing.get_origin(ann) is list:
+        ann = typing.get_args(ann)[0]
+    if isinstance(ann, type) and issubclass(ann, enum.Enum):
+        return "|".join(str(m.value) for m in ann)
+    choices = getattr(td, "choices", None) or getattr(getattr(p, "type", None), "choices", None)
+    if choices:
+        return "|".join(str(getattr(c, "value", c)) for c in choices)
+    return _TYPE_NAMES.get(ann, "VALUE")
+
+
+def argument_name(p: Any) -> str:
+    """An argument as a usage line shows it: `HOST`, `PATH...` (takes many), `[NAME]` (optional)."""
+    name = str(p.metavar or (p.name or "").upper())
+    many = p.nargs != 1
+    base = name.removesuffix("...")
+    shown = base if p.required else f"[{base}]"
+    return shown + "..." if many or name.endswith("...") else shown
+
+
+def usage(path: str, cmd: Any) -> str:
+    """`kadmin PATH [OPTIONS] ARGS`, as `kadmin PATH --help` prints it (COMMAND [ARGS]... for a group)."""
+    args = [argument_name(p) for p in cmd.params if p.param_type_name == "argument" and not p.hidden]
+    if getattr(cmd, "commands", None) is not None:
+        args.append(getattr(cmd, "subcommand_metavar", None) or "COMMAND [ARGS]...")
+    return " ".join(["kadmin", *path.split(), "[OPTIONS]", *args])
+
+
+_LIST_ITEM = re.compile(r"^\s*(?:[-*]\s|\d+[.)]\s)")
+
+
+def paragraphs(help_text: str) -> list[str]:
+    """A help text's paragraphs, each on one line: docstrings are wrapped at the source's width, and rich
+    keeps those line breaks, so an 80-column terminal showed ragged lines. A list (`- item`, `1. item`)
+    keeps its lines. The commands reference (docs.py) shows the same paragraphs."""
+    out = []
+    for para in re.split(r"\n\s*\n", inspect.cleandoc((help_text or "").replace("\b\n", ""))):
+        lines = [ln.rstrip() for ln in para.splitlines() if ln.strip()]
+        if not lines:
+            continue
+        if any(_LIST_ITEM.match(ln) for ln in lines):
+            out.append("\n".join(ln if _LIST_ITEM.match(ln) else ln.strip() for ln in lines))
+        else:
+            out.append(" ".join(ln.strip() for ln in lines))
+    return out
+
+
+# Bounds that are only what the value's type can hold (a broker id is an int32, an epoch an int64): --help
+# and the reference leave them out, `[x>=1]` rather than `[1<=x<=9223372036854775807]`. The check stays.
+STORAGE_LIMITS = (2**31 - 1, 2**63 - 1)
+
+
+def number_range(p: Any) -> tuple[Any, Any]:
+    """(min, max) a number must be within, None for an open side; a storage limit is no bound to say."""
+    lo, hi = getattr(p, "min", None), getattr(p, "max", None)
+    return lo, (None if hi in STORAGE_LIMITS else hi)
+
+
+def range_text(p: Any) -> str | None:
+    """`x>=1`, `1<=x<=5000`, `x<=9`, as click says a range; None when the number is unbounded."""
+    lo, hi = number_range(p)
+    if lo is not None and hi is not None:
+        return f"{lo}<=x<={hi}"
+    if lo is not None:
+        return f"x>={lo}"
+    return f"x<={hi}" if hi is not None else None
+
+
+class HelpArgument(TyperArgument):
+    """A TyperArgument that shows as click's: its name alone, without Typer's `{...}` and type column."""
+
+    def get_usage_pieces(self, ctx: Any) -> list[str]:
+        return [argument_name(self)]
+
+    def display_type_rich(self, ctx: Any) -> str | None:
+        return None
+
+    def _get_number_range_help_str(self) -> str | None:
+        return range_text(self)
+
+
+class HelpOption(TyperOption):
+    """A TyperOption whose value column is its value_name: nothing for a flag, no `<int>` or `<bool>`."""
+
+    def display_type_rich(self, ctx: Any) -> str | None:
+        return value_name(self) or None
+
+    def _get_number_range_help_str(self) -> str | None:
+        return range_text(self)
+
+
+def readable(p: Any) -> Any:
+    """The same parameter object, displayed as click's (see the module's docstring)."""
+    if type(p) is TyperArgument:
+        p.__class__ = HelpArgument
+    elif type(p) is TyperOption:
+        p.__class__ = HelpOption
+    return p
+
+
+class ReadableHelp:
+    """Mixed into kadmin's command classes: every parameter a command parses and shows (the help option,
+    made by click on first use, too) reads as click's does, and the help text is wrapped to the terminal."""
+
+    help: str | None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.help:
+            self.help = "\n\n".join(paragraphs(self.help))
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        return [readable(p) for p in super().get_params(ctx)]  # type: ignore[misc]
+
+
+class HelpCommand(ReadableHelp, TyperCommand):
+    """Every kadmin leaf command's class (`@command` in options.py, `completion` in app.py)."""
+
+
+class HelpGroup(ReadableHelp, TyperGroup):
+    """Every kadmin group's class (app.add_typer in app.py); the root's, KadminGroup, derives from it."""
