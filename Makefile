@@ -79,6 +79,7 @@ bench: system venv kafka
 	$(PY) bench/ids.py
 	$(PY) bench/history.py
 	$(PY) bench/realkafka.py
+	$(PY) bench/startup.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache

@@ -1,20 +1,39 @@
-"""The `kadmin` command. Sub-apps are imported here; heavy libraries load only when a command runs."""
+"""The `kadmin` command. Each command group's module (kadmin/cli/brokers.py, ...) is imported only when that
+group runs: the root knows the groups from GROUPS (name -> module, help), so `kadmin --version`, `kadmin
+--help` and `kadmin brokers ...` import no other group, nor its services and renderers (issue 13 §2)."""
 
 from __future__ import annotations
 
+import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, MutableMapping, Sequence
 from typing import Annotated, Any
 
 try:  # Ctrl-C while Python loads kadmin (the console script imports this module first): exit 130, quietly
     import typer
+    from typer.models import TyperInfo
 
     from kadmin import __version__
-    from kadmin.cli import brokers, cluster, history, ids, partitions, quorum, sandbox
     from kadmin.cli.help import HelpCommand, HelpGroup
     from kadmin.exit_codes import CHECK_COMMANDS, Verdict
 except KeyboardInterrupt:
     raise SystemExit(130) from None
+
+# The root's command groups, in the order `kadmin --help` lists them: name -> (module, help). The module's
+# `app` (a typer.Typer) is imported when the group is looked up by name (it runs, a parse error names it,
+# or a walk of the whole tree visits it); `kadmin --help` shows the help strings from here, and
+# tests/cli/test_lazy_groups.py fails when one differs from its group's own.
+GROUPS: dict[str, tuple[str, str]] = {
+    "brokers": ("kadmin.cli.brokers", "Broker registrations, broker epochs (KIP-380) and bounces."),
+    "partitions": ("kadmin.cli.partitions",
+                   "Partition leaders, ISRs and health (under-replicated, offline, min ISR)."),
+    "quorum": ("kadmin.cli.quorum", "Metadata quorum status and replication lag (KRaft or ZooKeeper)."),
+    "cluster": ("kadmin.cli.cluster", "Cluster identity: the cluster id and meta.properties checks."),
+    "ids": ("kadmin.cli.ids", "Broker-id assignment: host -> id mappings, missing ids, repair."),
+    "history": ("kadmin.cli.history", "Cluster history on Spark: ingest ZooKeeper/KRaft logs, report bounces."),
+    "sandbox": ("kadmin.cli.sandbox",
+                "A local playground: real ZooKeeper with emulated brokers, or real Kafka (--kafka-home)."),
+}
 
 
 def json_asked(argv: Sequence[str]) -> bool:
@@ -85,11 +104,89 @@ def usage_error(e: Any, argv: Sequence[str], root: Any) -> int:
     return renderer.emit_error(cmd or None, "usage", message, exit_code, check=check, hint=hint)
 
 
+class LazyCommands(MutableMapping[str, Any]):
+    """The root's subcommands by name: the commands Typer built (`completion`), then the groups of GROUPS,
+    each built by `load(name)` on its first lookup (`[name]`, `.get(name)`). Names, `in` and iteration
+    load nothing, so parsing, click's "Did you mean" and the help listing see every group."""
+
+    def __init__(self, built: MutableMapping[str, Any], load: Callable[[str], Any]) -> None:
+        self._built: dict[str, Any] = dict(built)
+        self._names = [*self._built, *(n for n in GROUPS if n not in self._built)]
+        self._load = load
+
+    def loaded(self, name: str) -> bool:
+        return name in self._built
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self._built:
+            if name not in self._names:
+                raise KeyError(name)
+            self._built[name] = self._load(name)
+        return self._built[name]
+
+    def __setitem__(self, name: str, cmd: Any) -> None:
+        if name not in self._names:
+            self._names.append(name)
+        self._built[name] = cmd
+
+    def __delitem__(self, name: str) -> None:
+        self._names.remove(name)
+        self._built.pop(name, None)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._names))
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+
 class KadminGroup(HelpGroup):
     """The root command: parse errors become one line (and the envelope under -o json) instead of Typer's
     rich boxes. Typer formats them only in standalone mode (typer.core._main), so the parse runs without it
     and this method exits instead; --help, --version and every command's exit code pass through unchanged.
-    An override of TyperGroup.main, a public click method, the tested Typer range is pinned in pyproject."""
+    An override of TyperGroup.main, a public click method, the tested Typer range is pinned in pyproject.
+
+    Its groups are lazy (LazyCommands): a group's module is imported when the group is looked up, and the
+    root's help lists the groups not yet imported from GROUPS (`_listing`) instead of importing them."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands = LazyCommands(self.commands, self._load_group)
+        self._listing = False
+
+    def _load_group(self, name: str) -> Any:
+        """The click group of GROUPS[name], built as `app.add_typer(module.app, cls=HelpGroup)` would."""
+        module = importlib.import_module(GROUPS[name][0])
+        return typer.main.get_group_from_info(
+            TyperInfo(module.app, cls=HelpGroup),
+            pretty_exceptions_short=app.pretty_exceptions_short,
+            suggest_commands=self.suggest_commands,
+            rich_markup_mode=self.rich_markup_mode,
+        )
+
+    def listed(self, name: str) -> Any:
+        """The group as the root's help lists it, from GROUPS: its name and help, nothing imported."""
+        return HelpGroup(name=name, help=GROUPS[name][1], rich_markup_mode=self.rich_markup_mode)
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return list(self.commands)  # names only: TyperGroup's would build every group for its values
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        commands = self.commands
+        if self._listing and isinstance(commands, LazyCommands) and cmd_name in GROUPS \
+                and not commands.loaded(cmd_name):
+            return self.listed(cmd_name)
+        return commands.get(cmd_name)
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        self._listing = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self._listing = False
 
     def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,  # type: ignore[override]
              complete_var: str | None = None, standalone_mode: bool = True, **extra: Any) -> Any:
@@ -123,13 +220,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-app.add_typer(brokers.app, cls=HelpGroup)
-app.add_typer(partitions.app, cls=HelpGroup)
-app.add_typer(quorum.app, cls=HelpGroup)
-app.add_typer(cluster.app, cls=HelpGroup)
-app.add_typer(ids.app, cls=HelpGroup)
-app.add_typer(history.app, cls=HelpGroup)
-app.add_typer(sandbox.app, cls=HelpGroup)
 
 
 def _version(value: bool) -> None:
@@ -164,3 +254,10 @@ def main() -> None:
         app(prog_name="kadmin")  # Typer turns a Ctrl-C inside a command into exit 130
     except KeyboardInterrupt:  # one outside it (between start-up and parsing, or while exiting)
         sys.exit(130)
+    except SystemExit as e:  # the command is done: end the process without the interpreter's teardown
+        code = e.code
+    else:
+        return
+    from kadmin.cli.process_exit import exit_now
+
+    exit_now(code)  # outside the handler: a fallback to sys.exit holds no traceback of this one

@@ -15,20 +15,24 @@ option too, on first use to a subclass that overrides only how it is displayed (
 click's public API; `display_type_rich` and `_get_number_range_help_str`, Typer's). The subclasses add
 no state, so the objects stay the ones Typer parses with. Tested with the Typer range pinned in
 pyproject.toml (>=0.29,<0.30); tests/cli/test_docs.py renders every command's help and fails on
-Typer's notation.
+Typer's notation. The same two classes put off Typer's pydantic adapter until a value needs it
+(_NoAdapterYet): start-up, issue 13 §2.
 """
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import inspect
 import re
+import sys
 import typing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
+from typer._param_types import coerce_cli_choice
+from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption, _TyperParameter
 
 # ----------------------------------------------------------------------------- the command tree
 
@@ -170,11 +174,49 @@ def range_text(p: Any) -> str | None:
     return f"x<={hi}" if hi is not None else None
 
 
+class _NoAdapterYet:
+    """A parameter's coercion until a value needs Typer's pydantic TypeAdapter (typer._coercion.RuntimeParam's
+    `coerce`). Typer 0.29 builds the adapter on a parameter's first value, importing pydantic (~100 ms, as
+    much as Typer itself), even for a value it then returns as it is: None (an option not given; the help
+    option on every command) or a str for a plain `str` parameter. Those are returned here as the adapter
+    returns them, and an enum's choice (`-o json`) goes through the adapter's own parser
+    (typer._param_types.coerce_cli_choice) without it. Any other value, and a choice that is none, builds the
+    adapter (cached by Typer on the parameter, as before) and is coerced, or worded, by it. So `--help` and
+    the common commands import no pydantic (issue 13 §2); tests/cli/test_lazy_groups.py compares the values
+    with the adapter's and checks the imports."""
+
+    def coerce(self, value: Any, param: Any, ctx: Any) -> Any:
+        multi = param.multiple or param.nargs == -1
+        if value is None:
+            return () if multi else None
+        desc = param.type_descriptor
+        ann = desc.annotation
+        if not multi and desc.parameter_info.parser is None:
+            if ann is str and type(value) is str:
+                return value
+            if isinstance(ann, type) and issubclass(ann, enum.Enum):  # the adapter's own choice parser
+                with contextlib.suppress(ValueError):  # not a choice: the adapter words the error, as before
+                    return coerce_cli_choice(value, choices=tuple(ann),
+                                             case_sensitive=desc.parameter_info.case_sensitive, ctx=ctx)
+        built = _TyperParameter.get_runtime_param(param)  # Typer's: builds the adapter, cached on the param
+        return built.coerce(value, param=param, ctx=ctx)
+
+
+_NO_ADAPTER_YET = _NoAdapterYet()
+
+
+def lazy_runtime_param(p: Any) -> Any:
+    """HelpArgument's and HelpOption's get_runtime_param: no pydantic adapter while no value needs one."""
+    return _NO_ADAPTER_YET if p._runtime_param is None else p._runtime_param
+
+
 class HelpArgument(TyperArgument):
     """A TyperArgument that shows as click's: its name alone, without Typer's `{...}` and type column."""
 
     def get_usage_pieces(self, ctx: Any) -> list[str]:
         return [argument_name(self)]
+
+    get_runtime_param = lazy_runtime_param
 
     def display_type_rich(self, ctx: Any) -> str | None:
         return None
@@ -189,6 +231,8 @@ class HelpOption(TyperOption):
     def display_type_rich(self, ctx: Any) -> str | None:
         return value_name(self) or None
 
+    get_runtime_param = lazy_runtime_param
+
     def _get_number_range_help_str(self) -> str | None:
         return range_text(self)
 
@@ -202,11 +246,59 @@ def readable(p: Any) -> Any:
     return p
 
 
+class _MarkdownOnUse:
+    """typer.rich_utils' `Markdown` while it is imported by rich_help: the real rich.markdown.Markdown on use."""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        from rich.markdown import Markdown
+
+        return Markdown(*args, **kwargs)
+
+
+class _TracebackOnUse:
+    """typer.rich_utils' `Traceback` while it is imported by rich_help: the real one's from_exception on use."""
+
+    @classmethod
+    def from_exception(cls, *args: Any, **kwargs: Any) -> Any:
+        from rich.traceback import Traceback
+
+        return Traceback.from_exception(*args, **kwargs)
+
+
+def rich_help() -> None:
+    """Import typer.rich_utils (Typer's rich help) without rich.markdown and rich.traceback, which it imports
+    for the "markdown" markup mode and for pretty tracebacks, neither of which kadmin uses: they and what
+    they import (markdown_it, pygments) are half of its import time (~55 ms, issue 13 §2). Stand-ins are in
+    sys.modules only while it is imported; each imports the real class when used. Tested with the pinned
+    Typer range (tests/cli/test_lazy_groups.py: the help is the same, the stand-ins work)."""
+    import types
+
+    if "typer.rich_utils" in sys.modules:
+        return
+    stand_ins = {"rich.markdown": ("Markdown", _MarkdownOnUse), "rich.traceback": ("Traceback", _TracebackOnUse)}
+    placed = []
+    for name, (attr, cls) in stand_ins.items():
+        if name not in sys.modules:
+            module = types.ModuleType(name)
+            setattr(module, attr, cls)
+            sys.modules[name] = module
+            placed.append(name)
+    try:
+        import typer.rich_utils  # noqa: F401
+    finally:
+        for name in placed:
+            del sys.modules[name]
+
+
 class ReadableHelp:
     """Mixed into kadmin's command classes: every parameter a command parses and shows (the help option,
     made by click on first use, too) reads as click's does, and the help text is wrapped to the terminal."""
 
     help: str | None
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        rich_help()
+        super().format_help(ctx, formatter)  # type: ignore[misc]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -222,4 +314,4 @@ class HelpCommand(ReadableHelp, TyperCommand):
 
 
 class HelpGroup(ReadableHelp, TyperGroup):
-    """Every kadmin group's class (app.add_typer in app.py); the root's, KadminGroup, derives from it."""
+    """Every kadmin group's class (built from app.py's GROUPS); the root's, KadminGroup, derives from it."""

@@ -1,0 +1,174 @@
+"""Start-up (issue 13 §2): each command group is imported only when it runs, the root's help lists the groups
+from app.GROUPS (drift-tested here against each group's own help), and no pydantic while no value needs it."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer
+from typer._coercion import build_runtime_param
+
+from kadmin.cli import app as app_module
+from kadmin.cli.app import GROUPS, KadminGroup, LazyCommands, app
+from kadmin.cli.help import HelpGroup, _NoAdapterYet, walk
+
+CLI_DIR = Path(app_module.__file__).parent
+GROUP_MODULES = {module for module, _ in GROUPS.values()}
+
+# Run kadmin in a fresh interpreter; stderr's last line is what it imported (JSON).
+PROBE = """\
+import json, sys
+from kadmin.cli.app import app
+try:
+    app(args=sys.argv[1:], prog_name="kadmin")
+except SystemExit:
+    pass
+sys.stdout.flush()
+print(json.dumps(sorted(sys.modules)), file=sys.stderr)
+"""
+
+
+ENV = {"COLUMNS": "100", "PATH": "/usr/bin:/bin", "XDG_CONFIG_HOME": "/nonexistent"}  # no contexts file
+
+
+def imported(*args: str) -> tuple[str, set[str]]:
+    r = subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True, text=True, timeout=120,
+                       stdin=subprocess.DEVNULL, env=ENV)
+    return r.stdout, set(json.loads(r.stderr.splitlines()[-1]))
+
+
+def test_every_group_module_is_in_the_table() -> None:
+    """A new kadmin/cli/NOUN.py with its own Typer app must be named in GROUPS, or the root never finds it."""
+    defining = {f"kadmin.cli.{p.stem}" for p in CLI_DIR.glob("*.py")
+                if re.search(r"^app = typer\.Typer\(", p.read_text(), re.M) and p.stem != "app"}
+    assert defining == GROUP_MODULES
+
+
+@pytest.mark.parametrize("name", list(GROUPS))
+def test_the_tables_help_is_the_groups_own(name: str) -> None:
+    """Drift: what `kadmin --help` lists for a group (from GROUPS) is what the group itself says."""
+    root = typer.main.get_command(app)
+    assert isinstance(root, KadminGroup)
+    listed = root.listed(name)
+    real = root.commands[name]  # imports the module and builds the group
+    module = sys.modules[GROUPS[name][0]]
+    assert isinstance(real, HelpGroup) and real.name == name == module.app.info.name
+    for attr in ("name", "help", "short_help", "hidden", "deprecated", "rich_help_panel"):
+        assert getattr(listed, attr) == getattr(real, attr), (name, attr)
+
+
+def test_root_help_is_the_same_listed_from_the_table_or_from_the_groups() -> None:
+    root = typer.main.get_command(app)
+    assert isinstance(root, KadminGroup) and isinstance(root.commands, LazyCommands)
+    ctx = root.make_context("kadmin", [], resilient_parsing=True)
+    from_table = root.get_help(ctx)
+    assert not any(root.commands.loaded(n) for n in GROUPS)  # listing imported nothing
+    for n in GROUPS:
+        root.commands[n]
+    assert root.get_help(ctx) == from_table
+    assert list(root.commands) == ["completion", *GROUPS]  # as app.add_typer added them before
+
+
+def test_root_help_and_version_import_no_group() -> None:
+    for args in (["--help"], ["--version"], []):
+        out, mods = imported(*args)
+        assert "brokers" in out or "kadmin 0." in out
+        assert not mods & GROUP_MODULES, args
+        assert not {"pydantic", "kazoo", "kafka", "pyspark"} & mods, args
+        if args == ["--version"]:
+            assert "rich" not in mods  # Typer's rich help is for --help only
+
+
+def test_a_commands_help_imports_its_group_only() -> None:
+    out, mods = imported("brokers", "max-epoch", "--help")
+    assert "Usage: kadmin brokers max-epoch" in out
+    assert mods & GROUP_MODULES == {"kadmin.cli.brokers"}
+    assert not {"pydantic", "kazoo", "kafka", "pyspark", "tabulate"} & mods
+    # Typer's rich help, without the markdown and traceback parts kadmin does not use
+    assert "typer.rich_utils" in mods
+    assert not {"rich.markdown", "rich.traceback", "rich.syntax", "markdown_it", "pygments"} & mods
+
+
+def test_the_rich_help_stand_ins_are_the_real_classes_when_used() -> None:
+    code = """\
+import sys
+from kadmin.cli.help import rich_help
+rich_help()
+assert "rich.markdown" not in sys.modules and "rich.traceback" not in sys.modules
+import typer.rich_utils as r
+from rich.markdown import Markdown
+from rich.traceback import Traceback
+assert type(r.Markdown("*x*")) is Markdown
+try:
+    1 / 0
+except ZeroDivisionError as e:
+    assert type(r.Traceback.from_exception(type(e), e, e.__traceback__)) is Traceback
+print("ok")
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.stdout == "ok\n", r.stderr
+
+
+def test_a_command_imports_its_group_and_no_pydantic() -> None:
+    """Every option parsed (-z and --context str, -o a choice), then exit 3 on the unknown context."""
+    out, mods = imported("brokers", "max-epoch", "-z", "127.0.0.1:1", "--context", "nope", "-o", "json")
+    assert json.loads(out)["exit_code"] == 3
+    assert mods & GROUP_MODULES == {"kadmin.cli.brokers"}
+    assert not {"pydantic", "rich", "tabulate", "kazoo", "kafka", "pyspark"} & mods
+    # a number still goes through Typer's own adapter
+    out, mods = imported("brokers", "max-epoch", "-z", "127.0.0.1:1", "--context", "nope", "--connect-timeout",
+                         "1.5", "-o", "json")
+    assert json.loads(out)["exit_code"] == 3 and "pydantic" in mods
+
+
+def test_a_parse_error_names_a_lazy_group() -> None:
+    out, mods = imported("brokers", "max-epoch", "--bogus", "-o", "json")
+    assert json.loads(out)["command"] == "brokers max-epoch"
+    assert mods & GROUP_MODULES == {"kadmin.cli.brokers"}
+    out, mods = imported("brokrs")
+    assert not mods & GROUP_MODULES
+
+
+def test_the_walk_loads_every_group() -> None:
+    paths = {n.path for n in walk(typer.main.get_command(app))}
+    assert set(GROUPS) <= paths and "brokers max-epoch" in paths and "sandbox up" in paths
+
+
+def _param(path: str, name: str) -> tuple[Any, Any]:
+    root = typer.main.get_command(app)
+    cmd = root
+    for word in path.split():
+        cmd = cmd.commands[word]  # type: ignore[attr-defined]
+    ctx = cmd.make_context(path, ["--help"], resilient_parsing=True)
+    return next(p for p in cmd.get_params(ctx) if p.name == name), ctx
+
+
+@pytest.mark.parametrize(("path", "name", "values"), [
+    ("brokers max-epoch", "output", [None, "json", "JSON", "plain", "auto"]),
+    ("brokers max-epoch", "zookeeper", [None, "h:2181/kafka", ""]),
+    ("brokers max-epoch", "help", [None]),
+    ("ids missing", "output", ["ndjson", "Table"]),
+])
+def test_values_coerce_as_typers_adapter_does(path: str, name: str, values: list[Any]) -> None:
+    param, ctx = _param(path, name)
+    adapter = build_runtime_param(param.type_descriptor)
+    for v in values:
+        ours = _NoAdapterYet().coerce(v, param, ctx)
+        theirs = adapter.coerce(v, param=param, ctx=ctx)
+        assert ours == theirs and type(ours) is type(theirs), (path, name, v)
+    assert param._runtime_param is None  # nothing was built for these
+
+
+def test_a_value_that_is_no_choice_is_worded_by_typer() -> None:
+    param, ctx = _param("brokers max-epoch", "output")
+    with pytest.raises(typer.BadParameter) as ours:
+        _NoAdapterYet().coerce("xml", param, ctx)
+    with pytest.raises(typer.BadParameter) as theirs:
+        build_runtime_param(param.type_descriptor).coerce("xml", param=param, ctx=ctx)
+    assert ours.value.format_message() == theirs.value.format_message()
