@@ -14,6 +14,7 @@ from typing import Any, Self
 from kazoo.client import KazooClient
 from kazoo.exceptions import AuthFailedError, ConnectionLoss, KazooException, NoAuthError, SessionExpiredError
 from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.protocol.serialization import Close
 from kazoo.protocol.states import KazooState
 from kazoo.retry import KazooRetry
 
@@ -179,6 +180,12 @@ class ZkSession:
         return host_port(host, port)
 
     def close(self) -> None:
+        """End the kazoo session (CloseSession sent, see _end_session), the bulk reader's and the Kafka client."""
+        sent: Callable[[], None] | None = None
+        if self._started:
+            self._on_connection = None  # stopping is not losing the connection
+            self._started = False
+            sent = self._end_session()  # under way meanwhile
         if self.kafka is not None:
             with contextlib.suppress(Exception):  # closing must never mask the result
                 self.kafka.close()
@@ -186,13 +193,49 @@ class ZkSession:
         if self._bulk_reader is not None:
             self._bulk_reader.close()
             self._bulk_reader = None
-        if self._started:
-            self._on_connection = None  # stopping is not losing the connection
+        if sent is not None:
+            sent()
+
+    def _end_session(self) -> Callable[[], None]:
+        """Start ending the kazoo session; the function returned waits until ZooKeeper's CloseSession is sent.
+
+        kazoo's stop() writes CloseSession, then waits for the server's reply (a round trip, after the server
+        has written and synced the transaction) and joins its threads. A command's process exits right after
+        closing (issue 13 §3: a script waits for that exit), and nothing needs the reply: the server ends the
+        session once it has read the request, whether or not the connection lasts until it replies. So kazoo's
+        stop runs on a daemon thread, and the wait ends as soon as the request is written to the socket (kazoo's
+        connection thread writes each request with ConnectionHandler._submit, watched here for the Close), or
+        when the stop is over (no connection to send it on: the session then expires by itself; kadmin holds no
+        ephemeral znodes). In a process that lives on, the thread finishes kazoo's clean-up by itself.
+        """
+        zk = self.zk
+        over = threading.Event()
+        handler: Any = getattr(zk, "_connection", None)
+        submit = getattr(handler, "_submit", None)
+        if callable(submit):
+            def submit_and_tell(request: Any, timeout: float, xid: int | None = None) -> None:
+                submit(request, timeout, xid)
+                if getattr(request, "type", None) == Close.type:
+                    over.set()
+
+            handler._submit = submit_and_tell
+
+        def stop() -> None:
             try:
-                self.zk.stop()
-                self.zk.close()
+                with contextlib.suppress(Exception):  # closing must never mask the result
+                    zk.stop()
+                    zk.close()
             finally:
-                self._started = False
+                over.set()
+
+        connected = zk.connected
+        threading.Thread(target=stop, name="kadmin-zk-close", daemon=True).start()
+
+        def wait_sent() -> None:
+            if connected:  # else there is nothing to send it on: the stop only ends kazoo's reconnecting
+                over.wait(min(self.conn.timeout, 2.0))
+
+        return wait_sent
 
     def _translate(self, path: str, e: Exception) -> KadminError:
         """A kazoo error while reading or writing `path`, as kadmin's (library exceptions stop here)."""
