@@ -44,6 +44,18 @@ class PartitionScan:
 
 
 @dataclass(frozen=True)
+class PartitionStream:
+    """A PartitionScan whose partitions arrive as they are read (ZkCluster.iter_partitions), so a verdict
+    over a million of them keeps only what it needs. `problems` grows while `partitions` is consumed:
+    read it after. One stream at a time per cluster, consumed (or closed) before the next read."""
+
+    partitions: Iterator[PartitionState]
+    live: frozenset[int]
+    problems: list[Problem] = field(default_factory=list)
+    unreadable: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class IdState:
     """What broker-id assignment reads: registrations, host mappings, /brokers/seqid, assignments."""
 
@@ -51,7 +63,9 @@ class IdState:
     mappings: dict[str, tuple[int, int]]  # host -> (broker id, znode data version)
     seqid_version: int  # -1 when /brokers/seqid does not exist
     hosts_version: int  # /brokers/hosts' data version: every write bumps it (claims serialize on it)
-    assigned: dict[int, list[tuple[str, int]]]  # broker id -> (topic, partition) naming it as a replica
+    # broker id -> (topic, partition) naming it as a replica (or adding it), for the ids NOT registered
+    # (in `registered`) only: all any verdict needs, and bounded at a million partitions
+    assigned: dict[int, list[tuple[str, int]]]
     problems: list[Problem] = field(default_factory=list)
     invalid_mappings: dict[str, tuple[str, int]] = field(default_factory=dict)  # host -> (why, data version)
 
@@ -72,6 +86,10 @@ class Cluster(Protocol):
 
     def scan_partitions(self, topics: Sequence[str] | None = None, progress: Progress | None = None,
                         min_isr_default: int = 1) -> PartitionScan: ...
+
+    # The same, handed over as it is read, so a verdict over a million partitions keeps only what it needs
+    def iter_partitions(self, topics: Sequence[str] | None = None, progress: Progress | None = None,
+                        min_isr_default: int = 1) -> PartitionStream: ...
 
     # What the rolling-bounce commands read in both modes (ZkCluster: ZooKeeper; KraftCluster: the Kafka
     # protocol). watch_states yields every key's ISR now, then as it changes (ZooKeeper: watches; KRaft:

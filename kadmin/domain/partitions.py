@@ -104,26 +104,38 @@ class Finding:
 NO_TOPICS: Mapping[str, str] = {}
 
 
+def finding(p: PartitionState, live: Set[int]) -> Finding | None:
+    """What is wrong with one partition (None: nothing, or its topic is queued for deletion)."""
+    if p.deleting:
+        return None
+    reasons = []
+    if p.problem:
+        reasons.append(p.problem)
+    if is_offline(p, live):
+        reasons.append("offline" if p.leader is None or p.leader < 0 else f"leader {p.leader} is not live")
+    if p.leader is not None and len(p.isr) < effective_min_isr(p):
+        reasons.append(f"under min ISR ({len(p.isr)} < {effective_min_isr(p)})")
+    if is_under_replicated(p):
+        reasons.append(f"under-replicated (ISR {len(p.isr)} of {replication_factor(p)})")
+    return Finding(p.topic, p.partition, tuple(reasons)) if reasons else None
+
+
 def findings(partitions: Iterable[PartitionState], live: Set[int],
              unreadable: Mapping[str, str] = NO_TOPICS) -> list[Finding]:
     """What is wrong, partition by partition; `unreadable` topics (name -> why) come first, whole.
     Topics queued for deletion are left out, as Kafka's controller leaves them out of its counts."""
     out = [Finding(t, None, (why,)) for t, why in sorted(unreadable.items())]
-    for p in partitions:
-        if p.deleting:
-            continue
-        reasons = []
-        if p.problem:
-            reasons.append(p.problem)
-        if is_offline(p, live):
-            reasons.append("offline" if p.leader is None or p.leader < 0 else f"leader {p.leader} is not live")
-        if p.leader is not None and len(p.isr) < effective_min_isr(p):
-            reasons.append(f"under min ISR ({len(p.isr)} < {effective_min_isr(p)})")
-        if is_under_replicated(p):
-            reasons.append(f"under-replicated (ISR {len(p.isr)} of {replication_factor(p)})")
-        if reasons:
-            out.append(Finding(p.topic, p.partition, tuple(reasons)))
+    out += [f for p in partitions if (f := finding(p, live)) is not None]
     return out
+
+
+def partition_health(p: PartitionState, live: Set[int]) -> Health:
+    """One partition's part of the verdict (OK for a topic queued for deletion)."""
+    if p.deleting:
+        return Health.OK
+    if p.problem or is_offline(p, live) or is_under_min_isr(p, live):
+        return Health.CRITICAL
+    return Health.WARNING if is_under_replicated(p) else Health.OK
 
 
 def health(partitions: Iterable[PartitionState], live: Set[int], unreadable: Mapping[str, str] = NO_TOPICS) -> Health:
@@ -134,13 +146,39 @@ def health(partitions: Iterable[PartitionState], live: Set[int], unreadable: Map
         return Health.CRITICAL
     worst = Health.OK
     for p in partitions:
-        if p.deleting:
-            continue
-        if p.problem or is_offline(p, live) or is_under_min_isr(p, live):
-            return Health.CRITICAL
-        if is_under_replicated(p):
-            worst = Health.WARNING
+        worst = max(worst, partition_health(p, live))
+        if worst == Health.CRITICAL:
+            return worst
     return worst
+
+
+@dataclass(frozen=True)
+class CheckSummary:
+    health: Health
+    findings: list[Finding]
+    partitions: int  # how many were read, deleting ones included
+    deleting: list[str]  # topics queued for deletion, sorted
+
+
+def check_summary(partitions: Iterable[PartitionState], live: Set[int],
+                  unreadable: Mapping[str, str] = NO_TOPICS) -> CheckSummary:
+    """health(), findings(), the count and the topics queued for deletion in ONE pass over `partitions`
+    (a stream: each partition is dropped once judged, so a million of them need no list)."""
+    found = [Finding(t, None, (why,)) for t, why in sorted(unreadable.items())]
+    worst = Health.CRITICAL if unreadable else Health.OK
+    count = 0
+    deleting: set[str] = set()
+    for p in partitions:
+        count += 1
+        if p.deleting:
+            deleting.add(p.topic)
+            continue
+        f = finding(p, live)
+        if f is not None:
+            found.append(f)
+        if worst != Health.CRITICAL:
+            worst = max(worst, partition_health(p, live))
+    return CheckSummary(worst, found, count, sorted(deleting))
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,13 @@ JVM_FLAGS = ["-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]
 MAIN = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 
 
+def jvm_flags(heap: str | None = None) -> list[str]:
+    """JVM_FLAGS, with -Xmx`heap` instead of the default when given (millions of znodes need GiBs)."""
+    if heap is None:
+        return list(JVM_FLAGS)
+    return [f"-Xmx{heap}" if f.startswith("-Xmx") else f for f in JVM_FLAGS]
+
+
 def zookeeper_classpath() -> str:
     """The classpath of a ZooKeeper server on this machine, or a SandboxError saying how to get one."""
     override = os.environ.get("KADMIN_ZOOKEEPER_CLASSPATH")
@@ -100,6 +107,7 @@ class ZkServer:
     tick_ms: int = 500
     pid: int | None = None
     extra_cfg: dict[str, str] = field(default_factory=dict)
+    heap: str | None = None  # the JVM's -Xmx (e.g. "3g"); None: JVM_FLAGS' 256 MiB
 
     @property
     def cfg_path(self) -> Path:
@@ -136,7 +144,7 @@ class ZkServer:
             self.write_config()
         log = open(self.data_dir / "zookeeper.log", "ab")  # noqa: SIM115 - handed to the child
         proc = subprocess.Popen(
-            [java_binary(), *JVM_FLAGS, "-cp", zookeeper_classpath(), MAIN, str(self.cfg_path)],
+            [java_binary(), *jvm_flags(self.heap), "-cp", zookeeper_classpath(), MAIN, str(self.cfg_path)],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -221,13 +229,14 @@ def tls_config(secure_port: int, server_pem: Path, ca_pem: Path, client_auth: st
 class Ensemble:
     """1 (standalone) or 3 ZooKeeper servers on loopback under `base`."""
 
-    def __init__(self, base: Path, size: int = 1, tick_ms: int = 500) -> None:
+    def __init__(self, base: Path, size: int = 1, tick_ms: int = 500, heap: str | None = None) -> None:
         if size not in (1, 3):
             raise SandboxError(f"ensemble size must be 1 or 3, not {size}")
         self.base = Path(base)
         peers = [(i, free_port(), free_port()) for i in range(1, size + 1)] if size > 1 else []
         self.servers = [
-            ZkServer(self.base / f"zk{i}", free_port(), myid=i if size > 1 else 0, peers=peers, tick_ms=tick_ms)
+            ZkServer(self.base / f"zk{i}", free_port(), myid=i if size > 1 else 0, peers=peers, tick_ms=tick_ms,
+                     heap=heap)
             for i in range(1, size + 1)
         ]
 

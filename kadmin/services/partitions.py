@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from kadmin.cluster.base import Cluster, PartitionScan
+from kadmin.cluster.base import Cluster, PartitionScan, PartitionStream
 from kadmin.cluster.min_isr import FALLBACK
 from kadmin.domain import partitions as rules
 from kadmin.domain.models import PartitionState
@@ -71,6 +71,16 @@ def scan(cluster: Cluster, topic: str | None, progress: Progress | None, min_isr
     return cluster.scan_partitions([topic] if topic else None, progress=progress, min_isr_default=min_isr_default)
 
 
+def stream(cluster: Cluster, topic: str | None, progress: Progress | None, min_isr_default: int) -> PartitionStream:
+    """The scan as a stream (ZooKeeper: each state znode decoded as it arrives and dropped once judged)."""
+    return cluster.iter_partitions([topic] if topic else None, progress=progress, min_isr_default=min_isr_default)
+
+
+def split_problems(problems: list[Problem]) -> tuple[list[Problem], list[str]]:
+    """split_warnings over a problem list (a stream's, once consumed)."""
+    return [e for e in problems if e.code != FALLBACK], [e.message for e in problems if e.code == FALLBACK]
+
+
 def split_warnings(s: PartitionScan) -> tuple[PartitionScan, list[str]]:
     """The scan without its warnings (ZooKeeper mode with --bootstrap-server: a broker that did not answer
     DescribeConfigs, so min ISR came from ZooKeeper and --min-isr-default), and those warnings, said on
@@ -85,7 +95,11 @@ def require_known_broker(s: PartitionScan, broker_id: int) -> None:
     """A broker that is neither registered nor named by any assignment does not exist: say so (exit 1)
     rather than answer for it ("can stop: all 0 partitions"). While a topic is unreadable it may be
     named there, so then the caller's verdict (not safe) stands instead."""
-    if broker_id not in s.live and not rules.names_broker(s.partitions, broker_id) and not s.unreadable:
+    _require_known(broker_id, s.live, lambda: rules.names_broker(s.partitions, broker_id), s.unreadable)
+
+
+def _require_known(broker_id: int, live: frozenset[int], named: Callable[[], bool], unreadable: dict[str, str]) -> None:
+    if broker_id not in live and not unreadable and not named():
         raise NotFound(f"no broker {broker_id}: it is not registered and no partition assignment names it",
                        code="unknown_broker")
 
@@ -107,23 +121,33 @@ def verdict_problems(s: PartitionScan, broker_id: int) -> tuple[list[Problem], l
 def list_partitions(
     cluster: Cluster, filters: Filters, progress: Progress | None = None, min_isr_default: int = 1
 ) -> Result:
-    s, warnings = split_warnings(scan(cluster, filters.topic, progress, min_isr_default))
+    s = stream(cluster, filters.topic, progress, min_isr_default)
+    rows = []  # the rows only (they are printed), never every PartitionState as well
+    named = False
+    for p in s.partitions:
+        if filters.broker is not None and not named:
+            named = rules.names_broker((p,), filters.broker)
+        if filters.keep(p, s.live):
+            rows.append(partition_json(p))
     if filters.broker is not None and filters.topic is None:
-        require_known_broker(s, filters.broker)
-    rows = [partition_json(p) for p in s.partitions if filters.keep(p, s.live)]
-    return Result(data=rows, errors=s.problems, warnings=warnings)
+        _require_known(filters.broker, s.live, lambda: named, s.unreadable)
+    problems, warnings = split_problems(s.problems)
+    return Result(data=rows, errors=problems, warnings=warnings)
 
 
 def check(cluster: Cluster, progress: Progress | None = None, min_isr_default: int = 1) -> Result:
-    s, warnings = split_warnings(scan(cluster, None, progress, min_isr_default))
-    health = rules.health(s.partitions, s.live, s.unreadable)
-    if s.problems:
+    s = stream(cluster, None, progress, min_isr_default)
+    summary_of = rules.check_summary(s.partitions, s.live, s.unreadable)  # one pass: no partition is kept
+    problems, warnings = split_problems(s.problems)
+    health = summary_of.health
+    if problems:
         health = rules.Health.CRITICAL  # e.g. a /brokers/ids child that is no broker id: the live set is in doubt
-    found = rules.findings(s.partitions, s.live, s.unreadable)
-    deleting = sorted({p.topic for p in s.partitions if p.deleting})
+    found = summary_of.findings
+    deleting = summary_of.deleting
+    count = summary_of.partitions
     data = {
         "status": health.name.lower(),
-        "partitions": len(s.partitions),
+        "partitions": count,
         "findings": [{"topic": f.topic, "partition": f.partition, "reasons": list(f.reasons)} for f in found],
         "deleting": deleting,  # topics queued for deletion: not checked, as Kafka's controller skips them
     }
@@ -131,15 +155,15 @@ def check(cluster: Cluster, progress: Progress | None = None, min_isr_default: i
     unreadable = f"; {plural(len(s.unreadable), 'topic')} unreadable" if s.unreadable else ""
     skipped = f" ({plural(len(deleting), 'topic')} queued for deletion not checked)" if deleting else ""
     summary = {
-        rules.Health.OK: f"OK: {plural(len(s.partitions), 'partition')} healthy{skipped}",
-        rules.Health.WARNING: f"WARNING: {len(found)} of {plural(len(s.partitions), 'partition')} under-replicated",
-        rules.Health.CRITICAL: f"CRITICAL: {bad} of {plural(len(s.partitions), 'partition')} need attention "
+        rules.Health.OK: f"OK: {plural(count, 'partition')} healthy{skipped}",
+        rules.Health.WARNING: f"WARNING: {len(found)} of {plural(count, 'partition')} under-replicated",
+        rules.Health.CRITICAL: f"CRITICAL: {bad} of {plural(count, 'partition')} need attention "
         f"(offline, under min ISR or unreadable){unreadable}"
-        + (f"; {plural(len(s.problems), 'problem')} reading znodes" if s.problems else ""),
+        + (f"; {plural(len(problems), 'problem')} reading znodes" if problems else ""),
     }[health]
     # The monitoring convention: 0 OK, 1 WARNING, 2 CRITICAL. Problems reading znodes are named in
     # the findings and in `errors` and make the check critical, so a partial read never passes as healthy.
-    return Result(data=data, errors=list(s.problems), warnings=warnings,
+    return Result(data=data, errors=problems, warnings=warnings,
                   exit_code=Verdict(int(health)), message=summary)
 
 

@@ -64,7 +64,10 @@ class ZkIds(ZkReads):
                     continue
                 for p, replicas in a["partitions"].items():
                     for rid in set(replicas) | set(a["adding"].get(p, ())):
-                        assigned.setdefault(rid, []).append((topic, p))
+                        # the registered ids' partitions decide nothing: keeping them would hold
+                        # every assignment (millions of entries) in memory
+                        if rid not in registered:
+                            assigned.setdefault(rid, []).append((topic, p))
         return IdState(registered, mappings, seqid.stat.version if seqid else -1,
                        hosts_node.stat.version if hosts_node else -1, assigned, problems, invalid)
 

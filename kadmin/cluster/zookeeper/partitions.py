@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from kazoo.exceptions import NoNodeError
 
-from kadmin.cluster.base import PartitionScan
+from kadmin.cluster.base import PartitionScan, PartitionStream
 from kadmin.cluster.min_isr import FALLBACK, STATIC_SOURCE, BrokerMinIsr, read_min_isr
 from kadmin.cluster.zookeeper.reads import IDS, TOPICS, ZkReads
 from kadmin.domain import znodes
@@ -25,7 +25,17 @@ class ZkPartitions(ZkReads):
     def scan_partitions(
         self, topics: Sequence[str] | None = None, progress: Progress | None = None, min_isr_default: int = 1
     ) -> PartitionScan:
+        """iter_partitions, every partition held in one list."""
+        s = self.iter_partitions(topics, progress, min_isr_default)
+        return PartitionScan(list(s.partitions), s.live, s.problems, s.unreadable)
+
+    def iter_partitions(
+        self, topics: Sequence[str] | None = None, progress: Progress | None = None, min_isr_default: int = 1
+    ) -> PartitionStream:
         """Every partition's assignment, state and min.insync.replicas, read with pipelined reads.
+
+        The topic znodes and configs are read here; the state znodes as `partitions` is consumed, each
+        decoded as it arrives and then dropped (a million partitions in bounded memory).
 
         min.insync.replicas as Kafka resolves it: the topic's own value, else the dynamic config of the
         partition's leader (/config/brokers/<id>), else the dynamic cluster default
@@ -48,6 +58,7 @@ class ZkPartitions(ZkReads):
         broker_min_isr, bad_default, bad_brokers = self._broker_min_isr(problems)
         static_source = STATIC
         deleting = self._queued_for_deletion()
+        shared: dict[tuple[int, ...], tuple[int, ...]] = {}
         if progress:
             progress("topics", len(names), 0)
         for path, node in self.get_many(f"{TOPICS}/{t}" for t in names):
@@ -59,10 +70,14 @@ class ZkPartitions(ZkReads):
                     problems.append(Problem("not_found", f"topic {name} does not exist"))
                 continue
             try:
-                assignments[name] = znodes.decode_topic(node.data)
+                a = znodes.decode_topic(node.data)
             except znodes.ZnodeFormatError as e:
                 problems.append(Problem("invalid_znode", f"{path}: {e}", topic=name))
                 unreadable[name] = f"unreadable topic znode {path}: {e}"
+                continue
+            # a million partitions share a few replica lists: one tuple each, not one per partition
+            a["partitions"] = {p: shared.setdefault(r, r) for p, r in a["partitions"].items()}
+            assignments[name] = a
         for path, node in self.get_many(f"{CONFIG_TOPICS}/{t}" for t in assignments):
             name = path.rsplit("/", 1)[1]
             min_isr[name] = None
@@ -87,19 +102,34 @@ class ZkPartitions(ZkReads):
             bad_brokers = {}
             min_isr_default = from_brokers.config.static
             static_source = STATIC_SOURCE
-        wanted = [(t, p) for t, a in assignments.items() for p in sorted(a["partitions"])]
+        stream = self._states(assignments, min_isr, config_problem, broker_min_isr, bad_default, bad_brokers,
+                              min_isr_default, static_source, deleting, problems, progress)
+        return PartitionStream(stream, live, problems, unreadable)
+
+    def _states(
+        self, assignments: dict[str, znodes.TopicAssignment], min_isr: dict[str, int | None],
+        config_problem: dict[str, str], broker_min_isr: tuple[tuple[int, int], ...],
+        bad_default: tuple[int | None, str | None], bad_brokers: dict[int, str], min_isr_default: int,
+        static_source: str, deleting: frozenset[str], problems: list[Problem], progress: Progress | None,
+    ) -> Iterator[PartitionState]:
+        """The state znodes, read pipelined and yielded one PartitionState at a time, in topic order."""
+        total = sum(len(a["partitions"]) for a in assignments.values())
         if progress:
-            progress("partitions", len(wanted), 0)
-        out: list[PartitionState] = []
-        configs: dict[str, MinIsrConfig] = {}  # one per topic
-        paths = (f"{TOPICS}/{t}/partitions/{p}/state" for t, p in wanted)
-        for (t, p), (path, node) in zip(wanted, self.get_many(paths), strict=True):
+            progress("partitions", total, 0)
+        configs: dict[int | None, MinIsrConfig] = {}  # one per topic-level value: they differ in nothing else
+
+        def wanted() -> Iterator[tuple[str, int]]:
+            return ((t, p) for t, a in assignments.items() for p in sorted(a["partitions"]))
+
+        paths = (f"{TOPICS}/{t}/partitions/{p}/state" for t, p in wanted())
+        for (t, p), (path, node) in zip(wanted(), self.get_many(paths), strict=True):
             a = assignments[t]
             replicas = a["partitions"][p]
-            cfg = configs.get(t)
+            topic_min_isr = min_isr[t]
+            cfg = configs.get(topic_min_isr)
             if cfg is None:
-                cfg = configs[t] = MinIsrConfig(topic=min_isr[t], brokers=broker_min_isr,
-                                                cluster_default=bad_default[0], static=min_isr_default)
+                cfg = configs[topic_min_isr] = MinIsrConfig(topic=topic_min_isr, brokers=broker_min_isr,
+                                                            cluster_default=bad_default[0], static=min_isr_default)
             problem = config_problem.get(t)
             if problem is None and cfg.topic is None:  # a broker-level value it may use is unreadable
                 why = [bad_default[1]] if bad_default[1] else []
@@ -111,31 +141,30 @@ class ZkPartitions(ZkReads):
                 deleting=t in deleting,
             )
             if progress:
-                progress("partitions", len(wanted), 1)
+                progress("partitions", total, 1)
             if node is None:
                 problems.append(Problem("missing_state", f"{path}: no state znode (the partition has no leader)",
                                         topic=t, partition=p))
                 mi, mi_source = self._min_isr(cfg, None, replicas, static_source)
-                out.append(PartitionState(**base, min_isr=mi, min_isr_source=mi_source,  # type: ignore[arg-type]
-                                          problem="no state znode"))
+                yield PartitionState(**base, min_isr=mi, min_isr_source=mi_source,  # type: ignore[arg-type]
+                                     problem="no state znode")
                 continue
             try:
                 st = znodes.decode_partition_state(node.data)
             except znodes.ZnodeFormatError as e:
                 problems.append(Problem("invalid_znode", f"{path}: {e}", topic=t, partition=p))
                 mi, mi_source = self._min_isr(cfg, None, replicas, static_source)
-                out.append(PartitionState(**base, min_isr=mi, min_isr_source=mi_source,  # type: ignore[arg-type]
-                                          problem=f"invalid state: {e}"))
+                yield PartitionState(**base, min_isr=mi, min_isr_source=mi_source,  # type: ignore[arg-type]
+                                     problem=f"invalid state: {e}")
                 continue
             mi, mi_source = self._min_isr(cfg, st["leader"], replicas, static_source)
-            out.append(PartitionState(
+            yield PartitionState(
                 **base,  # type: ignore[arg-type]
                 isr=st["isr"], leader=st["leader"], leader_epoch=st["leader_epoch"],
                 partition_epoch=node.stat.version, controller_epoch=st["controller_epoch"],
                 leader_recovery_state=st["leader_recovery_state"], problem=problem,
                 min_isr=mi, min_isr_source=mi_source,
-            ))
-        return PartitionScan(out, live, problems, unreadable)
+            )
 
     @staticmethod
     def _min_isr(cfg: MinIsrConfig, leader: int | None, replicas: Sequence[int], static: str) -> tuple[int, str]:
