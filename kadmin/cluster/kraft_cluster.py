@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from kadmin.cluster.base import BrokerListing, PartitionScan, WatchTick
+from kadmin.cluster.base import BrokerListing, PartitionScan, PartitionStream, WatchTick
 from kadmin.cluster.kafka import error_name
 from kadmin.cluster.kraft import ClusterDescription, KraftClient, uuid_text
 from kadmin.cluster.min_isr import STATIC_SOURCE, read_min_isr
@@ -41,7 +41,6 @@ class KraftCluster:
     """A KRaft cluster read through its brokers (`--bootstrap-server`)."""
 
     mode = "kraft"
-
     def __init__(self, client: KraftClient) -> None:
         self.client = client
         self.description = f"KRaft via --bootstrap-server {','.join(client.addresses)}"
@@ -167,6 +166,13 @@ class KraftCluster:
         got = read_min_isr(self.client, topics, live, addresses, default, problems)
         return got.topics, got.config
 
+    def iter_partitions(self, topics: Sequence[str] | None = None, progress: Progress | None = None,
+                        min_isr_default: int = 1) -> PartitionStream:
+        """The scan handed over one partition at a time (the Cluster protocol's streaming read): a KRaft
+        scan is DescribeTopicPartitions pages, read whole before they are judged."""
+        s = self.scan_partitions(topics, progress=progress, min_isr_default=min_isr_default)
+        return PartitionStream(iter(s.partitions), s.live, s.problems, s.unreadable)
+
     def scan_partitions(self, topics: Sequence[str] | None = None, progress: Progress | None = None,
                         min_isr_default: int = 1) -> PartitionScan:
         live = self.live_brokers(fresh=True)
@@ -178,27 +184,36 @@ class KraftCluster:
         if answers:  # no partition: no min ISR to resolve
             topic_min, cfg = self.min_isr_configs(names, sorted(live), min_isr_default, problems)
         out: list[PartitionState] = []
+        # Per topic, not per partition (20,000 partitions are ~1,000 topics): its id's text, its min ISR
+        # config and the problem that made its configs unreadable.
+        topic_id: dict[str, str | None] = {}
+        topic_cfg: dict[str, MinIsrConfig] = {}
+        topic_problem: dict[str, str | None] = {}
         for t, p in answers:
-            key = (t.name, int(p.partition_index))
+            name = t.name
+            if name not in topic_cfg:
+                topic_id[name] = uuid_text(t.topic_id)
+                topic_cfg[name] = MinIsrConfig(topic=topic_min.get(name), brokers=cfg.brokers,
+                                               cluster_default=cfg.cluster_default, static=cfg.static)
+                bad = [e for e in problems if e.topic == name] if name not in topic_min and names else []
+                topic_problem[name] = bad[0].message if bad else None
+            key = (name, int(p.partition_index))
             adding, removing = moving.get(key, ((), ()))
             replicas = tuple(int(r) for r in p.replica_nodes)
             leader = int(p.leader_id)
-            pcfg = MinIsrConfig(topic=topic_min.get(t.name), brokers=cfg.brokers,
-                                cluster_default=cfg.cluster_default, static=cfg.static)
+            pcfg = topic_cfg[name]
             value, source = rules.current_min_isr(pcfg, leader if leader >= 0 else None, replicas)
             if source == rules.STATIC:
                 source = STATIC_SOURCE
             problem = None
             if p.error_code and p.error_code != 5:  # 5 LEADER_NOT_AVAILABLE: no leader, not a read error
                 problem = f"DescribeTopicPartitions: {error_name(p.error_code)}"
-            if t.name not in topic_min and names:
-                bad = [e for e in problems if e.topic == t.name]
-                if bad:
-                    problem = bad[0].message
+            if topic_problem[name] is not None:
+                problem = topic_problem[name]
             out.append(PartitionState(
-                topic=t.name, partition=key[1], replicas=replicas, isr=tuple(int(r) for r in p.isr_nodes),
+                topic=name, partition=key[1], replicas=replicas, isr=tuple(int(r) for r in p.isr_nodes),
                 leader=leader, leader_epoch=int(p.leader_epoch), partition_epoch=None,
-                adding_replicas=adding, removing_replicas=removing, min_isr=value, topic_id=uuid_text(t.topic_id),
+                adding_replicas=adding, removing_replicas=removing, min_isr=value, topic_id=topic_id[name],
                 problem=problem, min_isr_source=source, min_isr_config=pcfg,
                 elr=replica_list(getattr(p, "eligible_leader_replicas", None)),
                 last_known_elr=replica_list(getattr(p, "last_known_elr", None))))
@@ -210,20 +225,25 @@ class KraftCluster:
         sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic,
     ) -> Iterator[list[tuple[tuple[str, int], tuple[int, ...] | None]]]:
         """Poll the keys' ISRs (DescribeTopicPartitions of their topics): yield every key's ISR now, then
-        again after POLL_FIRST s, doubling to POLL_MAX s between polls, until `timeout`. KRaft has no
-        watches; a missing partition yields ISR None."""
+        again POLL_FIRST s after that poll began, doubling to POLL_MAX s from one poll's start to the next,
+        until `timeout`. KRaft has no watches; a missing partition yields ISR None. The interval runs from
+        start to start (a poll of 20,000 partitions takes a while): a change is seen at most one interval
+        plus one poll after it happened, not an interval plus two polls."""
         deadline = None if timeout is None else clock() + timeout
         wanted = set(keys)
         topics = sorted({t for t, _ in keys})
         interval = POLL_FIRST
         while True:
+            began = clock()
             answers, _ = self.describe_partitions(topics)
             seen = {(t.name, int(p.partition_index)): tuple(int(r) for r in p.isr_nodes) for t, p in answers}
             yield [(k, seen.get(k)) for k in sorted(wanted)]
-            left = None if deadline is None else deadline - clock()
+            at = clock()
+            left = None if deadline is None else deadline - at
             if left is not None and left <= 0:
                 return
-            sleep(interval if left is None else min(interval, left))
+            pause = max(0.0, interval - (at - began))
+            sleep(pause if left is None else min(pause, left))
             interval = min(interval * 2, POLL_MAX)
 
     def close(self) -> None:

@@ -1,0 +1,376 @@
+"""KRaft health at scale against Kafka's own tool (issue 13 §5), on a real Kafka 4.3.1 KRaft cluster.
+
+What it does:
+  1. Starts Kafka 4.3.1 in KRaft mode on loopback as the sandbox's real-Kafka engine does
+     (kadmin/sandbox/realkafka.py: 3 controllers in a static quorum + 3 brokers; the Kafka home from
+     tests/support/kafka.py), with larger heaps than the sandbox's (a broker hosts ~13,000 replicas).
+  2. Creates TOPICS x PARTITIONS partitions (default 1,000 x 20 = 20,000, replication 2) in a few large
+     CreateTopics batches (kafka-python's admin client), and waits until every partition is fully in sync.
+  3. Side by side, interleaved, RUNS times each (medians): `kadmin partitions check -b` (whole process) and
+     Kafka's TopicCommand `--describe --under-replicated-partitions` (whole process, the harness's tool
+     runner `tests.support.kafka.tool`). RATIO = kadmin / TopicCommand (goal <= 0.2).
+  4. Stops broker 3 (SIGTERM: controlled shutdown), waits until it is out of every ISR, starts
+     `kadmin brokers wait 3 --in-sync -b` and then the broker again. An independent poller (kafka-python's
+     admin client, Metadata of all topics, back to back) notes when broker 3 is back in every ISR it belongs
+     in; the delay from then to the moment the `wait` process exits 0 is printed in units of kadmin's poll
+     interval at that time (POLL_MAX; goal <= 1).
+Prints human-readable lines, then one final line of JSON with every number.
+Usage: python bench/kraft_scale.py [--topics 1000] [--partitions 20] [--runs 5] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+HEAPS = {"broker": "-Xmx1g", "controller": "-Xmx512m"}
+BROKERS = (1, 2, 3)
+BOUNCED = 3
+
+
+def now() -> float:
+    return time.monotonic()
+
+
+class Cluster:
+    def __init__(self, home: Path, base: Path) -> None:
+        from kadmin.sandbox import realkafka as rk
+        from kadmin.sandbox.zkserver import free_port
+
+        self.rk, self.home, self.base = rk, home, base
+        self.version = rk.detect_version(home)
+        rk.write_logging(base)
+        self.controllers = [{"id": c, "role": "controller", "port": free_port(), "dir": str(base / f"controller-{c}")}
+                            for c in rk.CONTROLLERS]
+        self.brokers = {b: {"id": b, "role": "broker", "port": free_port(), "dir": str(base / f"broker-{b}")}
+                        for b in BROKERS}
+        self.procs: dict[int, subprocess.Popen[bytes]] = {}
+        for n in [*self.controllers, *self.brokers.values()]:
+            props = rk.kraft_properties(n, self.controllers, len(BROKERS), self.version)
+            if n["role"] == "broker":
+                props["replica.lag.time.max.ms"] = "30000"  # Kafka's default, said explicitly
+            rk.write_config(n, props)
+        rk.format_storage(str(home), self.version, base, [*self.controllers, *self.brokers.values()],
+                          rk.new_cluster_id())
+
+    def bootstrap(self, without: int | None = None) -> str:
+        return ",".join(f"127.0.0.1:{n['port']}" for b, n in self.brokers.items() if b != without)
+
+    def start(self, node: dict[str, Any]) -> None:
+        argv = self.rk.command(str(self.home), self.version, self.base, node)
+        argv[1] = HEAPS[node["role"]]
+        logs = Path(node["dir"]) / "logs"
+        with open(logs / "stdout.log", "ab") as out:
+            self.procs[node["id"]] = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out,
+                                                      stderr=subprocess.STDOUT, start_new_session=True)
+
+    def start_all(self) -> None:
+        for n in [*self.controllers, *self.brokers.values()]:
+            self.start(n)
+        self.wait_unfenced(set(BROKERS))
+
+    def wait_unfenced(self, ids: set[int], timeout: float = 600) -> None:
+        deadline = now() + timeout
+        while True:
+            try:
+                fenced, _ = self.rk.kraft_view(self.bootstrap())
+                if all(fenced.get(b) is False for b in ids):
+                    return
+            except Exception:  # not up yet
+                pass
+            if now() > deadline:
+                raise TimeoutError(f"brokers {sorted(ids)} not unfenced after {timeout}s")
+            time.sleep(0.5)
+
+    def stop(self, node_id: int, sig: int = signal.SIGTERM, timeout: float = 300) -> None:
+        p = self.procs[node_id]
+        if p.poll() is None:
+            os.killpg(p.pid, sig)
+            try:
+                p.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+
+    def stop_all(self) -> None:
+        for nid in list(self.procs):
+            self.stop(nid, signal.SIGKILL, 60)
+
+
+def admin(bootstrap: str) -> Any:
+    from kafka.admin import KafkaAdminClient
+
+    return KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=300000, client_id="bench")
+
+
+def create_topics(bootstrap: str, topics: int, partitions: int, batch: int = 100) -> float:
+    from kafka.admin import NewTopic
+
+    t0 = now()
+    a = admin(bootstrap)
+    try:
+        for start in range(0, topics, batch):
+            a.create_topics([NewTopic(f"t{i:05d}", partitions, 2) for i in range(start, min(topics, start + batch))],
+                            timeout_ms=300000)
+    finally:
+        a.close()
+    return now() - t0
+
+
+def isr_state(a: Any) -> dict[tuple[str, int], tuple[list[int], list[int], int]]:
+    """(topic, partition) -> (replicas, isr, leader) from Metadata of all topics (kafka-python's admin client)."""
+    out = {}
+    for t in a.describe_topics():
+        for p in t["partitions"]:
+            out[(t["name"], int(p["partition_index"]))] = (list(p["replica_nodes"]), list(p["isr_nodes"]),
+                                                           int(p["leader_id"]))
+    return out
+
+
+def wait_all_in_sync(bootstrap: str, expect: int, timeout: float = 1800, in_sync_for: float = 180) -> tuple[float, int]:
+    """Every partition there with a leader; then up to `in_sync_for` s more for all to be in sync (a busy
+    machine's followers may keep dropping out of ISRs). (seconds, partitions still under-replicated)."""
+    t0 = now()
+    a = admin(bootstrap)
+    led = None
+    try:
+        while True:
+            st = isr_state(a)
+            bench = {k: v for k, v in st.items() if k[0].startswith("t")}
+            under = sum(1 for v in bench.values() if len(v[1]) < len(v[0]))
+            if len(bench) >= expect and all(v[2] >= 0 for v in bench.values()):
+                led = led or now()
+                if not under or now() - led > in_sync_for:
+                    return now() - t0, under
+            if now() - t0 > timeout:
+                raise TimeoutError(f"{len(bench)} partitions, not all with a leader after {timeout}s")
+            time.sleep(1.0)
+    finally:
+        a.close()
+
+
+def kadmin(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KADMIN_")}
+    return subprocess.run([sys.executable, "-m", "kadmin", *args], capture_output=True, text=True, env=env,
+                          stdin=subprocess.DEVNULL, cwd=REPO)
+
+
+def side_by_side(cluster: Cluster, runs: int) -> dict[str, Any]:
+    from tests.support.kafka import TOPIC_COMMAND, tool
+
+    boot = cluster.bootstrap()
+    k_times, t_times = [], []
+    k_out = t_out = ""
+    for i in range(runs + 1):  # the first pair warms the page cache and the brokers; not counted
+        t0 = now()
+        r = kadmin("partitions", "check", "--bootstrap-server", boot)
+        dk = now() - t0
+        assert r.returncode in (0, 1, 2), r.stderr
+        t0 = now()
+        tc = tool(cluster.home, TOPIC_COMMAND, "--bootstrap-server", boot, "--describe",
+                  "--under-replicated-partitions", timeout=900)
+        dt = now() - t0
+        k_out, t_out = r.stdout, tc.stdout
+        print(f"  run {i}{' (warm-up)' if i == 0 else ''}: kadmin partitions check -b {dk:.2f} s (exit "
+              f"{r.returncode}), TopicCommand --describe --under-replicated-partitions {dt:.2f} s", flush=True)
+        if i:
+            k_times.append(dk)
+            t_times.append(dt)
+    mk, mt = statistics.median(k_times), statistics.median(t_times)
+    return {"kadmin_s": [round(x, 3) for x in k_times], "topiccommand_s": [round(x, 3) for x in t_times],
+            "kadmin_median_s": round(mk, 3), "topiccommand_median_s": round(mt, 3), "ratio": round(mk / mt, 3),
+            "kadmin_stdout_lines": len(k_out.splitlines()), "topiccommand_stdout_lines": len(t_out.splitlines())}
+
+
+def profile(cluster: Cluster) -> dict[str, Any]:
+    """Where kadmin's time goes: start-up alone (`--version`), then one check under cProfile (top functions by
+    cumulative time, printed)."""
+    import pstats
+
+    t0 = now()
+    kadmin("--version")
+    startup = now() - t0
+    code = ("import cProfile, marshal, sys\n"
+            "from kadmin.cli.app import app\n"
+            "pr = cProfile.Profile()\n"
+            "pr.enable()\n"
+            "try:\n"
+            "    app(prog_name='kadmin', args=sys.argv[2:])\n"
+            "except SystemExit:\n"
+            "    pass\n"
+            "pr.disable()\n"
+            "pr.dump_stats(sys.argv[1])\n")
+    with tempfile.TemporaryDirectory() as d:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("KADMIN_")}
+        t0 = now()
+        subprocess.run([sys.executable, "-c", code, f"{d}/p", "partitions", "check", "--bootstrap-server",
+                        cluster.bootstrap()], capture_output=True, env=env, cwd=REPO, stdin=subprocess.DEVNULL)
+        whole = now() - t0
+        st = pstats.Stats(f"{d}/p")
+        rows = sorted(((v[3], v[2], f"{k[0].rsplit('/', 2)[-1]}:{k[1]}({k[2]})")
+                       for k, v in st.stats.items()), reverse=True)  # type: ignore[attr-defined]
+    print(f"profile: kadmin --version {startup:.2f} s; partitions check under cProfile {whole:.2f} s; "
+          "top by cumulative time:", flush=True)
+    for cum, tot, name in rows[:25]:
+        print(f"  {cum:7.3f} s cum {tot:7.3f} s own  {name}", flush=True)
+    return {"version_s": round(startup, 3), "check_profiled_s": round(whole, 3),
+            "top": [[round(c, 3), round(t, 3), n] for c, t, n in rows[:25]]}
+
+
+class Poller(threading.Thread):
+    """Metadata of all topics, back to back: notes the first answer in which BOUNCED is in every ISR it belongs in
+    (its send time `lo` and the previous answer's send time: the return happened between the previous request's
+    snapshot and this answer)."""
+
+    def __init__(self, bootstrap: str) -> None:
+        super().__init__(daemon=True)
+        self.bootstrap = bootstrap
+        self.back: tuple[float, float, float] | None = None  # (previous send, this send, this receive)
+        self.polls: list[float] = []
+        self.stop_flag = False
+
+    def run(self) -> None:
+        a = admin(self.bootstrap)
+        prev = now()
+        try:
+            while not self.stop_flag:
+                sent = now()
+                try:
+                    st = isr_state(a)
+                except Exception:  # noqa: BLE001 - a broker restarting; ask again
+                    time.sleep(0.05)
+                    continue
+                got = now()
+                self.polls.append(got - sent)
+                hosted = [v for k, v in st.items() if k[0].startswith("t") and BOUNCED in v[0]]
+                if hosted and all(BOUNCED in v[1] for v in hosted):
+                    self.back = (prev, sent, got)
+                    return
+                prev = sent
+        finally:
+            a.close()
+
+
+def bounce(cluster: Cluster) -> dict[str, Any]:
+    from kadmin.cluster.kraft_cluster import POLL_MAX
+
+    live = cluster.bootstrap(without=BOUNCED)
+    t0 = now()
+    cluster.stop(BOUNCED)
+    stopped_s = now() - t0
+    a = admin(live)
+    try:  # out of every ISR (controlled shutdown shrinks them, the controller fences it)
+        while any(BOUNCED in v[1] for v in isr_state(a).values()):
+            time.sleep(0.5)
+    finally:
+        a.close()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KADMIN_")}
+    wait = subprocess.Popen([sys.executable, "-m", "kadmin", "brokers", "wait", str(BOUNCED), "--in-sync",
+                             "--bootstrap-server", live, "--timeout", "1800", "-o", "json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO,
+                            stdin=subprocess.DEVNULL)
+    exited: list[float] = []
+    done = threading.Event()
+
+    def reap() -> None:
+        wait.wait()
+        exited.append(now())
+        done.set()
+
+    threading.Thread(target=reap, daemon=True).start()
+    poller = Poller(live)
+    # kadmin's first scan must be over before the broker returns (else it may find it in sync at once):
+    # it says on stderr what it waits for once that scan is done.
+    assert wait.stderr is not None
+    first = wait.stderr.readline()
+    started = now()
+    cluster.start(cluster.brokers[BOUNCED])
+    poller.start()
+    done.wait()
+    poller.stop_flag = True
+    poller.join(timeout=120)
+    out, err = wait.communicate()
+    assert wait.returncode == 0, (wait.returncode, first, err)
+    data = json.loads(out)["data"]
+    assert poller.back is not None, "the poller never saw the broker back in every ISR"
+    prev_sent, sent, got = poller.back
+    t_exit = exited[0]
+    return {"stop_s": round(stopped_s, 1), "rejoin_s": round(got - started, 1),
+            "hosted": data["hosted_partitions"], "poll_interval_s": POLL_MAX,
+            "poller_median_s": round(statistics.median(poller.polls), 3) if poller.polls else None,
+            # the delay is bracketed: the fact happened after the previous poll was sent, before this one answered
+            "delay_min_s": round(t_exit - got, 3), "delay_max_s": round(t_exit - prev_sent, 3),
+            "delay_mid_s": round(t_exit - (prev_sent + got) / 2, 3),
+            "ratio": round((t_exit - prev_sent) / POLL_MAX, 3)}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--topics", type=int, default=1000)
+    ap.add_argument("--partitions", type=int, default=20)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--keep", default=None, help="cluster directory (default: a temporary one)")
+    ap.add_argument("--skip-bounce", action="store_true")
+    ap.add_argument("--hold", action="store_true", help="after the side-by-side runs, keep the cluster up")
+    args = ap.parse_args()
+    from tests.support.kafka import KAFKA_4, kafka_home
+
+    home = kafka_home(KAFKA_4)
+    base = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="kadmin-bench-kraft-"))
+    base.mkdir(parents=True, exist_ok=True)
+    out: dict[str, Any] = {"kafka": KAFKA_4, "topics": args.topics, "partitions_per_topic": args.partitions,
+                           "replication": 2}
+    total = args.topics * args.partitions
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a SIGTERM still stops the cluster (finally)
+    t0 = now()
+    cluster = Cluster(home, base)
+    try:
+        cluster.start_all()
+        out["start_s"] = round(now() - t0, 1)
+        print(f"Kafka {cluster.version} KRaft, 3 controllers + 3 brokers up in {out['start_s']} s ({base})", flush=True)
+        out["create_s"] = round(create_topics(cluster.bootstrap(), args.topics, args.partitions), 1)
+        waited, under = wait_all_in_sync(cluster.bootstrap(), total)
+        out["in_sync_s"], out["under_replicated_at_start"] = round(waited, 1), under
+        print(f"{total:,} partitions ({args.topics} topics x {args.partitions}, RF 2) created in {out['create_s']} s, "
+              f"{'all in sync' if not under else f'{under} still under-replicated'} {out['in_sync_s']} s later",
+              flush=True)
+        s = side_by_side(cluster, args.runs)
+        out["check"] = s
+        print(f"kadmin partitions check -b: median {s['kadmin_median_s']:.2f} s; TopicCommand --describe "
+              f"--under-replicated-partitions: median {s['topiccommand_median_s']:.2f} s", flush=True)
+        print(f"RATIO kadmin partitions check / TopicCommand: ratio {s['ratio']:.2f} (goal <= 0.2)", flush=True)
+        if args.hold:  # keep the cluster for profiling by hand, until SIGTERM/SIGINT
+            (base / "bootstrap").write_text(cluster.bootstrap())
+            print(f"holding: bootstrap {cluster.bootstrap()} (in {base / 'bootstrap'}); SIGTERM ends it", flush=True)
+            while True:
+                time.sleep(3600)
+        out["profile"] = profile(cluster)
+        if not args.skip_bounce:
+            b = bounce(cluster)
+            out["wait_in_sync"] = b
+            print(f"broker {BOUNCED} stopped in {b['stop_s']} s; back in all ISRs of its {b['hosted']} partitions "
+                  f"{b['rejoin_s']} s after its start; independent poll {b['poller_median_s']} s", flush=True)
+            print(f"brokers wait --in-sync exited {b['delay_min_s']:.2f}..{b['delay_max_s']:.2f} s after the return "
+                  f"(poll interval {b['poll_interval_s']:g} s)", flush=True)
+            print(f"RATIO wait --in-sync delay / poll interval: ratio {b['ratio']:.2f} (goal <= 1)", flush=True)
+    finally:
+        cluster.stop_all()
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
