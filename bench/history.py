@@ -351,6 +351,10 @@ def main() -> None:
             shutil.rmtree(work, ignore_errors=True)
 
 
+def _met(ok: bool) -> str:
+    return "met" if ok else "NOT MET"
+
+
 def bench(args: argparse.Namespace, work: Path) -> None:
     target = int(args.gb * GIB)
     say(f"bench/history.py: kadmin history ingest (local[2]) vs ZooKeeper's TxnLogToolkit, >= {args.gb:g} GiB "
@@ -398,8 +402,13 @@ def bench(args: argparse.Namespace, work: Path) -> None:
     per_copy = rep["records"] // rep["files"] if len(rep["base_files"]) == 1 else None
     say(f"  check (untimed): the toolkit read {count} txns from {files[0].name}"
         + (f", the record walk counts {per_copy}" if per_copy is not None else ""))
-    say(f"kadmin/toolkit speed ratio: {tk['wall'] / ing['wall']:.2f} (kadmin: 2 cores, decodes to events and writes "
-        f"Parquet; the toolkit: one core, decodes and prints every txn as text)")
+    ratio = tk["wall"] / ing["wall"]
+    jvm_mib, py_mib = pk["jvm"] / 2**20, pk["python"] / 2**20
+    say(f"kadmin {mbs:.1f} MB/s, TxnLogToolkit {tk_mbs:.1f} MB/s: ratio {ratio:.2f} (goal >= 1.0) {_met(ratio >= 1.0)}")
+    say("  (kadmin: 2 cores, decodes to events and writes Parquet; the toolkit: one core, decodes and prints every "
+        "txn as text)")
+    say(f"Spark driver JVM peak RSS {jvm_mib:,.0f} MiB (goal <= 1024 MiB) {_met(jvm_mib <= 1024)}")
+    say(f"Python driver peak RSS {py_mib:,.0f} MiB (goal <= 200 MiB) {_met(py_mib <= 200)}")
 
     result = {
         "bench": "history", "gb": args.gb, "input_bytes": rep["bytes"], "files": rep["files"],
@@ -412,6 +421,8 @@ def bench(args: argparse.Namespace, work: Path) -> None:
         "toolkit": {"wall_s": round(tk["wall"], 2), "mb_per_s": round(tk_mbs, 2), "files_timed": tk["files_timed"],
                     "extrapolated": tk["extrapolated"], "txns_counted_in_one_file": count},
         "toolkit_over_kadmin_wall": round(tk["wall"] / ing["wall"], 3),
+        "goals": {"speed_ratio_min": 1.0, "driver_jvm_mib_max": 1024, "python_driver_mib_max": 200,
+                  "met": {"speed": ratio >= 1.0, "driver_jvm": jvm_mib <= 1024, "python_driver": py_mib <= 200}},
         "plain_read_s": [round(x, 3) for x in io],
     }
     for k in ("create_rate", "set_rate", "seconds"):

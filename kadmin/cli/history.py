@@ -63,7 +63,8 @@ def ingest(
 
     with ScanProgress() as progress:
         return inv.emit(run(paths, cluster, str(out), master, chroot, progress if progress.enabled else None,
-                            wait_lock=wait_lock, note=inv.renderer.note), views.key_values)
+                            wait_lock=wait_lock, note=inv.renderer.note,
+                            log=inv.renderer.note if inv.verbose else None), views.key_values)
 
 
 @command(app, "report", cluster=False)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
+from functools import lru_cache
 from typing import Any
 
 ZK, KRAFT, NDJSON = "zk-txnlog", "kraft-log", "kadmin-ndjson"
@@ -138,6 +139,7 @@ def _state(m: re.Match[str], data: bytes | None, cluster: str, pos: int, ts: int
               controller_id=None, epoch=doc.get("controller_epoch"), detail=_root_detail(m["root"]))
 
 
+@lru_cache(maxsize=64)
 def _root_detail(root: str) -> str | None:
     return json.dumps({"chroot": root}) if root else None
 

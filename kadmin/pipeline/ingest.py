@@ -2,7 +2,8 @@
 
 The driver only lists files and collects metadata (split offsets, damage reports, counts). Stage 1
 walks each ZooKeeper log's record lengths on an executor and returns record-aligned split offsets,
-so one big log uses every core; stage 2 parses the ranges in the executors; then partition states
+so one big log uses every core; stage 2 parses the ranges in the executors straight into Arrow record
+batches (`kadmin.pipeline.arrow`, handed to Spark by `mapInArrow`: no Python rows); then partition states
 are classified (leader_changed / isr_changed) with window functions against the previous state of
 each partition, which for the first state of a partition in this ingest is the last one the table
 already holds (so ingesting logs in parts gives what ingesting them at once gives); events get a
@@ -116,8 +117,11 @@ def split_source(src: Source, target: int) -> list[tuple[str, str, int, int | No
     return [(src.kind, src.path, start, end) for start, end in zip(points, ends, strict=True)]
 
 
-def parse_range(work: tuple[str, str, int, int | None], cluster: str, chroot: str | None) -> Iterator[tuple[Any, ...]]:
-    """On an executor: the event rows of one range (plus `_damage` rows describing broken records)."""
+def parse_range(work: tuple[str, str, int, int | None], cluster: str, chroot: str | None,
+                crc: Callable[[bytes], int] | None = None) -> Iterator[tuple[Any, ...]]:
+    """On an executor: the event rows of one range (plus `_damage` rows describing broken records), as
+    tuples. The row path: the ingest runs on Arrow (`kadmin.pipeline.arrow`); this one is kept as the
+    reference the Arrow path is compared with (tests/pipeline/test_arrow.py)."""
     kind, path, start, end = work
     damage: list[Any] = []
 
@@ -126,15 +130,20 @@ def parse_range(work: tuple[str, str, int, int | None], cluster: str, chroot: st
 
     rows: Iterator[dict[str, Any]]
     try:
-        rows = _rows(kind, path, start, end, cluster, chroot, on_damage)
+        rows = _rows(kind, path, start, end, cluster, chroot, on_damage, crc)
         for r in rows:
             yield tuple(r[c] for c in ev.COLUMNS)
     except (OSError, ValueError) as e:
         damage.append(_Damage(start, f"{type(e).__name__}: {e}"))
     for d in damage:
-        r = ev.row(cluster, kind, int(d.offset), 0, DAMAGE, detail=json.dumps({"file": path, "offset": d.offset,
-                                                                                 "reason": d.reason}))
+        r = damage_row(d, cluster, kind, path)
         yield tuple(r[c] for c in ev.COLUMNS)
+
+
+def damage_row(d: Any, cluster: str, kind: str, path: str) -> dict[str, Any]:
+    """The `_damage` row of one Damage (collected by the driver, never written)."""
+    return ev.row(cluster, kind, int(d.offset), 0, DAMAGE, detail=json.dumps({"file": path, "offset": d.offset,
+                                                                                "reason": d.reason}))
 
 
 @dataclass(frozen=True)
@@ -144,7 +153,7 @@ class _Damage:
 
 
 def _rows(kind: str, path: str, start: int, end: int | None, cluster: str, chroot: str | None,
-          on_damage: Callable[[Any], None]) -> Iterator[dict[str, Any]]:
+          on_damage: Callable[[Any], None], crc: Callable[[bytes], int] | None = None) -> Iterator[dict[str, Any]]:
     import mmap
 
     if kind == "kadmin-ndjson":
@@ -174,11 +183,21 @@ def _rows(kind: str, path: str, start: int, end: int | None, cluster: str, chroo
                 for txn in zk_txnlog.iter_txns(mm, start=max(start, 16), end=end, on_damage=on_damage):
                     yield from ev.zk_events(txn, cluster, chroot, os.path.basename(path))
             else:
-                from kadmin.cluster.metadata_records import CRC32C, DECODER
+                from kadmin.cluster.metadata_records import DECODER
                 from kadmin.formats import kraft_log
 
-                for rec in kraft_log.iter_records(mm, DECODER, start=start, on_damage=on_damage, crc=CRC32C):
+                for rec in kraft_log.iter_records(mm, DECODER, start=start, on_damage=on_damage, crc=crc):
                     yield from ev.kraft_events(rec, cluster)
+
+
+def crc32c_impl() -> tuple[str, Callable[[bytes], int] | None]:
+    """Which CRC-32C checks KRaft batches: the C one of the `crc32c` package when it is installed, else
+    kadmin's pure-Python one (None: `kadmin.formats.kraft_log.crc32c`, the readers' default)."""
+    try:
+        import crc32c
+    except ImportError:
+        return "pure Python (kadmin.formats.kraft_log; pip install crc32c for the C one)", None
+    return "C (the crc32c package)", crc32c.crc32c
 
 
 # ---------------------------------------------------------------------------- the job
@@ -219,9 +238,11 @@ def table_schema() -> Any:
 
 
 def ingest(spark: Any, found: Discovery, cluster: str, table: Table, run_id: str, chroot: str | None = None,
-           split_bytes: int = SPLIT_BYTES) -> IngestSummary:
+           split_bytes: int = SPLIT_BYTES, executor: str = "arrow") -> IngestSummary:
     """Parse, classify, keep what the table lacks, write it to the run's staging directory and commit.
-    The caller holds the table's lock (`Table.lock`) and has cleaned up after dead runs (`Table.recover`)."""
+    The caller holds the table's lock (`Table.lock`) and has cleaned up after dead runs (`Table.recover`).
+    `executor`: "arrow" (ranges parsed into Arrow batches, `mapInArrow`) or "rows" (the row path the
+    Arrow path is tested against)."""
     from pyspark.sql import functions as F
 
     sources = found.sources
@@ -236,8 +257,16 @@ def ingest(spark: Any, found: Discovery, cluster: str, table: Table, run_id: str
         target = split_bytes
         work += sc.parallelize(zk, len(zk)).flatMap(lambda s: split_source(s, target)).collect()
     summary.ranges = len(work)
-    rdd = sc.parallelize(work, len(work)).flatMap(lambda w: parse_range(w, cluster, chroot))
-    raw = spark.createDataFrame(rdd, spark_schema()).persist()
+    crc = crc32c_impl()[1]
+    if executor == "rows":
+        rdd = sc.parallelize(work, len(work)).flatMap(lambda w: parse_range(w, cluster, chroot, crc))
+        raw = spark.createDataFrame(rdd, spark_schema()).persist()
+    else:
+        from kadmin.pipeline.arrow import WORK_DDL, map_ranges
+
+        # one work item per partition (a task per range), each parsed into Arrow record batches
+        items = spark.createDataFrame(sc.parallelize(work, len(work)), WORK_DDL)
+        raw = items.mapInArrow(map_ranges(cluster, chroot, crc), spark_schema()).persist()
     prior = table.read(spark).filter(F.col("cluster") == cluster)
     try:
         summary.damage = [json.loads(r.detail) for r in raw.filter(F.col("event") == DAMAGE).select("detail").collect()]
@@ -292,7 +321,8 @@ def classify_partitions(df: Any, prior: Any = None) -> Any:
     if prior is not None:
         topics = topics.unionByName(topic_ids(prior))
     topics = topics.dropDuplicates(["tid"])
-    states = (states.withColumn("tid", F.get_json_object("detail", "$.topic_id"))
+    # only KRaft states name their topic by id (ZooKeeper ones carry the name): no JSON parse for the others
+    states = (states.withColumn("tid", F.when(F.col("source") == ev.KRAFT, F.get_json_object("detail", "$.topic_id")))
               .join(topics, "tid", "left")
               .withColumn("topic", F.coalesce(F.col("topic"), F.col("tname"), F.col("tid")))
               .drop("tid", "tname")

@@ -102,13 +102,16 @@ def _check_cluster(cluster: str) -> None:
 
 def ingest(paths: list[str], cluster: str, out: str, master: str, chroot: str | None,
            progress: Progress | None = None, wait_lock: float = 0.0,
-           note: Callable[[str], None] | None = None) -> Result:
-    from kadmin.pipeline.ingest import discover
+           note: Callable[[str], None] | None = None, log: Callable[[str], None] | None = None) -> Result:
+    """`log` (-v): one line saying which CRC-32C implementation checks KRaft batches."""
+    from kadmin.pipeline.ingest import crc32c_impl, discover
     from kadmin.pipeline.ingest import ingest as run
     from kadmin.pipeline.spark import StageProgress
     from kadmin.pipeline.table import Holder, Table, fault, new_run_id
 
     _check_cluster(cluster)
+    if log is not None:
+        log(f"CRC-32C (KRaft batches): {crc32c_impl()[0]}")
     try:
         found = discover(paths)
     except FileNotFoundError as e:
