@@ -171,7 +171,10 @@ def kraft(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kraft]:
         st = sb.status()
         k = Kraft(sb, st["bootstrap_servers"], st["bootstrap_controllers"], {})
         topic = new_topic(k.server, {0: [1, 2, 3], 1: [2, 3, 1], 2: [3, 1, 2]}, prefix="every")
-        wait_for(lambda: in_sync(k, topic), WAIT, f"{topic} created, every replica in sync", interval=0.5)
+        try:
+            wait_for(lambda: in_sync(k, topic), WAIT, f"{topic} created, every replica in sync", interval=0.5)
+        except AssertionError as e:
+            raise AssertionError(f"{e} (last seen: {LAST_SEEN[0]})") from None
         mdir = sb.dir / "controller-3001" / "data"
         saved = tmp / "saved.json"
         r = sb.run("brokers", "list", "--metadata-dir", str(mdir), "-o", "json")
@@ -187,9 +190,14 @@ def kraft(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kraft]:
         yield k
 
 
+LAST_SEEN: list[str] = [""]  # what the last in_sync poll saw, for the timeout message
+
+
 def in_sync(k: Kraft, topic: str) -> bool:
     r = k.sb.run("partitions", "list", "--topic", topic, "--bootstrap-server", k.server, "-o", "json")
     rows = json.loads(r.stdout)["data"] if r.returncode == 0 else []
+    LAST_SEEN[0] = (f"exit {r.returncode}: {r.stderr.strip()[-300:]}" if r.returncode else
+                    "; ".join(f"p{p['partition']} leader {p['leader']} isr {p['isr']}" for p in rows))
     return len(rows) == 3 and all(sorted(p["isr"]) == [1, 2, 3] and p["leader"] >= 0 for p in rows)
 
 
