@@ -85,10 +85,10 @@ def split_warnings(s: PartitionScan) -> tuple[PartitionScan, list[str]]:
     """The scan without its warnings (ZooKeeper mode with --bootstrap-server: a broker that did not answer
     DescribeConfigs, so min ISR came from ZooKeeper and --min-isr-default), and those warnings, said on
     stderr: they are no read error (ZooKeeper answered), but never silent."""
-    said = [e.message for e in s.problems if e.code == FALLBACK]
+    problems, said = split_problems(s.problems)
     if not said:
         return s, []
-    return dataclasses.replace(s, problems=[e for e in s.problems if e.code != FALLBACK]), said
+    return dataclasses.replace(s, problems=problems), said
 
 
 def require_known_broker(s: PartitionScan, broker_id: int) -> None:
