@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Callable, Iterator, MutableMapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, MutableMapping, Sequence
 from typing import Annotated, Any
 
 try:  # Ctrl-C while Python loads kadmin (the console script imports this module first): exit 130, quietly
@@ -105,13 +105,14 @@ def usage_error(e: Any, argv: Sequence[str], root: Any) -> int:
 
 
 class LazyCommands(MutableMapping[str, Any]):
-    """The root's subcommands by name: the commands Typer built (`completion`), then the groups of GROUPS,
-    each built by `load(name)` on its first lookup (`[name]`, `.get(name)`). Names, `in` and iteration
-    load nothing, so parsing, click's "Did you mean" and the help listing see every group."""
+    """Subcommands by name: those already built, then `names`, each built by `load(name)` on its first
+    lookup (`[name]`, `.get(name)`). Names, `in` and iteration load nothing, so parsing, click's "Did you
+    mean" and the help listing see every subcommand. The root's are the groups of GROUPS (a group's module
+    is imported on lookup); a group's are its commands (Typer's conversion of a command runs on lookup)."""
 
-    def __init__(self, built: MutableMapping[str, Any], load: Callable[[str], Any]) -> None:
+    def __init__(self, built: MutableMapping[str, Any], names: Iterable[str], load: Callable[[str], Any]) -> None:
         self._built: dict[str, Any] = dict(built)
-        self._names = [*self._built, *(n for n in GROUPS if n not in self._built)]
+        self._names = [*self._built, *(n for n in names if n not in self._built)]
         self._load = load
 
     def loaded(self, name: str) -> bool:
@@ -154,18 +155,34 @@ class KadminGroup(HelpGroup):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.commands = LazyCommands(self.commands, self._load_group)
+        self.commands = LazyCommands(self.commands, GROUPS, self._load_group)
         self._listing = False
 
     def _load_group(self, name: str) -> Any:
-        """The click group of GROUPS[name], built as `app.add_typer(module.app, cls=HelpGroup)` would."""
-        module = importlib.import_module(GROUPS[name][0])
-        return typer.main.get_group_from_info(
-            TyperInfo(module.app, cls=HelpGroup),
-            pretty_exceptions_short=app.pretty_exceptions_short,
-            suggest_commands=self.suggest_commands,
-            rich_markup_mode=self.rich_markup_mode,
-        )
+        """The click group of GROUPS[name], as `app.add_typer(module.app, cls=HelpGroup)` would build it,
+        except that each of its commands is converted by Typer when it is looked up (the one that runs;
+        all of them for the group's help), not all of them up front."""
+        sub = importlib.import_module(GROUPS[name][0]).app
+        infos = {i.name or typer.main.get_command_name(i.callback.__name__): i  # type: ignore[union-attr]
+                 for i in sub.registered_commands}
+        assert not sub.registered_groups, f"kadmin {name}: nested groups are not lazily built"
+        kept, sub.registered_commands = sub.registered_commands, []
+        try:  # the group itself (its callback, help, settings), without commands
+            group = typer.main.get_group_from_info(
+                TyperInfo(sub, cls=HelpGroup),
+                pretty_exceptions_short=app.pretty_exceptions_short,
+                suggest_commands=self.suggest_commands,
+                rich_markup_mode=self.rich_markup_mode,
+            )
+        finally:
+            sub.registered_commands = kept
+
+        def convert(cmd: str) -> Any:
+            return typer.main.get_command_from_info(infos[cmd], pretty_exceptions_short=app.pretty_exceptions_short,
+                                                    rich_markup_mode=self.rich_markup_mode)
+
+        group.commands = LazyCommands({}, infos, convert)
+        return group
 
     def listed(self, name: str) -> Any:
         """The group as the root's help lists it, from GROUPS: its name and help, nothing imported."""

@@ -135,6 +135,29 @@ def test_a_parse_error_names_a_lazy_group() -> None:
     assert not mods & GROUP_MODULES
 
 
+def test_a_group_converts_only_the_command_that_runs() -> None:
+    """Typer converts one command (its signature, every option) when it runs, not the group's dozen; the
+    group's help converts them all, and what it lists equals a group built the eager way."""
+    root = typer.main.get_command(app)
+    assert isinstance(root, KadminGroup)
+    group = root.commands["brokers"]
+    assert isinstance(group.commands, LazyCommands)
+    names = list(group.commands)
+    eager = typer.main.get_group_from_info(typer.models.TyperInfo(sys.modules["kadmin.cli.brokers"].app,
+                                                                  cls=HelpGroup),
+                                           pretty_exceptions_short=True, suggest_commands=True,
+                                           rich_markup_mode=root.rich_markup_mode)
+    assert names == list(eager.commands) and "max-epoch" in names
+    assert not any(group.commands.loaded(n) for n in names)
+    ctx = root.make_context("kadmin", ["brokers", "max-epoch"], resilient_parsing=True)
+    assert group.get_command(ctx, "max-epoch").name == "max-epoch"
+    assert [n for n in names if group.commands.loaded(n)] == ["max-epoch"]
+    gctx = group.make_context("brokers", [], resilient_parsing=True, parent=ctx)
+    assert group.get_help(gctx) == eager.get_help(eager.make_context("brokers", [], resilient_parsing=True,
+                                                                     parent=ctx))
+    assert all(group.commands.loaded(n) for n in names)
+
+
 def test_the_walk_loads_every_group() -> None:
     paths = {n.path for n in walk(typer.main.get_command(app))}
     assert set(GROUPS) <= paths and "brokers max-epoch" in paths and "sandbox up" in paths
