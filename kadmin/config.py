@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import math
 import os
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -123,6 +122,8 @@ def config_path(env: Mapping[str, str] | None = None) -> Path:
 def load_contexts(path: Path) -> dict[str, Any]:
     if not path.exists():
         return {}
+    import tomllib  # only with a contexts file: most runs have none (issue 13 §2)
+
     try:
         doc = tomllib.loads(path.read_text())
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from kazoo.exceptions import NoNodeError
 
 from kadmin.cluster.base import PartitionScan, PartitionStream
-from kadmin.cluster.min_isr import FALLBACK, STATIC_SOURCE, BrokerMinIsr, read_min_isr
 from kadmin.cluster.zookeeper.reads import IDS, TOPICS, ZkReads
 from kadmin.domain import znodes
 from kadmin.domain.models import MinIsrConfig, PartitionState
-from kadmin.domain.partitions import STATIC, current_min_isr
 from kadmin.errors import KadminError
 from kadmin.results import Problem, Progress
+
+if TYPE_CHECKING:
+    from kadmin.cluster.min_isr import BrokerMinIsr
+
+# kadmin.cluster.min_isr (DescribeConfigs) and kadmin.domain.partitions are imported where they are used:
+# commands that read no partition (`brokers max-epoch`, `brokers wait`) start without them (issue 13 §2).
 
 CONFIG_TOPICS = "/config/topics"
 CONFIG_BROKERS = "/config/brokers"
@@ -56,6 +61,8 @@ class ZkPartitions(ZkReads):
         min_isr: dict[str, int | None] = {}
         config_problem: dict[str, str] = {}
         broker_min_isr, bad_default, bad_brokers = self._broker_min_isr(problems)
+        from kadmin.domain.partitions import STATIC
+
         static_source = STATIC
         deleting = self._queued_for_deletion()
         shared: dict[tuple[int, ...], tuple[int, ...]] = {}
@@ -101,6 +108,8 @@ class ZkPartitions(ZkReads):
             bad_default = (from_brokers.config.cluster_default, None)
             bad_brokers = {}
             min_isr_default = from_brokers.config.static
+            from kadmin.cluster.min_isr import STATIC_SOURCE
+
             static_source = STATIC_SOURCE
         stream = self._states(assignments, min_isr, config_problem, broker_min_isr, bad_default, bad_brokers,
                               min_isr_default, static_source, deleting, problems, progress)
@@ -117,6 +126,12 @@ class ZkPartitions(ZkReads):
         if progress:
             progress("partitions", total, 0)
         configs: dict[int | None, MinIsrConfig] = {}  # one per topic-level value: they differ in nothing else
+        from kadmin.domain.partitions import STATIC, current_min_isr
+
+        def min_isr_of(cfg: MinIsrConfig, leader: int | None, replicas: Sequence[int]) -> tuple[int, str]:
+            value, source = current_min_isr(cfg, leader, replicas)
+            return value, static_source if source == STATIC else source
+
 
         def wanted() -> Iterator[tuple[str, int]]:
             return ((t, p) for t, a in assignments.items() for p in sorted(a["partitions"]))
@@ -145,7 +160,7 @@ class ZkPartitions(ZkReads):
             if node is None:
                 problems.append(Problem("missing_state", f"{path}: no state znode (the partition has no leader)",
                                         topic=t, partition=p))
-                mi, mi_source = self._min_isr(cfg, None, replicas, static_source)
+                mi, mi_source = min_isr_of(cfg, None, replicas)
                 yield PartitionState(**base, min_isr=mi, min_isr_source=mi_source,  # type: ignore[arg-type]
                                      problem="no state znode")
                 continue
@@ -153,11 +168,11 @@ class ZkPartitions(ZkReads):
                 st = znodes.decode_partition_state(node.data)
             except znodes.ZnodeFormatError as e:
                 problems.append(Problem("invalid_znode", f"{path}: {e}", topic=t, partition=p))
-                mi, mi_source = self._min_isr(cfg, None, replicas, static_source)
+                mi, mi_source = min_isr_of(cfg, None, replicas)
                 yield PartitionState(**base, min_isr=mi, min_isr_source=mi_source,  # type: ignore[arg-type]
                                      problem=f"invalid state: {e}")
                 continue
-            mi, mi_source = self._min_isr(cfg, st["leader"], replicas, static_source)
+            mi, mi_source = min_isr_of(cfg, st["leader"], replicas)
             yield PartitionState(
                 **base,  # type: ignore[arg-type]
                 isr=st["isr"], leader=st["leader"], leader_epoch=st["leader_epoch"],
@@ -166,17 +181,14 @@ class ZkPartitions(ZkReads):
                 min_isr=mi, min_isr_source=mi_source,
             )
 
-    @staticmethod
-    def _min_isr(cfg: MinIsrConfig, leader: int | None, replicas: Sequence[int], static: str) -> tuple[int, str]:
-        value, source = current_min_isr(cfg, leader, replicas)
-        return value, static if source == STATIC else source
-
     def _min_isr_from_brokers(self, topics: list[str], live: frozenset[int], default: int,
                               problems: list[Problem]) -> BrokerMinIsr | None:
         """min.insync.replicas as the brokers report it (DescribeConfigs over --bootstrap-server), or None
         when no broker answered: then ZooKeeper and `default` (--min-isr-default) stand, and a FALLBACK
         problem says so. ZooKeeper keeps every level but the static one, so what a broker cannot answer
         is a warning (FALLBACK), never a read error."""
+        from kadmin.cluster.min_isr import FALLBACK, read_min_isr
+
         said: list[Problem] = []
         got: BrokerMinIsr | None = None
         try:
