@@ -11,9 +11,11 @@ What it does:
      runner `tests.support.kafka.tool`). RATIO = kadmin / TopicCommand (goal <= 0.2).
   4. Stops broker 3 (SIGTERM: controlled shutdown), waits until it is out of every ISR, starts
      `kadmin brokers wait 3 --in-sync -b` and then the broker again. An independent poller (kafka-python's
-     admin client, Metadata of all topics, back to back) notes when broker 3 is back in every ISR it belongs
-     in; the delay from then to the moment the `wait` process exits 0 is printed in units of kadmin's poll
-     interval at that time (POLL_MAX; goal <= 1).
+     admin client, Metadata back to back of only the topics with a partition of broker 3's, read before the
+     stop, whose ISR it is not yet seen in: the polls that bracket the return are short) notes when broker 3
+     is back in every ISR it belongs in; the delay from then (the upper bound: the previous poll's send) to
+     the moment the `wait` process exits 0 is printed in units of kadmin's poll interval at that time
+     (POLL_MAX; goal <= 1).
 Prints human-readable lines, then one final line of JSON with every number.
 Usage: python bench/kraft_scale.py [--topics 1000] [--partitions 20] [--runs 5] [--keep DIR]
 """
@@ -130,10 +132,11 @@ def create_topics(bootstrap: str, topics: int, partitions: int, batch: int = 100
     return now() - t0
 
 
-def isr_state(a: Any) -> dict[tuple[str, int], tuple[list[int], list[int], int]]:
-    """(topic, partition) -> (replicas, isr, leader) from Metadata of all topics (kafka-python's admin client)."""
+def isr_state(a: Any, topics: list[str] | None = None) -> dict[tuple[str, int], tuple[list[int], list[int], int]]:
+    """(topic, partition) -> (replicas, isr, leader) from Metadata of all topics or of `topics` (kafka-python's
+    admin client)."""
     out = {}
-    for t in a.describe_topics():
+    for t in a.describe_topics(topics):
         for p in t["partitions"]:
             out[(t["name"], int(p["partition_index"]))] = (list(p["replica_nodes"]), list(p["isr_nodes"]),
                                                            int(p["leader_id"]))
@@ -230,16 +233,39 @@ def profile(cluster: Cluster) -> dict[str, Any]:
             "top": [[round(c, 3), round(t, 3), n] for c, t, n in rows[:25]]}
 
 
-class Poller(threading.Thread):
-    """Metadata of all topics, back to back: notes the first answer in which BOUNCED is in every ISR it belongs in
-    (its send time `lo` and the previous answer's send time: the return happened between the previous request's
-    snapshot and this answer)."""
+# `kadmin` (its main) with every DescribeTopicPartitions timed into argv[1]: [began, answered, topics, partitions]
+# per line, on the monotonic clock this script uses too (CLOCK_MONOTONIC is system-wide)
+TIMED_POLLS = """
+import json, sys, time
+from kadmin.cluster import kraft_cluster as kc
+log = open(sys.argv.pop(1), "a", buffering=1)
+describe = kc.KraftCluster.describe_partitions
+def timed(self, topics, progress=None):
+    began = time.monotonic()
+    got = describe(self, topics, progress)
+    log.write(json.dumps([began, time.monotonic(), len(topics or []), len(got[0])]) + "\\n")
+    return got
+kc.KraftCluster.describe_partitions = timed
+from kadmin.cli.app import main
+sys.argv[0] = "kadmin"
+main()
+"""
 
-    def __init__(self, bootstrap: str) -> None:
+
+class Poller(threading.Thread):
+    """Metadata back to back: notes the first answer in which BOUNCED is in every ISR it belongs in (its send time
+    and the previous answer's send time: the return happened between the previous request's snapshot and this
+    answer). It asks only for the topics with a partition of `hosted` (BOUNCED's, read before it stopped: Metadata
+    leaves a stopped broker out of the replica lists) whose ISR BOUNCED has not been seen in yet (as kadmin follows
+    them), so the last polls, which bracket the return, are short."""
+
+    def __init__(self, bootstrap: str, hosted: set[tuple[str, int]]) -> None:
         super().__init__(daemon=True)
         self.bootstrap = bootstrap
+        self.waiting = set(hosted)
         self.back: tuple[float, float, float] | None = None  # (previous send, this send, this receive)
         self.polls: list[float] = []
+        self.sizes: list[int] = []  # partitions in each answer
         self.stop_flag = False
 
     def run(self) -> None:
@@ -249,14 +275,15 @@ class Poller(threading.Thread):
             while not self.stop_flag:
                 sent = now()
                 try:
-                    st = isr_state(a)
+                    st = isr_state(a, sorted({t for t, _ in self.waiting}))
                 except Exception:  # noqa: BLE001 - a broker restarting; ask again
                     time.sleep(0.05)
                     continue
                 got = now()
                 self.polls.append(got - sent)
-                hosted = [v for k, v in st.items() if k[0].startswith("t") and BOUNCED in v[0]]
-                if hosted and all(BOUNCED in v[1] for v in hosted):
+                self.sizes.append(len(st))
+                self.waiting = {k for k in self.waiting if k not in st or BOUNCED not in st[k][1]}
+                if not self.waiting:
                     self.back = (prev, sent, got)
                     return
                 prev = sent
@@ -268,6 +295,11 @@ def bounce(cluster: Cluster) -> dict[str, Any]:
     from kadmin.cluster.kraft_cluster import POLL_MAX
 
     live = cluster.bootstrap(without=BOUNCED)
+    a = admin(live)
+    try:
+        hosted = {k for k, v in isr_state(a).items() if k[0].startswith("t") and BOUNCED in v[0]}
+    finally:
+        a.close()
     t0 = now()
     cluster.stop(BOUNCED)
     stopped_s = now() - t0
@@ -278,8 +310,9 @@ def bounce(cluster: Cluster) -> dict[str, Any]:
     finally:
         a.close()
     env = {k: v for k, v in os.environ.items() if not k.startswith("KADMIN_")}
-    wait = subprocess.Popen([sys.executable, "-m", "kadmin", "brokers", "wait", str(BOUNCED), "--in-sync",
-                             "--bootstrap-server", live, "--timeout", "1800", "-o", "json"],
+    polls_log = Path(tempfile.mkdtemp(prefix="kadmin-bench-polls-")) / "polls.jsonl"
+    wait = subprocess.Popen([sys.executable, "-c", TIMED_POLLS, str(polls_log), "brokers", "wait", str(BOUNCED),
+                             "--in-sync", "--bootstrap-server", live, "--timeout", "1800", "-o", "json"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO,
                             stdin=subprocess.DEVNULL)
     exited: list[float] = []
@@ -291,7 +324,7 @@ def bounce(cluster: Cluster) -> dict[str, Any]:
         done.set()
 
     threading.Thread(target=reap, daemon=True).start()
-    poller = Poller(live)
+    poller = Poller(live, hosted)
     # kadmin's first scan must be over before the broker returns (else it may find it in sync at once):
     # it says on stderr what it waits for once that scan is done.
     assert wait.stderr is not None
@@ -308,9 +341,20 @@ def bounce(cluster: Cluster) -> dict[str, Any]:
     assert poller.back is not None, "the poller never saw the broker back in every ISR"
     prev_sent, sent, got = poller.back
     t_exit = exited[0]
+    polls = [json.loads(line) for line in polls_log.read_text().splitlines()]
+    # kadmin's last two polls (the last saw the broker back), relative to the return's bracket
+    last = [{"began_s": round(b - prev_sent, 3), "took_s": round(e - b, 3), "topics": nt, "partitions": npart}
+            for b, e, nt, npart in polls[-2:]]
+    print(f"kadmin's polls: {len(polls)} (the first is its scan); the last two, from the bracket's start "
+          f"(the return is after 0 and before {got - prev_sent:.3f} s): {last}; exit at {t_exit - prev_sent:.3f} s",
+          flush=True)
     return {"stop_s": round(stopped_s, 1), "rejoin_s": round(got - started, 1),
             "hosted": data["hosted_partitions"], "poll_interval_s": POLL_MAX,
             "poller_median_s": round(statistics.median(poller.polls), 3) if poller.polls else None,
+            "poller_last_s": round(got - sent, 3), "poller_last_partitions": poller.sizes[-1],
+            "poller_polls": len(poller.polls), "poller_hosted": len(hosted),
+            "kadmin_polls": len(polls), "kadmin_last_polls": last, "exit_after_last_answer_s":
+            round(t_exit - polls[-1][1], 3) if polls else None,
             # the delay is bracketed: the fact happened after the previous poll was sent, before this one answered
             "delay_min_s": round(t_exit - got, 3), "delay_max_s": round(t_exit - prev_sent, 3),
             "delay_mid_s": round(t_exit - (prev_sent + got) / 2, 3),

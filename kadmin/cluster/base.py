@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -93,9 +93,11 @@ class Cluster(Protocol):
 
     # What the rolling-bounce commands read in both modes (ZkCluster: ZooKeeper; KraftCluster: the Kafka
     # protocol). watch_states yields every key's ISR now, then as it changes (ZooKeeper: watches; KRaft:
-    # polling with backoff); None for a partition that cannot be read.
-    def watch_states(self, keys: Sequence[tuple[str, int]],
-                     timeout: float | None) -> Iterator[list[tuple[tuple[str, int], tuple[int, ...] | None]]]: ...
+    # polling with backoff); None for a partition that cannot be read. A key whose ISR is `settled` is
+    # yielded that once and no longer followed (neither re-read nor polled).
+    def watch_states(self, keys: Sequence[tuple[str, int]], timeout: float | None,
+                     settled: Callable[[tuple[int, ...]], bool] | None = None,
+                     ) -> Iterator[list[tuple[tuple[str, int], tuple[int, ...] | None]]]: ...
 
     def cluster_id(self) -> str | None: ...
 

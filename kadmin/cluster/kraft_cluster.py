@@ -222,27 +222,45 @@ class KraftCluster:
 
     def watch_states(
         self, keys: Sequence[tuple[str, int]], timeout: float | None,
+        settled: Callable[[tuple[int, ...]], bool] | None = None,
         sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic,
     ) -> Iterator[list[tuple[tuple[str, int], tuple[int, ...] | None]]]:
-        """Poll the keys' ISRs (DescribeTopicPartitions of their topics): yield every key's ISR now, then
-        again POLL_FIRST s after that poll began, doubling to POLL_MAX s from one poll's start to the next,
-        until `timeout`. KRaft has no watches; a missing partition yields ISR None. The interval runs from
-        start to start (a poll of 20,000 partitions takes a while): a change is seen at most one interval
-        plus one poll after it happened, not an interval plus two polls."""
+        """Poll the keys' ISRs (DescribeTopicPartitions of their topics): yield the followed keys' ISRs now,
+        then on a schedule of POLL_FIRST s doubling to POLL_MAX s, until `timeout`. KRaft has no watches; a
+        missing partition yields ISR None.
+
+        A key whose ISR is `settled` is yielded this once and then no longer followed, and a topic with no
+        key left is no longer asked for: the polls shrink as a broker catches up (a poll of 13,000
+        partitions takes seconds on a busy machine; of the last few, milliseconds). Nothing left to follow
+        ends the polls.
+
+        The schedule: whatever an answer missed happened after its poll began, so the next answer is due
+        one interval after that. The next poll starts early by the time it is expected to take (the last
+        poll's time, scaled to the partitions still asked for: an upper bound while keys only settle), so
+        a change is seen within one interval of happening. A poll too long for that (expected to take
+        more than half the interval) is not chased back to back: polls then start one interval apart."""
         deadline = None if timeout is None else clock() + timeout
         wanted = set(keys)
-        topics = sorted({t for t, _ in keys})
         interval = POLL_FIRST
         while True:
             began = clock()
-            answers, _ = self.describe_partitions(topics)
+            answers, _ = self.describe_partitions(sorted({t for t, _ in wanted}))
+            took = clock() - began
             seen = {(t.name, int(p.partition_index)): tuple(int(r) for r in p.isr_nodes) for t, p in answers}
-            yield [(k, seen.get(k)) for k in sorted(wanted)]
+            now = [(k, seen.get(k)) for k in sorted(wanted)]
+            if settled is not None:
+                wanted -= {k for k, isr in now if isr is not None and settled(isr)}
+            asked = {t for t, _ in wanted}
+            expect = took * sum(1 for t, _ in answers if t.name in asked) / max(1, len(answers))
+            yield now
+            if not wanted:
+                return
             at = clock()
             left = None if deadline is None else deadline - at
             if left is not None and left <= 0:
                 return
-            pause = max(0.0, interval - (at - began))
+            due = began + interval - (expect if 2 * expect <= interval else 0.0)  # the next poll's start
+            pause = max(0.0, due - at)
             sleep(pause if left is None else min(pause, left))
             interval = min(interval * 2, POLL_MAX)
 

@@ -231,7 +231,8 @@ def wait_in_sync(
     One full scan finds the partitions still waiting for the broker; after that only those are
     followed (cluster.watch_states): in ZooKeeper mode their state znodes are watched and re-read
     when ZooKeeper says they changed (one read per change, not a scan); on KRaft their topics are
-    polled with DescribeTopicPartitions, every 0.5 s doubling to 5 s.
+    polled with DescribeTopicPartitions, every 0.5 s doubling to 5 s. A partition is followed until the
+    broker is in its ISR (then it is neither re-read nor polled), a topic until all of its are.
     """
     start = clock()
     s, _ = split_warnings(scan(cluster, None, progress, 1))  # min ISR plays no part in being in sync
@@ -242,7 +243,8 @@ def wait_in_sync(
     hosted = sum(1 for p in s.partitions if broker_id in p.replicas)
     last_said = ""
     if waiting:
-        for changed in cluster.watch_states(sorted(waiting), timeout=max(0.0, timeout - (clock() - start))):
+        for changed in cluster.watch_states(sorted(waiting), timeout=max(0.0, timeout - (clock() - start)),
+                                            settled=lambda isr: broker_id in isr):
             for key, isr in changed:
                 if isr is not None and broker_id in isr:
                     waiting.discard(key)

@@ -68,6 +68,23 @@ def test_state_watch_sees_an_isr_change_and_ends_at_its_deadline_on_the_injected
     assert next(states, None) is None
 
 
+def test_state_watch_no_longer_reads_a_settled_key(cluster, fleet, kz, clock):
+    for b in (1, 2):
+        fleet.register(BrokerSpec(b))
+    fleet.create_topic("t", {0: [1, 2], 1: [2, 1]})
+    state = "/brokers/topics/t/partitions/{}/state".format
+    kz.set(state(1), znodes.encode_partition_state(2, 1, 1, [2]))
+    states = cluster.watch_states([("t", 0), ("t", 1)], timeout=HOUR, settled=lambda isr: 1 in isr)
+    assert next(states) == [(("t", 0), (1, 2)), (("t", 1), (2,))]  # t-0 is settled: yielded this once
+    kz.set(state(0), znodes.encode_partition_state(1, 2, 2, [1]))  # fires the watch set on t-0: not read
+    kz.set(state(0), znodes.encode_partition_state(1, 3, 3, [1, 2]))  # no watch on it any more
+    kz.set(state(1), znodes.encode_partition_state(2, 1, 2, [2, 1]))
+    assert next(states) == [(("t", 1), (2, 1))]  # only the key still followed
+    kz.set(state(1), znodes.encode_partition_state(2, 1, 3, [2]))  # settled: no longer watched either
+    clock.now += HOUR
+    assert next(states, None) is None
+
+
 def test_no_deadline_means_no_end(cluster, fleet, clock):
     ticks = cluster.watch_brokers(timeout=None)
     assert next(ticks).generations == {}

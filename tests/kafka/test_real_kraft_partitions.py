@@ -362,3 +362,34 @@ def test_describe_topic_partitions_pages_with_kafkas_cursor(kraft: Kraft, monkey
     paged = keys()
     assert paged == whole and len(set(paged)) == len(paged)
     assert {k for k in paged if k[0] in TOPICS} == {(t, p) for t, (a, _) in TOPICS.items() for p in a}
+
+
+def test_watch_states_polls_only_the_topics_with_unsettled_keys(kraft: Kraft) -> None:
+    """Issue 13 §5: on the real cluster, once a key's ISR is settled the later DescribeTopicPartitions polls no longer
+    ask for its topic. Broker 3 never stops in this module: it stays in the ISRs of k-rf2 and k-rf3 (settled at
+    once); k-rf1-0 lives on broker 2 alone, so 3 is never in its ISR and only k-rf1 is polled on."""
+    from kadmin.cluster import kraft_cluster
+    from kadmin.cluster.connect import open_cluster
+    from kadmin.config import ConnectionSettings, Sourced
+
+    keys = [("k-rf1", 0), ("k-rf2", 0), ("k-rf3", 1)]
+    wait_for(lambda: all("3" in kraft.topic_command()[k]["Isr"].split(",") for k in keys[1:]), 240,
+             "broker 3 in the ISRs of k-rf2-0 and k-rf3-1", interval=1.0)
+    c = open_cluster(ConnectionSettings({"bootstrap-server": Sourced(kraft.live_bootstrap(), "flag")}))
+    asked: list[list[str]] = []
+    try:
+        assert isinstance(c, kraft_cluster.KraftCluster)
+        describe = c.describe_partitions
+
+        def recorded(topics: Any, progress: Any = None) -> Any:  # the requests as sent, answered by Kafka
+            asked.append(sorted(topics))
+            return describe(topics, progress)
+
+        c.describe_partitions = recorded  # type: ignore[method-assign]
+        seen = list(c.watch_states(keys, timeout=2.0, settled=lambda isr: 3 in isr))
+    finally:
+        c.close()
+    assert len(asked) >= 2  # polls at 0, 0.5 and 1.5 s within the 2 s (fewer on a very busy machine)
+    assert asked[0] == ["k-rf1", "k-rf2", "k-rf3"] and all(a == ["k-rf1"] for a in asked[1:])
+    assert [k for k, _ in seen[0]] == keys and all(3 in isr for k, isr in seen[0] if k != ("k-rf1", 0))
+    assert all([k for k, _ in s] == [("k-rf1", 0)] for s in seen[1:])

@@ -7,7 +7,7 @@ against real servers need no timing assertions of their own.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -284,13 +284,16 @@ class IsrCluster:
     time: FakeTime = field(default_factory=FakeTime)
     step: float = 1.0
     watched: list[tuple[list[tuple[str, int]], float]] = field(default_factory=list)
+    settled: Callable[[tuple[int, ...]], bool] | None = None
 
     def scan_partitions(self, topics: Any = None, progress: Any = None, min_isr_default: int = 1) -> PartitionScan:
         self.time.now += 0.5  # the scan itself takes time
         return PartitionScan(self.partitions, frozenset({1, 2, 3}))
 
-    def watch_states(self, keys: Sequence[tuple[str, int]], timeout: float) -> Iterator[list[Any]]:
+    def watch_states(self, keys: Sequence[tuple[str, int]], timeout: float,
+                     settled: Callable[[tuple[int, ...]], bool] | None = None) -> Iterator[list[Any]]:
         self.watched.append((list(keys), timeout))
+        self.settled = settled
         for batch in self.changes:
             self.time.now += self.step
             yield batch
@@ -309,6 +312,8 @@ def test_wait_in_sync_watches_only_the_waiting_partitions_until_all_rejoin() -> 
     assert c.watched == [([("t", 0), ("t", 1)], 29.5)]  # its timeout less the scan's time
     assert said == ["broker 1 not yet in the ISR of 1 partition: t-1"]  # said once, not once per change
     assert r.data["waited_ms"] == 4500
+    # a partition is followed until the broker is in its ISR: the cluster stops reading/polling it then
+    assert c.settled is not None and c.settled((2, 1)) and not c.settled((2, 3))
 
 
 def test_wait_in_sync_that_times_out_names_the_partitions() -> None:

@@ -79,17 +79,21 @@ class ZkWatches(ZkReads):
         self.zk.add_listener(on_state)
         return on_state
 
-    def watch_states(self, keys: Sequence[tuple[str, int]], timeout: float | None) -> Iterator[States]:
+    def watch_states(self, keys: Sequence[tuple[str, int]], timeout: float | None,
+                     settled: Callable[[tuple[int, ...]], bool] | None = None) -> Iterator[States]:
         """Watch some partition state znodes: yield every key's ISR now, then each change as it comes.
 
         Costs one read per change (a data watch per znode), never a rescan; after a reconnect or a
-        new session every key is read again. An unreadable or missing state yields ISR None.
+        new session every key still followed is read again. An unreadable or missing state yields ISR
+        None. A key whose ISR is `settled` is yielded that once and then no longer followed: its znode
+        is not read again (a watch already set on it may fire once more; that event is dropped).
         """
         by_path = {f"{TOPICS}/{t}/partitions/{p}/state": (t, p) for t, p in keys}
+        followed = set(by_path)
 
         def read(watch: Watch, paths: Iterable[str]) -> States:
             out = []
-            for path, node in self.get_many(paths, watch=watch):
+            for path, node in self.get_many(sorted(followed.intersection(paths)), watch=watch):
                 isr = None
                 if node is not None:
                     try:
@@ -97,10 +101,14 @@ class ZkWatches(ZkReads):
                     except znodes.ZnodeFormatError:
                         isr = None
                 out.append((by_path[path], isr))
+                if isr is not None and settled is not None and settled(isr):
+                    followed.discard(path)
             return out
 
-        return self._watch(timeout, lambda watch, _why: read(watch, sorted(by_path)),
-                           lambda watch, paths: read(watch, sorted(by_path.keys() & paths)))
+        def read_changed(watch: Watch, paths: set[str | None]) -> States | None:
+            return read(watch, followed & paths) if followed & paths else None  # else: nothing followed changed
+
+        return self._watch(timeout, lambda watch, _why: read(watch, followed), read_changed)
 
     def watch_brokers(self, timeout: float | None) -> Iterator[WatchTick]:
         """Yield the broker generations now, then after every change, driven by ZooKeeper watches.
