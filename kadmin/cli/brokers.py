@@ -201,7 +201,8 @@ def wait(
 
     --in-sync waits for the broker to rejoin every ISR it belongs in, saying on stderr what still
     blocks; after one scan it watches only those partitions' state znodes (ZooKeeper mode), or polls
-    them with DescribeTopicPartitions every 0.5 s doubling to 5 s (--bootstrap-server, KRaft).
+    them with DescribeTopicPartitions every 0.5 s doubling to 5 s (--bootstrap-server, KRaft). A
+    partition the broker is back in is no longer read, so the polls shrink as it catches up.
 
     Rolling bounce: save `kadmin brokers show ID -o json | jq .data.epoch`, restart the broker, then
     `kadmin brokers wait ID --epoch-gt SAVED`. Watch-driven: returns as soon as ZooKeeper says so.
