@@ -224,3 +224,83 @@ def test_history_ingest_v_says_which_crc32c_runs_and_both_read_kraft_logs(spark,
     quiet = run_nozk("history", "ingest", str(inputs / "__cluster_metadata-0"), "--cluster", "k", "--out",
                      str(tmp_path / "events2"), "-o", "json")
     assert "CRC-32C" not in quiet.stderr
+
+
+# ---------------------------------------------------------------------------- classification
+def _two_pass_classify(df: Any, prior: Any = None) -> Any:
+    """The classification as it was before issue 13 (two filtered copies of the windowed states), kept as
+    the reference the one-pass `classify_partitions` must equal."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    from kadmin.pipeline.ingest import _seeds
+
+    states = df.filter(F.col("event").isin("partition_state", "partition_change"))
+    others = df.filter(~F.col("event").isin("partition_state", "partition_change"))
+
+    def topic_ids(frame: Any) -> Any:
+        return (frame.filter((F.col("event") == "topic_created") & (F.col("source") == ev.KRAFT))
+                .select(F.get_json_object("detail", "$.topic_id").alias("tid"), F.col("topic").alias("tname")))
+
+    topics = topic_ids(df)
+    if prior is not None:
+        topics = topics.unionByName(topic_ids(prior))
+    topics = topics.dropDuplicates(["tid"])
+    states = (states.withColumn("tid", F.when(F.col("source") == ev.KRAFT, F.get_json_object("detail", "$.topic_id")))
+              .join(topics, "tid", "left")
+              .withColumn("topic", F.coalesce(F.col("topic"), F.col("tname"), F.col("tid")))
+              .drop("tid", "tname").withColumn("seed", F.lit(False)))
+    keys = ["cluster", "source", "topic", "partition"]
+    if prior is not None:
+        states = states.unionByName(_seeds(states, prior, keys, df.columns))
+    w = Window.partitionBy(*keys).orderBy("position", "sub")
+    upto = w.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    filled = (states.withColumn("leader_f", F.last("leader", ignorenulls=True).over(upto))
+              .withColumn("isr_f", F.last("isr", ignorenulls=True).over(upto))
+              .withColumn("epoch_f", F.last("leader_epoch", ignorenulls=True).over(upto)))
+    filled = (filled.withColumn("prev_leader", F.lag("leader_f").over(w)).withColumn("prev_isr", F.lag("isr_f").over(w))
+              .withColumn("first", F.lag("position").over(w).isNull()).filter(~F.col("seed")))
+    base = [c for c in df.columns if c not in ("event", "leader", "isr", "leader_epoch", "sub", "detail")]
+
+    def shaped(event: str, cond: Any, sub_offset: int, detail: Any) -> Any:
+        return filled.filter(cond).select(
+            *base, F.lit(event).alias("event"), F.col("leader_f").alias("leader"), F.col("isr_f").alias("isr"),
+            F.col("epoch_f").alias("leader_epoch"), (F.col("sub") * 2 + sub_offset).alias("sub"),
+            detail.alias("detail"))
+
+    prev = F.to_json(F.struct(F.col("prev_leader").alias("previous_leader"), F.col("prev_isr").alias("previous_isr")))
+    lc = shaped("leader_changed", F.col("first") | (F.col("leader_f") != F.col("prev_leader")), 0, prev)
+    ic = shaped("isr_changed", ~F.col("first") & (F.col("isr_f") != F.col("prev_isr")), 1, prev)
+    cols = df.columns
+    return others.select(*cols).unionByName(lc.select(*cols)).unionByName(ic.select(*cols))
+
+
+@pytest.mark.timeout(1800)
+def test_one_pass_classification_equals_the_two_pass_one(spark, inputs, tmp_path):
+    """ZooKeeper states and KRaft changes (carried forward, topic ids joined), alone and after a prior
+    ingest of part of the inputs (its last states seed the previous state)."""
+    from pyspark.sql import functions as F
+
+    from kadmin.pipeline.ingest import DAMAGE, classify_partitions, parse_range, spark_schema
+    from kadmin.pipeline.table import Table
+
+    rows = [r for w in work_items(inputs, 4096) for r in parse_range(w, "c", None)]
+    raw = spark.createDataFrame(rows, spark_schema()).filter(F.col("event") != DAMAGE)
+    assert raw.filter(F.col("event") == "partition_change").count() > 0  # KRaft carry-forward is covered
+    half = next(p for p in sorted(inputs.rglob("*")) if p.is_file())  # one input file ingested before
+    _run(spark, half, tmp_path / "prior", "arrow", None)
+    prior = Table(str(tmp_path / "prior")).read(spark)
+    for before in (None, prior):
+        expected = _two_pass_classify(raw, before).collect()
+        got = classify_partitions(raw, before).collect()
+        assert len(expected) > 40 and sorted(map(tuple, got)) == sorted(map(tuple, expected))
+
+
+# ---------------------------------------------------------------------------- the local JVM
+def test_a_local_session_runs_in_a_small_jvm(spark):
+    """local[N] (the executors inside the driver JVM): a 512 MiB heap and the serial collector, so a
+    history job's JVM stays near 1 GiB instead of growing towards a quarter of the machine's memory."""
+    jvm = spark.sparkContext._jvm
+    assert jvm.java.lang.Runtime.getRuntime().maxMemory() <= 512 * 1024 * 1024
+    collectors = {b.getName() for b in jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()}
+    assert collectors == {"Copy", "MarkSweepCompact"}  # the serial collector's two generations
