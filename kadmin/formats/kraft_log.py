@@ -267,6 +267,10 @@ def crc32c(data: bytes | bytearray | memoryview, crc: int = 0) -> int:
 
 def read_uvarint(buf: Buffer, pos: int, max_bytes: int = 5) -> tuple[int, int]:
     """An unsigned varint at `pos`: (value, position after it)."""
+    if pos < len(buf):  # most varints of a metadata log are one byte
+        b = buf[pos]
+        if b < 0x80:
+            return b, pos + 1
     value = shift = 0
     for i in range(max_bytes):
         if pos + i >= len(buf):

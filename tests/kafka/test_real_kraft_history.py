@@ -218,3 +218,18 @@ def test_history_reports_exactly_the_restarts_with_downtime(history: dict[str, A
     assert bounces[1]["downtime_max_ms"] is None
     # `sandbox down` stopped every broker: each last generation ended (fenced or controlled shutdown)
     assert all(g["end"] is not None for g in gens), gens
+
+
+def test_history_ingests_fast_decoder_reads_every_record_as_the_schema_codec(history: dict[str, Any]) -> None:
+    """kadmin.pipeline.kraft_fast (what `history ingest` decodes with) on what a real cluster wrote: every
+    record equal to the schema codec's, fields key for key."""
+    from kadmin.pipeline.kraft_fast import FAST_DECODER
+
+    for path in metadata_files(history):
+        read = kl.iter_segment if path.suffix == ".log" else kl.iter_checkpoint
+        slow = list(read(path, DECODER, crc=CRC32C))
+        fast = list(read(path, FAST_DECODER, crc=CRC32C))
+        assert fast == slow, path
+        assert [list(r.fields.items()) for r in fast] == [list(r.fields.items()) for r in slow], path
+        assert sum(r.type_name in ("PartitionRecord", "PartitionChangeRecord") for r in slow) > 0 or \
+            path.suffix != ".log", path
