@@ -27,6 +27,9 @@ def session(master: str = "local[2]", app: str = "kadmin-history") -> Any:
     local = master.startswith("local")
     if local:
         java_options += " " + LOCAL_JVM_OPTIONS
+        # glibc gives each thread that allocates its own malloc arena (up to 8 per core, 64 MiB each): in a
+        # JVM of many threads that is ~250 MiB of resident memory outside the JVM's own accounting
+        os.environ.setdefault("MALLOC_ARENA_MAX", "2")
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     b = (SparkSession.builder.master(master).appName(app)
          .config("spark.ui.enabled", "false")

@@ -304,3 +304,4 @@ def test_a_local_session_runs_in_a_small_jvm(spark):
     assert jvm.java.lang.Runtime.getRuntime().maxMemory() <= 512 * 1024 * 1024
     collectors = {b.getName() for b in jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()}
     assert collectors == {"Copy", "MarkSweepCompact"}  # the serial collector's two generations
+    assert jvm.java.lang.System.getenv("MALLOC_ARENA_MAX") == "2"  # glibc's arenas bounded outside the heap
