@@ -323,6 +323,17 @@ def toolkit_count(f: Path) -> int | None:
 
 
 # ---------------------------------------------------------------------------- main
+def work_dir(keep: str | None, prefix: str) -> Path:
+    """--keep DIR (empty or new, kept), else a fresh temporary directory (removed by the caller)."""
+    if not keep:
+        return Path(tempfile.mkdtemp(prefix=prefix))
+    work = Path(keep).resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    if any(work.iterdir()):
+        raise SystemExit(f"--keep {work}: give an empty or new directory")
+    return work
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--gb", type=float, default=1.0, help="input size in GiB (default 1.0)")
@@ -337,13 +348,7 @@ def main() -> None:
     if shutil.which("java") is None or not os.path.exists(TOOLKIT[2]):
         raise SystemExit("needs java and Debian's zookeeper (/usr/share/java/zookeeper.jar)")
 
-    if args.keep:
-        work = Path(args.keep).resolve()
-        work.mkdir(parents=True, exist_ok=True)
-        if any(work.iterdir()):
-            raise SystemExit(f"--keep {work}: give an empty or new directory")
-    else:
-        work = Path(tempfile.mkdtemp(prefix="kadmin-bench-history-"))
+    work = work_dir(args.keep, "kadmin-bench-history-")
     try:
         bench(args, work)
     finally:
