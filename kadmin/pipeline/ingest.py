@@ -307,11 +307,34 @@ def classify_partitions(df: Any, prior: Any = None) -> Any:
     before this ingest's first one, which then is the previous state of that first one (as it would
     be had both ingests been one).
     """
+    from pyspark.sql import functions as F
+
+    others = df.filter(~F.col("event").isin("partition_state", "partition_change"))
+    filled = windowed_states(df, prior)
+    base = [c for c in df.columns if c not in ("event", "leader", "isr", "leader_epoch", "sub", "detail")]
+    # 0, 1 or 2 events per state, from one pass over the window (two filtered copies of `filled` would
+    # sort and window every state twice): k 0 leader_changed (sub*2), k 1 isr_changed (sub*2+1)
+    kinds = F.array_compact(F.array(
+        F.when(F.col("first") | (F.col("leader_f") != F.col("prev_leader")), F.lit(0)),
+        F.when(~F.col("first") & (F.col("isr_f") != F.col("prev_isr")), F.lit(1))))
+    prev_detail = F.to_json(F.struct(F.col("prev_leader").alias("previous_leader"),
+                                     F.col("prev_isr").alias("previous_isr")))
+    changed = filled.withColumn("k", F.explode(kinds)).select(
+        *base, F.when(F.col("k") == 0, F.lit("leader_changed")).otherwise(F.lit("isr_changed")).alias("event"),
+        F.col("leader_f").alias("leader"), F.col("isr_f").alias("isr"), F.col("epoch_f").alias("leader_epoch"),
+        (F.col("sub") * 2 + F.col("k")).alias("sub"), prev_detail.alias("detail"))
+    cols = df.columns
+    return others.select(*cols).unionByName(changed.select(*cols))
+
+
+def windowed_states(df: Any, prior: Any = None) -> Any:
+    """classify_partitions' states, each with its partition's state carried forward (`leader_f`, `isr_f`,
+    `epoch_f`), the previous state's (`prev_leader`, `prev_isr`) and whether it is the partition's `first`;
+    topic names joined in for KRaft ids, `prior`'s seeds used and dropped."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     states = df.filter(F.col("event").isin("partition_state", "partition_change"))
-    others = df.filter(~F.col("event").isin("partition_state", "partition_change"))
 
     def topic_ids(frame: Any) -> Any:
         return (frame.filter((F.col("event") == "topic_created") & (F.col("source") == ev.KRAFT))
@@ -340,20 +363,7 @@ def classify_partitions(df: Any, prior: Any = None) -> Any:
               .withColumn("prev_isr", F.lag("isr_f").over(w))
               .withColumn("first", F.lag("position").over(w).isNull())
               .filter(~F.col("seed")))
-    base = [c for c in df.columns if c not in ("event", "leader", "isr", "leader_epoch", "sub", "detail")]
-    # 0, 1 or 2 events per state, from one pass over the window (two filtered copies of `filled` would
-    # sort and window every state twice): k 0 leader_changed (sub*2), k 1 isr_changed (sub*2+1)
-    kinds = F.array_compact(F.array(
-        F.when(F.col("first") | (F.col("leader_f") != F.col("prev_leader")), F.lit(0)),
-        F.when(~F.col("first") & (F.col("isr_f") != F.col("prev_isr")), F.lit(1))))
-    prev_detail = F.to_json(F.struct(F.col("prev_leader").alias("previous_leader"),
-                                     F.col("prev_isr").alias("previous_isr")))
-    changed = filled.withColumn("k", F.explode(kinds)).select(
-        *base, F.when(F.col("k") == 0, F.lit("leader_changed")).otherwise(F.lit("isr_changed")).alias("event"),
-        F.col("leader_f").alias("leader"), F.col("isr_f").alias("isr"), F.col("epoch_f").alias("leader_epoch"),
-        (F.col("sub") * 2 + F.col("k")).alias("sub"), prev_detail.alias("detail"))
-    cols = df.columns
-    return others.select(*cols).unionByName(changed.select(*cols))
+    return filled
 
 
 def _seeds(states: Any, prior: Any, keys: list[str], columns: list[str]) -> Any:

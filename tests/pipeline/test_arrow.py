@@ -228,38 +228,14 @@ def test_history_ingest_v_says_which_crc32c_runs_and_both_read_kraft_logs(spark,
 
 # ---------------------------------------------------------------------------- classification
 def _two_pass_classify(df: Any, prior: Any = None) -> Any:
-    """The classification as it was before issue 13 (two filtered copies of the windowed states), kept as
-    the reference the one-pass `classify_partitions` must equal."""
-    from pyspark.sql import Window
+    """The events as they were shaped before issue 13 (two filtered copies of the windowed states, one per
+    event kind), kept as the reference the one-pass `classify_partitions` must equal."""
     from pyspark.sql import functions as F
 
-    from kadmin.pipeline.ingest import _seeds
+    from kadmin.pipeline.ingest import windowed_states
 
-    states = df.filter(F.col("event").isin("partition_state", "partition_change"))
     others = df.filter(~F.col("event").isin("partition_state", "partition_change"))
-
-    def topic_ids(frame: Any) -> Any:
-        return (frame.filter((F.col("event") == "topic_created") & (F.col("source") == ev.KRAFT))
-                .select(F.get_json_object("detail", "$.topic_id").alias("tid"), F.col("topic").alias("tname")))
-
-    topics = topic_ids(df)
-    if prior is not None:
-        topics = topics.unionByName(topic_ids(prior))
-    topics = topics.dropDuplicates(["tid"])
-    states = (states.withColumn("tid", F.when(F.col("source") == ev.KRAFT, F.get_json_object("detail", "$.topic_id")))
-              .join(topics, "tid", "left")
-              .withColumn("topic", F.coalesce(F.col("topic"), F.col("tname"), F.col("tid")))
-              .drop("tid", "tname").withColumn("seed", F.lit(False)))
-    keys = ["cluster", "source", "topic", "partition"]
-    if prior is not None:
-        states = states.unionByName(_seeds(states, prior, keys, df.columns))
-    w = Window.partitionBy(*keys).orderBy("position", "sub")
-    upto = w.rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    filled = (states.withColumn("leader_f", F.last("leader", ignorenulls=True).over(upto))
-              .withColumn("isr_f", F.last("isr", ignorenulls=True).over(upto))
-              .withColumn("epoch_f", F.last("leader_epoch", ignorenulls=True).over(upto)))
-    filled = (filled.withColumn("prev_leader", F.lag("leader_f").over(w)).withColumn("prev_isr", F.lag("isr_f").over(w))
-              .withColumn("first", F.lag("position").over(w).isNull()).filter(~F.col("seed")))
+    filled = windowed_states(df, prior)
     base = [c for c in df.columns if c not in ("event", "leader", "isr", "leader_epoch", "sub", "detail")]
 
     def shaped(event: str, cond: Any, sub_offset: int, detail: Any) -> Any:
