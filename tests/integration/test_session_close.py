@@ -16,7 +16,7 @@ import sys
 import textwrap
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -38,11 +38,12 @@ def sessions(port: int) -> set[str]:
     return {w for line in tracker.splitlines() for w in line.split() if w.startswith("0x")}
 
 
-def wait_gone(port: int, sid: str, why: str) -> None:
+def wait_gone(port: int, why: str, still_open: Callable[[set[str]], set[str]]) -> None:
+    """Until `still_open(the server's sessions)` is empty: the sessions in question have left the server."""
     deadline = time.monotonic() + GONE_WITHIN
-    while sid in sessions(port):
-        assert time.monotonic() < deadline, f"session {sid} still open {GONE_WITHIN:g}s after {why}: it was " \
-                                            f"not closed, it is left to expire ({SESSION_TIMEOUT:g}s)"
+    while left := still_open(sessions(port)):
+        assert time.monotonic() < deadline, f"sessions {left} still open {GONE_WITHIN:g}s after {why}: not " \
+                                            f"closed, left to expire ({SESSION_TIMEOUT:g}s)"
         time.sleep(0.02)
 
 
@@ -107,7 +108,7 @@ def test_close_ends_the_session_without_waiting_for_the_reply(proxy, zk_server, 
     closer.start()
     closer.join(GONE_WITHIN)
     assert not closer.is_alive(), "close() waited for the reply to CloseSession"
-    wait_gone(port, sid, "close() returned")
+    wait_gone(port, "close() returned", lambda now: now & {sid})
     assert not proxy.released.is_set()  # all this while the reply was held back
 
 
@@ -131,7 +132,7 @@ def test_a_command_process_closes_its_session_before_it_exits(fleet, zk, zk_serv
             p.wait()
     assert p.returncode == 0, err
     assert json.loads(out)["data"]["epoch"] == new
-    wait_gone(port, sid, "the process exited")
+    wait_gone(port, "the process exited", lambda now: now & {sid})
 
 
 def test_a_command_that_read_with_the_bulk_reader_closes_both_sessions(fleet, zk, zk_server):
@@ -143,10 +144,7 @@ def test_a_command_that_read_with_the_bulk_reader_closes_both_sessions(fleet, zk
                         "--connect-timeout", str(SESSION_TIMEOUT)], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert [b["id"] for b in json.loads(p.stdout)["data"]] == [1]
-    deadline = time.monotonic() + GONE_WITHIN
-    while left := sessions(port) - before:
-        assert time.monotonic() < deadline, f"sessions {left} still open after `brokers list` exited"
-        time.sleep(0.02)
+    wait_gone(port, "`brokers list` exited", lambda now: now - before)
 
 
 CHILD = """
