@@ -3,7 +3,7 @@ _kadmin_complete() {
     local -A tree=(
     ["kadmin"]="brokers cluster completion history ids partitions quorum sandbox --help --version"
     ["kadmin brokers"]="can-stop diff drain list max-epoch show shutdown undrain unregister wait watch --help"
-    ["kadmin brokers can-stop"]="--bootstrap-controller --bootstrap-server --command-config --connect-timeout --context --help --min-isr-default --output --verbose --zk-auth --zk-tls --zk-tls-ca --zk-tls-cert --zk-tls-key --zk-tls-no-hostname-check --zookeeper -o -v -z"
+    ["kadmin brokers can-stop"]="--bootstrap-controller --bootstrap-server --command-config --connect-timeout --context --help --min-isr-default --output --topic --verbose --zk-auth --zk-tls --zk-tls-ca --zk-tls-cert --zk-tls-key --zk-tls-no-hostname-check --zookeeper -o -v -z"
     ["kadmin brokers diff"]="--bootstrap-controller --bootstrap-server --command-config --connect-timeout --context --exit-code --help --metadata-dir --output --since --to --verbose --zk-auth --zk-tls --zk-tls-ca --zk-tls-cert --zk-tls-key --zk-tls-no-hostname-check --zookeeper -o -v -z"
     ["kadmin brokers drain"]="--bootstrap-controller --bootstrap-server --command-config --connect-timeout --context --dry-run --force --help --output --save --timeout --verbose --zk-auth --zk-tls --zk-tls-ca --zk-tls-cert --zk-tls-key --zk-tls-no-hostname-check --zookeeper -o -v -z"
     ["kadmin brokers list"]="--bootstrap-controller --bootstrap-server --command-config --connect-timeout --context --help --metadata-dir --output --verbose --zk-auth --zk-tls --zk-tls-ca --zk-tls-cert --zk-tls-key --zk-tls-no-hostname-check --zookeeper -o -v -z"
@@ -30,7 +30,7 @@ _kadmin_complete() {
     ["kadmin ids resolve"]="--bootstrap-controller --bootstrap-server --command-config --config-id --connect-timeout --context --help --host --meta-properties --output --reserved-max --verbose --zk-auth --zk-tls --zk-tls-ca --zk-tls-cert --zk-tls-key --zk-tls-no-hostname-check --zookeeper -o -v -z"
     ["kadmin ids unmap"]="--bootstrap-controller --bootstrap-server --command-config --connect-timeout --context --dry-run --help --output --verbose --zk-auth --zk-tls --zk-tls-ca --zk-tls-cert --zk-tls-key --zk-tls-no-hostname-check --zookeeper -o -v -z"
     ["kadmin partitions"]="check list --help"
-    ["kadmin partitions check"]="--bootstrap-controller --bootstrap-server --command-config --connect-timeout --context --help --min-isr-default --output --verbose --zk-auth --zk-tls --zk-tls-ca --zk-tls-cert --zk-tls-key --zk-tls-no-hostname-check --zookeeper -o -v -z"
+    ["kadmin partitions check"]="--bootstrap-controller --bootstrap-server --command-config --connect-timeout --context --help --min-isr-default --output --topic --verbose --zk-auth --zk-tls --zk-tls-ca --zk-tls-cert --zk-tls-key --zk-tls-no-hostname-check --zookeeper -o -v -z"
     ["kadmin partitions list"]="--at-min-isr --bootstrap-controller --bootstrap-server --broker --command-config --connect-timeout --context --help --min-isr-default --offline --output --topic --unavailable --under-min-isr --under-replicated --verbose --zk-auth --zk-tls --zk-tls-ca --zk-tls-cert --zk-tls-key --zk-tls-no-hostname-check --zookeeper -o -v -z"
     ["kadmin quorum"]="check describe --help"
     ["kadmin quorum check"]="--bootstrap-controller --bootstrap-server --command-config --connect-timeout --context --fetch-timeout-ms --help --max-lag --max-lag-ms --output --restart --verbose --zk-auth --zk-tls --zk-tls-ca --zk-tls-cert --zk-tls-key --zk-tls-no-hostname-check --zookeeper -o -v -z"

@@ -9,7 +9,16 @@ from typing import Annotated
 
 import typer
 
-from kadmin.cli.options import INT32_MAX, INT64_MAX, BrokerIdArg, Invocation, command, seconds
+from kadmin.cli.options import (
+    INT64_MAX,
+    BrokerIdArg,
+    Invocation,
+    MinIsrDefault,
+    TopicPatterns,
+    command,
+    seconds,
+    topic_filter,
+)
 from kadmin.errors import UsageError
 from kadmin.exit_codes import ExitCode
 from kadmin.render import views
@@ -256,8 +265,8 @@ def wait(
 def can_stop(
     inv: Invocation,
     broker_id: BrokerId,
-    min_isr_default: Annotated[int, typer.Option("--min-isr-default", min=1, max=INT32_MAX, metavar="N",
-                                                 help="min.insync.replicas for topics without their own.")] = 1,
+    topics: TopicPatterns = None,
+    min_isr_default: MinIsrDefault = None,
 ) -> int:
     """Exit 0 when stopping the broker leaves every partition it hosts with a leader and at least min ISR.
 
@@ -265,13 +274,18 @@ def can_stop(
     enforces: its min.insync.replicas (topic, its dynamic broker value, the cluster default, then
     --min-isr-default) capped by the replica count (Kafka 3.7+). Topics queued for deletion are left out.
     With --bootstrap-server (KRaft) the partitions, live brokers and min ISR levels come from the brokers
-    (DescribeTopicPartitions, DescribeCluster, DescribeConfigs, ListPartitionReassignments).
+    (DescribeTopicPartitions, DescribeCluster, DescribeConfigs, ListPartitionReassignments), and the
+    broker's own log dirs (DescribeLogDirs) prove every partition it hosts was seen: a partition of a topic
+    the principal may not Describe, log dirs that cannot be listed, or a leader-to-be whose min ISR cannot
+    be read make the answer "cannot stop" (exit 1), naming what could not be seen and the ACL or address
+    that would let kadmin see it. --topic limits the verdict to the topics named.
     """
     from kadmin.render.progress import ScanProgress
     from kadmin.services.partitions import can_stop as check
 
     with ScanProgress() as progress:
-        result = check(inv.cluster(), broker_id, progress=progress, min_isr_default=min_isr_default)
+        result = check(inv.cluster(), broker_id, progress=progress, min_isr_default=min_isr_default,
+                       wanted=topic_filter(topics))
     return inv.emit(result, views.can_stop)
 
 

@@ -101,6 +101,30 @@ def check_broker_id(value: int | None) -> int | None:
 
 BrokerIdArg = Annotated[int, typer.Argument(help="Broker id.", metavar="ID", callback=check_broker_id)]
 
+MinIsrDefault = Annotated[int | None, typer.Option(
+    "--min-isr-default", min=1, max=INT32_MAX, metavar="N", show_default=False,
+    help="State min.insync.replicas (source \"default\") where the brokers' own cannot be read. ZooKeeper mode "
+         "does not keep the brokers' static server.properties value: there this stands for it (else 1), for "
+         "partitions without a topic value, a dynamic value of their leader (/config/brokers/<id>) or a dynamic "
+         "cluster default (/config/brokers/<default>). With --bootstrap-server (KRaft) the brokers report every "
+         "level (DescribeConfigs; their static value is source \"static\"); this stands in only for a broker "
+         "whose DescribeConfigs failed, which without it makes a verdict over the partitions it may lead unsafe.")]
+
+TopicPatterns = Annotated[list[str] | None, typer.Option(
+    "--topic", metavar="TOPIC", show_default=False,
+    help="Only these topics (repeatable; shell patterns * ? [..]). A name is asked for by name, so a topic the "
+         "principal may not Describe is an error; a pattern is matched against every topic seen or listed in "
+         "the brokers' log dirs.")]
+
+
+def topic_filter(patterns: list[str] | None) -> Any:
+    """The domain's TopicFilter for --topic (None: every topic). Imported here lazily: start-up stays light."""
+    if not patterns:
+        return None
+    from kadmin.domain.partitions import TopicFilter
+
+    return TopicFilter(tuple(patterns))
+
 
 CONN = "Connection"
 ZkOpt = Annotated[

@@ -7,22 +7,13 @@ from typing import Annotated
 
 import typer
 
-from kadmin.cli.options import INT32_MAX, Invocation, check_broker_id, command
+from kadmin.cli.options import Invocation, MinIsrDefault, TopicPatterns, check_broker_id, command, topic_filter
 from kadmin.render import views
 from kadmin.render.progress import ScanProgress
 from kadmin.services import partitions as svc
 
 app = typer.Typer(name="partitions", help="Partition leaders, ISRs and health (under-replicated, offline, min ISR).",
                   no_args_is_help=True)
-
-MinIsrDefault = Annotated[int, typer.Option(
-    "--min-isr-default", min=1, max=INT32_MAX, metavar="N",
-    help="The brokers' static min.insync.replicas (server.properties, not in ZooKeeper): used by partitions "
-         "without a topic value, a dynamic value of their leader (/config/brokers/<id>) or a dynamic "
-         "cluster default (/config/brokers/<default>). With --bootstrap-server (KRaft, or ZooKeeper mode "
-         "with both --zookeeper and --bootstrap-server) the brokers report it (DescribeConfigs, source "
-         "\"static\") and this is used only when no broker answers (then a warning says so).")]
-
 
 @command(app, "list")
 def list_(
@@ -39,7 +30,7 @@ def list_(
         "--under-min-isr", help="No live leader, or ISR below the effective min ISR: min(min.insync.replicas, "
         "replicas), what the leader enforces since Kafka 3.7.")] = False,
     at_min_isr: Annotated[bool, typer.Option("--at-min-isr", help="ISR exactly at the effective min ISR.")] = False,
-    min_isr_default: MinIsrDefault = 1,
+    min_isr_default: MinIsrDefault = None,
 ) -> int:
     """List partitions: leader, epochs, replicas, ISR, reassignments and min ISR.
 
@@ -63,14 +54,17 @@ def list_(
 
 
 @command(app, "check")
-def check(inv: Invocation, min_isr_default: MinIsrDefault = 1) -> int:
+def check(inv: Invocation, topics: TopicPatterns = None, min_isr_default: MinIsrDefault = None) -> int:
     """Check every partition. Exit 0 healthy, 1 some under-replicated, 2 some offline or under min ISR.
 
     These are the monitoring-plugin (Nagios) codes; each finding names the partition and why. Exit 3
     (UNKNOWN) when no verdict could be reached: a usage or configuration error, an unreachable
-    cluster, an internal error. Topics queued for deletion are left out, as Kafka's controller leaves
-    them out.
+    cluster, an internal error, or (KRaft) a broker whose log dirs could not be listed, so the check
+    cannot show it saw every partition. A partition of a topic the principal may not Describe, found in
+    a broker's log dirs, is a finding (exit 2), and so is a partition whose leader's min.insync.replicas
+    could not be read. Topics queued for deletion are left out, as Kafka's controller leaves them out.
     """
     with ScanProgress() as progress:
-        result = svc.check(inv.cluster(), progress=progress, min_isr_default=min_isr_default)
+        result = svc.check(inv.cluster(), progress=progress, min_isr_default=min_isr_default,
+                           wanted=topic_filter(topics))
     return inv.emit(result, views.partitions_check)

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from kadmin.domain.models import Broker, Controller, Generation, PartitionState, Stat
+from kadmin.domain.models import Broker, Controller, Coverage, Generation, PartitionState, Stat
 from kadmin.results import Problem, Progress
 
 
@@ -84,12 +84,22 @@ class Cluster(Protocol):
 
     def watch_brokers(self, timeout: float | None) -> Iterator[WatchTick]: ...
 
+    # min_isr_default: the operator's --min-isr-default (None: not given). ZooKeeper mode takes it (else 1) as
+    # the brokers' static level, which ZooKeeper does not keep; KRaft only for a broker whose levels it cannot read
     def scan_partitions(self, topics: Sequence[str] | None = None, progress: Progress | None = None,
-                        min_isr_default: int = 1) -> PartitionScan: ...
+                        min_isr_default: int | None = None) -> PartitionScan: ...
 
     # The same, handed over as it is read, so a verdict over a million partitions keeps only what it needs
     def iter_partitions(self, topics: Sequence[str] | None = None, progress: Progress | None = None,
-                        min_isr_default: int = 1) -> PartitionStream: ...
+                        min_isr_default: int | None = None) -> PartitionStream: ...
+
+    # What proves a scan saw every partition (read before the scan): the partitions each of `brokers` (None:
+    # every registered broker) hosts on disk, whatever the principal may Describe. None: the scan is complete by
+    # construction (ZooKeeper lists every topic to whoever can read /brokers/topics).
+    def coverage(self, brokers: Sequence[int] | None = None) -> Coverage | None: ...
+
+    # The registered brokers that may lead (ZooKeeper: registered; KRaft: registered and unfenced), read now
+    def live_brokers(self, fresh: bool = True) -> frozenset[int]: ...
 
     # What the rolling-bounce commands read in both modes (ZkCluster: ZooKeeper; KraftCluster: the Kafka
     # protocol). watch_states yields every key's ISR now, then as it changes (ZooKeeper: watches; KRaft:

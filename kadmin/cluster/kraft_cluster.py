@@ -11,6 +11,7 @@ judge both modes.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -18,16 +19,21 @@ from typing import Any
 from kadmin.cluster.base import BrokerListing, PartitionScan, PartitionStream, WatchTick
 from kadmin.cluster.kafka import error_name
 from kadmin.cluster.kraft import ClusterDescription, KraftClient, uuid_text
-from kadmin.cluster.min_isr import STATIC_SOURCE, read_min_isr
 from kadmin.cluster.min_isr import min_isr_levels as min_isr_levels  # re-exported
+from kadmin.cluster.min_isr import read_min_isr
 from kadmin.cluster.min_isr import source_name as source_name  # re-exported
 from kadmin.domain import partitions as rules
-from kadmin.domain.models import Broker, Controller, MinIsrConfig, PartitionState
-from kadmin.errors import ConfigError, Rejected
+from kadmin.domain.addresses import host_port
+from kadmin.domain.models import Broker, Controller, Coverage, MinIsrConfig, PartitionState
+from kadmin.errors import AuthFailed, ConfigError, KadminError, Rejected
 from kadmin.results import Problem, Progress
 
 PAGE_PARTITIONS = 2000  # DescribeTopicPartitions' ResponsePartitionLimit (Kafka's default)
 UNKNOWN_TOPIC_OR_PARTITION = 3
+CLUSTER_AUTHORIZATION_FAILED = 31
+LOG_DIRS_FIRST_WITH_ERROR = 3  # DescribeLogDirs v3+ (Kafka 3.0) says CLUSTER_AUTHORIZATION_FAILED; older: empty
+NEEDS_CLUSTER_DESCRIBE = ("the principal needs Describe on the Cluster resource to list the partitions a broker "
+                          "hosts whatever the topic ACLs")
 # wait --in-sync on KRaft polls DescribeTopicPartitions: first after POLL_FIRST s, doubling up to POLL_MAX s
 POLL_FIRST, POLL_MAX = 0.5, 5.0
 
@@ -94,6 +100,56 @@ class KraftCluster:
         raise self._unsupported("ZooKeeper watches on /brokers/ids",
                                 "`kadmin brokers watch --bootstrap-server` polls DescribeCluster instead")
 
+    # ------------------------------------------------------------------ coverage
+    def coverage(self, brokers: Sequence[int] | None = None) -> Coverage:
+        """The partitions each broker hosts on disk (DescribeLogDirs at its advertised address, every topic
+        whatever the topic ACLs: it needs Describe on the Cluster resource), for `brokers` (None: every
+        registered one, fenced included where DescribeCluster v2 lists them). Read BEFORE the partitions
+        are described, so a topic created meanwhile is not taken for a hidden one. A broker whose log dirs
+        cannot be listed (refused, unreachable, a log dir offline, not registered) is in `unread`, with why
+        and what would let kadmin list them."""
+        desc = self.describe(fresh=True)
+        where = {b.id: (b.host, b.port) for b in desc.brokers}
+        hosted: dict[int, frozenset[tuple[str, int]]] = {}
+        unread: dict[int, str] = {}
+        refused: set[int] = set()
+        for bid in sorted(where if brokers is None else set(brokers)):
+            if bid not in where:
+                unread[bid] = (f"broker {bid} is not registered (DescribeCluster): no address to list its log dirs "
+                               "at, so partitions only it hosts cannot be seen")
+                continue
+            address = host_port(*where[bid])
+            try:
+                hosted[bid] = self._log_dirs(address)
+            except KadminError as e:
+                if e.code == "cluster_authorization_failed" or isinstance(e, AuthFailed):
+                    refused.add(bid)
+                unread[bid] = (f"its log dirs could not be listed (DescribeLogDirs at {address}: {e.message}); "
+                               + (NEEDS_CLUSTER_DESCRIBE if bid in refused else
+                                  "kadmin must reach every broker's advertised address"))
+        return Coverage(hosted, unread, frozenset(where), frozenset(refused))
+
+    def _log_dirs(self, address: str) -> frozenset[tuple[str, int]]:
+        """Every partition in the log dirs of the broker at `address` (future replicas included)."""
+        from kafka.protocol.admin.cluster import DescribeLogDirsRequest as Req
+
+        resp = self.client._conn(address).send(Req(topics=None))
+        version = int(resp.version)
+        code = int(getattr(resp, "error_code", 0) or 0)
+        if code:
+            raise Rejected(error_name(code), code=error_name(code).lower())
+        if not resp.results:  # before v3 a refusal is an empty answer, and a broker always has a log dir
+            raise Rejected("no log dir listed" + (" (before DescribeLogDirs v3 a refusal looks so)"
+                                                  if version < LOG_DIRS_FIRST_WITH_ERROR else ""),
+                           code="cluster_authorization_failed")
+        keys: set[tuple[str, int]] = set()
+        for d in resp.results:
+            if d.error_code:
+                name = error_name(d.error_code)
+                raise Rejected(f"log dir {d.log_dir}: {name}", code=name.lower())
+            keys.update((t.name, int(p.partition_index)) for t in d.topics for p in t.partitions)
+        return frozenset(keys)
+
     # ------------------------------------------------------------------ partitions
     def describe_partitions(self, topics: Sequence[str] | None,
                             progress: Progress | None = None) -> tuple[list[Any], list[Problem]]:
@@ -158,7 +214,7 @@ class KraftCluster:
         return {(t.name, int(p.partition_index)): (tuple(p.adding_replicas), tuple(p.removing_replicas))
                 for t in resp.topics for p in t.partitions}
 
-    def min_isr_configs(self, topics: Sequence[str], live: Sequence[int], default: int,
+    def min_isr_configs(self, topics: Sequence[str], live: Sequence[int], default: int | None,
                         problems: list[Problem]) -> tuple[dict[str, int | None], MinIsrConfig]:
         """Each topic's own min.insync.replicas (None: not set) and the broker levels, from DescribeConfigs
         (kadmin/cluster/min_isr.py, shared with ZooKeeper mode)."""
@@ -167,22 +223,39 @@ class KraftCluster:
         return got.topics, got.config
 
     def iter_partitions(self, topics: Sequence[str] | None = None, progress: Progress | None = None,
-                        min_isr_default: int = 1) -> PartitionStream:
+                        min_isr_default: int | None = None) -> PartitionStream:
         """The scan handed over one partition at a time (the Cluster protocol's streaming read): a KRaft
         scan is DescribeTopicPartitions pages, read whole before they are judged."""
         s = self.scan_partitions(topics, progress=progress, min_isr_default=min_isr_default)
         return PartitionStream(iter(s.partitions), s.live, s.problems, s.unreadable)
 
     def scan_partitions(self, topics: Sequence[str] | None = None, progress: Progress | None = None,
-                        min_isr_default: int = 1) -> PartitionScan:
+                        min_isr_default: int | None = None) -> PartitionScan:
+        """Every partition of `topics` (None: all the principal may Describe), with its min.insync.replicas.
+
+        min ISR as the leader resolves it, from DescribeConfigs: a partition whose leader's own levels could
+        not be read (its DescribeConfigs failed: authorization, address, timeout) has a `problem` unless the
+        operator stated --min-isr-default (source "default"); the brokers' static value is source "static"."""
         live = self.live_brokers(fresh=True)
         answers, problems = self.describe_partitions(topics, progress)
-        moving = self.reassignments() if answers else {}
+        moving: dict[tuple[str, int], tuple[tuple[int, ...], tuple[int, ...]]] = {}
+        if answers:
+            try:
+                moving = self.reassignments()
+            except AuthFailed as e:  # no Describe on the Cluster: the replicas being added are unknown
+                problems.append(Problem("reassignments_unknown", f"{e.message.split(' (')[0]}: reassignments in flight "
+                                        "are unknown (ListPartitionReassignments needs Describe on the Cluster "
+                                        "resource); replicas being added count as replicas"))
         names = sorted({t.name for t, _ in answers})
         topic_min: dict[str, int | None] = {}
-        cfg = MinIsrConfig(static=min_isr_default)
+        cfg = MinIsrConfig(static=min_isr_default or 1, default=min_isr_default)
         if answers:  # no partition: no min ISR to resolve
             topic_min, cfg = self.min_isr_configs(names, sorted(live), min_isr_default, problems)
+            # a replica that is not live was not asked: its own levels are unknown too (it leads nothing now)
+            down = sorted({int(r) for _, p in answers for r in p.replica_nodes} - live - {b for b, _ in cfg.unknown})
+            cfg = dataclasses.replace(cfg, unknown=tuple(sorted([*cfg.unknown, *(
+                (b, f"broker {b} is not live (fenced or down): its own min.insync.replicas were not asked")
+                for b in down)])))
         out: list[PartitionState] = []
         # Per topic, not per partition (20,000 partitions are ~1,000 topics): its id's text, its min ISR
         # config and the problem that made its configs unreadable.
@@ -194,7 +267,8 @@ class KraftCluster:
             if name not in topic_cfg:
                 topic_id[name] = uuid_text(t.topic_id)
                 topic_cfg[name] = MinIsrConfig(topic=topic_min.get(name), brokers=cfg.brokers,
-                                               cluster_default=cfg.cluster_default, static=cfg.static)
+                                               cluster_default=cfg.cluster_default, static=cfg.static,
+                                               unknown=cfg.unknown, default=cfg.default)
                 bad = [e for e in problems if e.topic == name] if name not in topic_min and names else []
                 topic_problem[name] = bad[0].message if bad else None
             key = (name, int(p.partition_index))
@@ -203,9 +277,9 @@ class KraftCluster:
             leader = int(p.leader_id)
             pcfg = topic_cfg[name]
             value, source = rules.current_min_isr(pcfg, leader if leader >= 0 else None, replicas)
-            if source == rules.STATIC:
-                source = STATIC_SOURCE
-            problem = None
+            problem = rules.min_isr_unknown(pcfg, leader if leader >= 0 else None)
+            if problem is not None:
+                problem = f"min.insync.replicas unknown: {problem}"
             if p.error_code and p.error_code != 5:  # 5 LEADER_NOT_AVAILABLE: no leader, not a read error
                 problem = f"DescribeTopicPartitions: {error_name(p.error_code)}"
             if topic_problem[name] is not None:

@@ -75,46 +75,65 @@ def describe_configs(client: Any, address: str | None, resources: list[tuple[int
     return list(resp.results)
 
 
+NEEDS = "needs DescribeConfigs on the Cluster resource"
+
+
 @dataclass(frozen=True)
 class BrokerMinIsr:
     """What DescribeConfigs said: each topic's own value (None: not set) and the broker levels;
-    `answered`: how many live brokers answered (0: `config.static` is the caller's default)."""
+    `answered`: how many live brokers answered (0: `config.static` is the caller's default).
+    `config.unknown` names the live brokers that did not answer, with why."""
 
     topics: dict[str, int | None]
     config: MinIsrConfig
     answered: int
 
 
+def unanswered(bid: int, where: str, why: str) -> str:
+    """Why a broker's own min.insync.replicas levels are unknown, and what would let kadmin read them."""
+    return (f"broker {bid}'s own min.insync.replicas could not be read (DescribeConfigs at {where}: {why}); "
+            f"{NEEDS if 'AUTHORIZATION' in why else 'kadmin must reach its advertised address'}, "
+            "or state the value with --min-isr-default")
+
+
 def read_min_isr(client: Any, topics: Sequence[str], live: Sequence[int], addresses: Mapping[int, tuple[str, int]],
-                 default: int, problems: list[Problem]) -> BrokerMinIsr:
+                 default: int | None, problems: list[Problem]) -> BrokerMinIsr:
     """Each topic's own min.insync.replicas and, per live broker (asked at its address), its dynamic
     value, the dynamic cluster default and the static value (the largest the live brokers report: a
-    leader may be any of them; `default` when none answered). What a broker refuses is a Problem."""
+    leader may be any of them; `default` when none answered, 1 when no default was stated either). What a
+    broker refuses is a Problem, and the broker is in `config.unknown`: its own levels are unknown."""
     topic_values: dict[str, int | None] = {}
     if topics:
         for r in describe_configs(client, None, [(RESOURCE_TOPIC, t) for t in topics]):
             if r.error_code:
                 problems.append(Problem(error_name(r.error_code).lower(), f"DescribeConfigs topic "
-                                        f"{r.resource_name}: {error_name(r.error_code)}", topic=r.resource_name))
+                                        f"{r.resource_name}: {error_name(r.error_code)}"
+                                        + (f" (needs DescribeConfigs on Topic:{r.resource_name})"
+                                           if "AUTHORIZATION" in error_name(r.error_code) else ""),
+                                        topic=r.resource_name))
                 continue
             topic_values[r.resource_name] = levels(r).get(TOPIC_CONFIG)
     per_broker: list[tuple[int, int]] = []
     cluster_default: int | None = None
     statics: list[int] = []
     answered = 0
+    unknown: dict[int, str] = {}
     for bid in sorted(live):
         where = addresses.get(bid)
         if where is None:
+            unknown[bid] = f"broker {bid}'s own min.insync.replicas could not be read: it has no address"
             continue
         try:
             results = describe_configs(client, host_port(*where), [(RESOURCE_BROKER, str(bid))])
         except KadminError as e:
             problems.append(Problem("describe_configs", f"broker {bid}'s min.insync.replicas: {e.message}"))
+            unknown[bid] = unanswered(bid, host_port(*where), e.message)
             continue
         for r in results:
             if r.error_code:
                 problems.append(Problem(error_name(r.error_code).lower(), f"DescribeConfigs broker {bid}: "
                                         f"{error_name(r.error_code)}"))
+                unknown[bid] = unanswered(bid, host_port(*where), error_name(r.error_code))
                 continue
             answered += 1
             lv = levels(r)
@@ -126,5 +145,6 @@ def read_min_isr(client: Any, topics: Sequence[str], live: Sequence[int], addres
             if static is not None:
                 statics.append(static)
     cfg = MinIsrConfig(brokers=tuple(per_broker), cluster_default=cluster_default,
-                       static=max(statics) if statics else default)
+                       static=max(statics) if statics else (default or 1),
+                       unknown=tuple(sorted(unknown.items())), default=default)
     return BrokerMinIsr(topic_values, cfg, answered)

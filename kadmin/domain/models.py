@@ -111,6 +111,29 @@ class MinIsrConfig:
     brokers: tuple[tuple[int, int], ...] = ()  # (broker id, value), sorted by id
     cluster_default: int | None = None
     static: int = 1
+    # Brokers whose own levels (dynamic per-broker and static value) could not be read, with why (KRaft:
+    # their DescribeConfigs failed or was never asked): a partition they may lead has an unknown min ISR,
+    # unless the operator stated one (`default`, from --min-isr-default; source "default").
+    unknown: tuple[tuple[int, str], ...] = ()
+    default: int | None = None
+
+    def unknown_why(self, broker: int) -> str | None:
+        """Why `broker`'s own min.insync.replicas levels are unknown (None: known)."""
+        return next((why for b, why in self.unknown if b == broker), None)
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """What proves that a verdict saw every partition it depends on (KRaft, where a principal sees only the
+    topics it may Describe): the partitions each broker hosts on disk, as its DescribeLogDirs lists them
+    whatever the topic ACLs (it needs Describe on the Cluster resource), and the brokers whose log dirs
+    could not be listed, with why and what would let kadmin list them. ZooKeeper mode has none (None):
+    /brokers/topics lists every topic to whoever can read it."""
+
+    hosted: dict[int, frozenset[tuple[str, int]]]  # broker id -> (topic, partition) in its log dirs
+    unread: dict[int, str]  # broker id -> why its log dirs could not be listed
+    listed: frozenset[int] = frozenset()  # the brokers DescribeCluster lists (registered; fenced too from v2)
+    refused: frozenset[int] = frozenset()  # of `unread`, those that refused the principal: asking again will not help
 
 
 @dataclass(frozen=True)
@@ -141,7 +164,7 @@ class PartitionState:
     min_isr: int = 1
     topic_id: str | None = None
     problem: str | None = None
-    min_isr_source: str = "static (--min-isr-default)"
+    min_isr_source: str = "default"
     min_isr_config: MinIsrConfig | None = None
     deleting: bool = False
     elr: tuple[int, ...] | None = None

@@ -10,13 +10,20 @@ with the configured value (a partition whose replication factor is below its min
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Set
+import fnmatch
+from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from enum import IntEnum
 
-from kadmin.domain.models import MinIsrConfig, PartitionState
+from kadmin.domain.models import Coverage, MinIsrConfig, PartitionState
 
-STATIC = "static (--min-isr-default)"
+# min_isr_source values: the brokers' static level (server.properties, as the brokers report it), and a value
+# the operator stated (--min-isr-default: ZooKeeper does not keep the static level; in KRaft it stands in only
+# for a broker whose own levels could not be read), never shown as if a broker had reported it
+STATIC = "static"
+DEFAULT = "default"
+UNKNOWN = "unknown"  # the leader's own levels could not be read and no --min-isr-default was stated
+Key = tuple[str, int]
 
 
 def min_isr_for(cfg: MinIsrConfig, leader: int | None) -> tuple[int, str]:
@@ -27,6 +34,8 @@ def min_isr_for(cfg: MinIsrConfig, leader: int | None) -> tuple[int, str]:
     """
     if cfg.topic is not None:
         return cfg.topic, "topic"
+    if leader is not None and cfg.unknown_why(leader) is not None:  # its own levels could not be read:
+        return (cfg.default, DEFAULT) if cfg.default is not None else (cfg.static, UNKNOWN)  # the operator's stands in
     if leader is not None:
         for broker, value in cfg.brokers:
             if broker == leader:
@@ -34,6 +43,14 @@ def min_isr_for(cfg: MinIsrConfig, leader: int | None) -> tuple[int, str]:
     if cfg.cluster_default is not None:
         return cfg.cluster_default, "cluster-default"
     return cfg.static, STATIC
+
+
+def min_isr_unknown(cfg: MinIsrConfig | None, leader: int | None) -> str | None:
+    """Why the min.insync.replicas a partition has under `leader` is unknown (None: it is known): it has no
+    topic value, the leader's own levels could not be read, and the operator stated no --min-isr-default."""
+    if cfg is None or cfg.topic is not None or cfg.default is not None or leader is None:
+        return None
+    return cfg.unknown_why(leader)
 
 
 def current_min_isr(cfg: MinIsrConfig, leader: int | None, replicas: Iterable[int]) -> tuple[int, str]:
@@ -197,14 +214,18 @@ class StopVerdict:
     # replication factor is below min.insync.replicas could never take acks=all writes; since KAFKA-15583
     # the leader enforces min(min ISR, replica count), so such a partition is judged like any other.
     never: tuple[Blocker, ...] = ()
+    # what kept the verdict from seeing every partition the broker hosts: (broker id, why its log dirs could
+    # not be listed)
+    unseen: tuple[tuple[int, str], ...] = ()
 
     @property
     def safe(self) -> bool:
-        return not self.blocking and not self.never
+        return not self.blocking and not self.never and not self.unseen
 
 
 def can_stop(partitions: Iterable[PartitionState], broker_id: int, live: Set[int],
-             unreadable: Mapping[str, str] = NO_TOPICS) -> StopVerdict:
+             unreadable: Mapping[str, str] = NO_TOPICS, coverage: Coverage | None = None,
+             wanted: TopicFilter | None = None) -> StopVerdict:
     """Would every partition hosted by `broker_id` keep a leader and at least min ISR without it?
 
     After the stop the ISR is the live ISR members other than the broker (the controller shrinks
@@ -215,13 +236,20 @@ def can_stop(partitions: Iterable[PartitionState], broker_id: int, live: Set[int
     Topics queued for deletion are left out, as the controller leaves them out.
 
     What could not be read blocks: a hosted partition with a `problem` (its state, or its
-    min.insync.replicas), and every `unreadable` topic (name -> why), which may host the broker.
+    min.insync.replicas), every `unreadable` topic (name -> why), which may host the broker, a partition
+    whose min ISR under the leader after the stop is unknown, and (given a `coverage`, KRaft) every
+    partition the broker's log dirs list that the scan did not see (a topic the principal may not
+    Describe), or the broker's log dirs themselves when they could not be listed (`unseen`). `wanted`:
+    only these topics (the operator's --topic), so what is outside them neither counts nor blocks.
     """
-    blocking: list[Blocker] = [Blocker(t, None, why) for t, why in sorted(unreadable.items())]
+    blocking: list[Blocker] = [Blocker(t, None, why) for t, why in sorted(unreadable.items())
+                               if wanted is None or wanted(t)]
     hosted = 0
     remaining_live = set(live) - {broker_id}
+    seen: set[Key] = set()
     for p in partitions:
-        if broker_id not in p.replicas or p.deleting:
+        seen.add((p.topic, p.partition))
+        if broker_id not in p.replicas or p.deleting or (wanted is not None and not wanted(p.topic)):
             continue
         hosted += 1
         if p.problem:
@@ -238,6 +266,11 @@ def can_stop(partitions: Iterable[PartitionState], broker_id: int, live: Set[int
         if leader is None:  # the ISR names a live broker that is no replica: no election can pick it
             blocking.append(Blocker(p.topic, p.partition, "would go offline: no live replica in the ISR"))
             continue
+        why = min_isr_unknown(p.min_isr_config, leader)
+        if why is not None:
+            blocking.append(Blocker(p.topic, p.partition, f"min.insync.replicas under leader {leader} (after the "
+                                    f"stop) is unknown: {why}"))
+            continue
         configured, source = (min_isr_for(p.min_isr_config, leader) if p.min_isr_config is not None
                               else (p.min_isr, p.min_isr_source))
         need = effective_min_isr(p, configured)
@@ -247,7 +280,12 @@ def can_stop(partitions: Iterable[PartitionState], broker_id: int, live: Set[int
             blocking.append(Blocker(p.topic, p.partition,
                                     f"ISR would drop to {len(isr_after)} ({','.join(map(str, isr_after))}), "
                                     f"below min.insync.replicas {need}{whose}"))
-    return StopVerdict(broker_id, hosted, tuple(blocking))
+    unseen: tuple[tuple[int, str], ...] = ()
+    if coverage is not None:
+        hidden, unread = unseen_partitions(coverage, seen, [broker_id], wanted)
+        blocking += [Blocker(t, p, hidden_reason(t, brokers)) for (t, p), brokers in hidden]
+        unseen = tuple(sorted(unread.items()))
+    return StopVerdict(broker_id, hosted, tuple(blocking), unseen=unseen)
 
 
 def out_of_sync(partitions: Iterable[PartitionState], broker_id: int) -> list[PartitionState]:
@@ -259,3 +297,49 @@ def names_broker(partitions: Iterable[PartitionState], broker_id: int) -> bool:
     """Does any assignment name the broker (as a replica, or being added or removed)?"""
     return any(broker_id in p.replicas or broker_id in p.adding_replicas or broker_id in p.removing_replicas
                for p in partitions)
+
+
+GLOB = frozenset("*?[")
+
+
+@dataclass(frozen=True)
+class TopicFilter:
+    """The operator's --topic NAME|PATTERN (repeatable; shell-style `*`, `?`, `[...]`): a verdict about these
+    topics only. Exact names are asked for by name (a topic the principal may not Describe is then an error,
+    not silently absent); a pattern is matched against every topic seen or listed in a broker's log dirs."""
+
+    patterns: tuple[str, ...]
+
+    @property
+    def names(self) -> list[str] | None:
+        """The topics to ask for by name; None when a pattern needs every topic."""
+        if any(GLOB & set(p) for p in self.patterns):
+            return None
+        return sorted(set(self.patterns))
+
+    def __call__(self, topic: str) -> bool:
+        return any(fnmatch.fnmatchcase(topic, p) for p in self.patterns)
+
+
+def unseen_partitions(coverage: Coverage, seen: Set[Key], brokers: Sequence[int] | None = None,
+                      wanted: TopicFilter | None = None) -> tuple[list[tuple[Key, tuple[int, ...]]], dict[int, str]]:
+    """What a scan did not see, against the brokers' log dirs: the partitions listed there but absent from the
+    scan (a topic the principal may not Describe), each with the brokers that host it, and the brokers (of
+    `brokers`; None: all) whose log dirs could not be listed (id -> why). `wanted` keeps those topics only."""
+    where: dict[Key, list[int]] = {}
+    for b, keys in sorted(coverage.hosted.items()):
+        if brokers is not None and b not in brokers:
+            continue
+        for key in keys:
+            if key not in seen and (wanted is None or wanted(key[0])):
+                where.setdefault(key, []).append(b)
+    unread = {b: why for b, why in coverage.unread.items() if brokers is None or b in brokers}
+    return [(k, tuple(v)) for k, v in sorted(where.items())], unread
+
+
+def hidden_reason(topic: str, brokers: Sequence[int]) -> str:
+    """Why a partition listed in log dirs blocks a verdict: the principal cannot see it, and what would let it."""
+    on = ", ".join(map(str, brokers))
+    who = f"brokers {on} host" if len(brokers) > 1 else f"broker {on} hosts"
+    return (f"not visible: {who} it (DescribeLogDirs) but DescribeTopicPartitions does not show topic "
+            f"{topic} to this principal (needs Describe on Topic:{topic}); its leader and ISR are unknown")

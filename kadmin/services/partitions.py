@@ -11,7 +11,7 @@ from typing import Any
 from kadmin.cluster.base import Cluster, PartitionScan, PartitionStream
 from kadmin.cluster.min_isr import FALLBACK
 from kadmin.domain import partitions as rules
-from kadmin.domain.models import PartitionState
+from kadmin.domain.models import Coverage, PartitionState
 from kadmin.domain.text import plural
 from kadmin.errors import NotFound
 from kadmin.exit_codes import ExitCode, Verdict
@@ -32,8 +32,9 @@ def partition_json(p: PartitionState) -> dict[str, Any]:
         "removing_replicas": list(p.removing_replicas),
         "min_isr": p.min_isr,
         "topic_id": p.topic_id,
-        # added keys: where min_isr comes from ("topic", "broker:<id>", "cluster-default" or
-        # "static (--min-isr-default)"), what the leader enforces (min(min_isr, replicas), Kafka 3.7+),
+        # added keys: where min_isr comes from ("topic", "broker:<id>", "cluster-default", "static" as the
+        # brokers report it, "default" as --min-isr-default states it, or "unknown"),
+        # what the leader enforces (min(min_isr, replicas), Kafka 3.7+),
         # and whether the topic is queued for deletion (left out of `check` and `can-stop`)
         "min_isr_source": p.min_isr_source,
         "effective_min_isr": rules.effective_min_isr(p),
@@ -67,13 +68,46 @@ class Filters:
         return not asked or any(asked)  # health filters combine with OR, like kafka-topics
 
 
-def scan(cluster: Cluster, topic: str | None, progress: Progress | None, min_isr_default: int) -> PartitionScan:
-    return cluster.scan_partitions([topic] if topic else None, progress=progress, min_isr_default=min_isr_default)
+def scan(cluster: Cluster, topics: list[str] | None, progress: Progress | None,
+         min_isr_default: int | None) -> PartitionScan:
+    return cluster.scan_partitions(topics, progress=progress, min_isr_default=min_isr_default)
 
 
-def stream(cluster: Cluster, topic: str | None, progress: Progress | None, min_isr_default: int) -> PartitionStream:
+def stream(cluster: Cluster, topic: str | None, progress: Progress | None, min_isr_default: int | None,
+           topics: list[str] | None = None) -> PartitionStream:
     """The scan as a stream (ZooKeeper: each state znode decoded as it arrives and dropped once judged)."""
-    return cluster.iter_partitions([topic] if topic else None, progress=progress, min_isr_default=min_isr_default)
+    return cluster.iter_partitions([topic] if topic else topics, progress=progress, min_isr_default=min_isr_default)
+
+
+def covering(cluster: Cluster, wanted: rules.TopicFilter | None,
+             brokers: list[int] | None = None) -> Coverage | None:
+    """The brokers' log dirs, read before the scan, when a verdict must prove it saw every partition: not when
+    the operator named the topics (asked for by name, a topic the principal may not Describe is an error)."""
+    if wanted is not None and wanted.names is not None:
+        return None
+    return cluster.coverage(brokers)
+
+
+def unseen_json(unread: dict[int, str] | Iterable[tuple[int, str]]) -> list[dict[str, Any]]:
+    """The JSON `unseen` list: each broker whose log dirs could not be listed, and why (what would let kadmin)."""
+    items = unread.items() if isinstance(unread, dict) else unread
+    return [{"broker_id": b, "reason": why} for b, why in sorted(items)]
+
+
+def recorded(parts: Iterable[PartitionState], seen: set[rules.Key], named: set[int]) -> Iterable[PartitionState]:
+    """The partitions as they pass, their keys in `seen` and the brokers their assignments name in `named`."""
+    for p in parts:
+        seen.add((p.topic, p.partition))
+        named.update(p.replicas)
+        yield p
+
+
+def not_listed(named: set[int], coverage: Coverage) -> dict[int, str]:
+    """Brokers an assignment names that DescribeCluster did not list (down, or fenced before Kafka 4.0's
+    DescribeCluster v2): their log dirs could not be asked for."""
+    return {b: (f"broker {b} is named by an assignment but DescribeCluster does not list it (not registered, or fenced "
+                "before Kafka 4.0): its log dirs could not be listed, so partitions only it hosts cannot be seen")
+            for b in named if b not in coverage.hosted and b not in coverage.unread}
 
 
 def split_problems(problems: list[Problem]) -> tuple[list[Problem], list[str]]:
@@ -119,7 +153,7 @@ def verdict_problems(s: PartitionScan, broker_id: int) -> tuple[list[Problem], l
 
 
 def list_partitions(
-    cluster: Cluster, filters: Filters, progress: Progress | None = None, min_isr_default: int = 1
+    cluster: Cluster, filters: Filters, progress: Progress | None = None, min_isr_default: int | None = None
 ) -> Result:
     s = stream(cluster, filters.topic, progress, min_isr_default)
     rows = []  # the rows only (they are printed), never every PartitionState as well
@@ -135,36 +169,63 @@ def list_partitions(
     return Result(data=rows, errors=problems, warnings=warnings)
 
 
-def check(cluster: Cluster, progress: Progress | None = None, min_isr_default: int = 1) -> Result:
-    s = stream(cluster, None, progress, min_isr_default)
-    summary_of = rules.check_summary(s.partitions, s.live, s.unreadable)  # one pass: no partition is kept
+def check(cluster: Cluster, progress: Progress | None = None, min_isr_default: int | None = None,
+          wanted: rules.TopicFilter | None = None) -> Result:
+    """Every partition (or the `wanted` topics) judged; on KRaft held against the brokers' log dirs, so a
+    partition the principal may not see is a finding (CRITICAL), and a broker whose log dirs could not be
+    listed (unseen) makes a check that would otherwise pass UNKNOWN (3): it cannot be shown to cover all."""
+    cov = covering(cluster, wanted)
+    s = stream(cluster, None, progress, min_isr_default, topics=wanted.names if wanted else None)
+    seen: set[rules.Key] = set()
+    named: set[int] = set()
+    parts: Iterable[PartitionState] = s.partitions
+    if wanted is not None and wanted.names is None:
+        parts = (p for p in parts if wanted(p.topic))
+    if cov is not None:
+        parts = recorded(parts, seen, named)
+    summary_of = rules.check_summary(parts, s.live, s.unreadable)  # one pass: no partition is kept
     problems, warnings = split_problems(s.problems)
     health = summary_of.health
     if problems:
         health = rules.Health.CRITICAL  # e.g. a /brokers/ids child that is no broker id: the live set is in doubt
     found = summary_of.findings
+    unread: dict[int, str] = {}
+    if cov is not None:
+        hidden, unread = rules.unseen_partitions(cov, seen, None, wanted)
+        unread.update(not_listed(named, cov))
+        found = found + [rules.Finding(t, p, (rules.hidden_reason(t, on),)) for (t, p), on in hidden]
+        if hidden:
+            health = rules.Health.CRITICAL
+    verdict = Verdict(int(health))
+    if unread and health != rules.Health.CRITICAL:
+        verdict = Verdict.UNKNOWN
     deleting = summary_of.deleting
     count = summary_of.partitions
     data = {
-        "status": health.name.lower(),
+        "status": verdict.name.lower(),
         "partitions": count,
         "findings": [{"topic": f.topic, "partition": f.partition, "reasons": list(f.reasons)} for f in found],
         "deleting": deleting,  # topics queued for deletion: not checked, as Kafka's controller skips them
+        # added: brokers whose log dirs could not be listed (KRaft), so the check cannot show it saw every partition
+        "unseen": unseen_json(unread),
     }
     bad = sum(1 for f in found if f.partition is not None)
     unreadable = f"; {plural(len(s.unreadable), 'topic')} unreadable" if s.unreadable else ""
     skipped = f" ({plural(len(deleting), 'topic')} queued for deletion not checked)" if deleting else ""
+    blind = (f"; partitions only broker{'s' if len(unread) > 1 else ''} {', '.join(map(str, sorted(unread)))} "
+             "host could not be seen") if unread else ""
     summary = {
-        rules.Health.OK: f"OK: {plural(count, 'partition')} healthy{skipped}",
-        rules.Health.WARNING: f"WARNING: {len(found)} of {plural(count, 'partition')} under-replicated",
-        rules.Health.CRITICAL: f"CRITICAL: {bad} of {plural(count, 'partition')} need attention "
+        Verdict.OK: f"OK: {plural(count, 'partition')} healthy{skipped}",
+        Verdict.WARNING: f"WARNING: {len(found)} of {plural(count, 'partition')} under-replicated",
+        Verdict.CRITICAL: f"CRITICAL: {bad} of {plural(count, 'partition')} need attention "
         f"(offline, under min ISR or unreadable){unreadable}"
-        + (f"; {plural(len(problems), 'problem')} reading znodes" if problems else ""),
-    }[health]
-    # The monitoring convention: 0 OK, 1 WARNING, 2 CRITICAL. Problems reading znodes are named in
+        + (f"; {plural(len(problems), 'problem')} reading znodes" if problems else "") + blind,
+        Verdict.UNKNOWN: f"UNKNOWN: cannot show every partition was seen{blind} "
+        f"({len(found)} of {plural(count, 'partition')} seen need attention)",
+    }[verdict]
+    # The monitoring convention: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN. Problems reading znodes are named in
     # the findings and in `errors` and make the check critical, so a partial read never passes as healthy.
-    return Result(data=data, errors=problems, warnings=warnings,
-                  exit_code=Verdict(int(health)), message=summary)
+    return Result(data=data, errors=problems, warnings=warnings, exit_code=verdict, message=summary)
 
 
 def verdict_json(v: rules.StopVerdict) -> dict[str, Any]:
@@ -174,13 +235,17 @@ def verdict_json(v: rules.StopVerdict) -> dict[str, Any]:
         "hosted_partitions": v.hosted,
         "blocking": [{"topic": b.topic, "partition": b.partition, "reason": b.reason} for b in v.blocking],
         "never_satisfiable": [{"topic": b.topic, "partition": b.partition, "reason": b.reason} for b in v.never],
+        # added (KRaft): the broker's log dirs could not be listed, so not every partition it hosts was seen
+        "unseen": unseen_json(v.unseen),
     }
 
 
 def stop_verdict(cluster: Cluster, broker_id: int, progress: Progress | None = None,
-                 min_isr_default: int = 1) -> tuple[rules.StopVerdict, PartitionScan]:
-    s = scan(cluster, None, progress, min_isr_default)
-    return rules.can_stop(s.partitions, broker_id, s.live, s.unreadable), s
+                 min_isr_default: int | None = None,
+                 wanted: rules.TopicFilter | None = None) -> tuple[rules.StopVerdict, PartitionScan]:
+    cov = covering(cluster, wanted, [broker_id])
+    s = scan(cluster, wanted.names if wanted else None, progress, min_isr_default)
+    return rules.can_stop(s.partitions, broker_id, s.live, s.unreadable, cov, wanted), s
 
 
 def verdict_summary(v: rules.StopVerdict) -> str:
@@ -192,17 +257,23 @@ def verdict_summary(v: rules.StopVerdict) -> str:
         said.append(f"{plural(topics, 'topic')} could not be read (they may host it)")
     if v.never:
         said.append(f"{len(v.never)} can never satisfy min ISR")
+    said += [f"not every partition it hosts could be seen: {why}" for _, why in v.unseen]
     return ", ".join(said)
 
 
-def can_stop(cluster: Cluster, broker_id: int, progress: Progress | None = None, min_isr_default: int = 1) -> Result:
-    v, s = stop_verdict(cluster, broker_id, progress, min_isr_default)
-    require_known_broker(s, broker_id)
+def can_stop(cluster: Cluster, broker_id: int, progress: Progress | None = None, min_isr_default: int | None = None,
+             wanted: rules.TopicFilter | None = None) -> Result:
+    cov = covering(cluster, wanted, [broker_id])
+    s = scan(cluster, wanted.names if wanted else None, progress, min_isr_default)
+    v = rules.can_stop(s.partitions, broker_id, s.live, s.unreadable, cov, wanted)
+    if cov is None or broker_id not in cov.listed:  # a listed broker exists, whatever the principal sees of it
+        require_known_broker(s, broker_id)
     relevant, other = verdict_problems(s, broker_id)
     warnings = [] if broker_id in s.live else [f"broker {broker_id} is not registered now"]
     warnings += [e.message for e in other]
     if v.safe:
-        msg = f"broker {broker_id} can stop: all {v.hosted} partitions it hosts keep a leader and min ISR"
+        msg = (f"broker {broker_id} can stop: all {v.hosted} partitions it hosts"
+               + (f" of topics {', '.join(wanted.patterns)}" if wanted else "") + " keep a leader and min ISR")
     else:
         msg = f"broker {broker_id} cannot stop safely: {verdict_summary(v)}"
     # Anything the verdict depends on that could not be read blocks it (exit 1) and is in `errors`.
@@ -225,47 +296,105 @@ def wait_in_sync(
     progress: Progress | None = None,
     clock: Callable[[], float] = time.monotonic,
     asked: float | None = None,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> Result:
-    """Block until broker_id is in the ISR of every partition that lists it as a replica.
+    """Block until broker_id is in the ISR of every partition that lists it as a replica, and may lead.
 
     One full scan finds the partitions still waiting for the broker; after that only those are
     followed (cluster.watch_states): in ZooKeeper mode their state znodes are watched and re-read
     when ZooKeeper says they changed (one read per change, not a scan); on KRaft their topics are
     polled with DescribeTopicPartitions, every 0.5 s doubling to 5 s. A partition is followed until the
     broker is in its ISR (then it is neither re-read nor polled), a topic until all of its are.
+
+    Met only when the broker is also live (KRaft: unfenced; Kafka keeps a fenced sole ISR member in the ISR
+    of a leaderless partition while ELR is off) and, on KRaft, every partition its log dirs list was seen:
+    a partition of a topic the principal may not Describe cannot be shown in sync (not met at once), and
+    log dirs not yet listable (the broker still starting) are asked for again until the timeout.
     """
     start = clock()
+    cov = cluster.coverage([broker_id])
     s, _ = split_warnings(scan(cluster, None, progress, 1))  # min ISR plays no part in being in sync
-    require_known_broker(s, broker_id)  # a broker not registered yet but named by assignments is waited for
+    if cov is None or broker_id not in cov.listed:
+        require_known_broker(s, broker_id)  # a broker not registered yet but named by assignments is waited for
     # an unreadable topic may hold partitions the broker is not in sync with: the answer is partial then
     unread = [e for e in s.problems if e.topic is not None and e.topic in s.unreadable]
     waiting = {(p.topic, p.partition) for p in rules.out_of_sync(s.partitions, broker_id)}
     hosted = sum(1 for p in s.partitions if broker_id in p.replicas)
+    seen = {(p.topic, p.partition) for p in s.partitions} if cov is not None else set()
+    hidden: list[tuple[rules.Key, tuple[int, ...]]] = []
+    blind: dict[int, str] = {}
+    refused = False  # the broker refused to list its log dirs: asking again will not help
+
+    def look(c: Coverage | None) -> None:
+        nonlocal hidden, blind, refused
+        if c is not None:
+            hidden, blind = rules.unseen_partitions(c, seen, [broker_id])
+            refused = broker_id in c.refused
+
+    def left() -> float:
+        return max(0.0, timeout - (clock() - start))
+
+    look(cov)
     last_said = ""
-    if waiting:
-        for changed in cluster.watch_states(sorted(waiting), timeout=max(0.0, timeout - (clock() - start)),
-                                            settled=lambda isr: broker_id in isr):
+    if waiting and not hidden and not refused:
+        for changed in cluster.watch_states(sorted(waiting), timeout=left(), settled=lambda isr: broker_id in isr):
             for key, isr in changed:
                 if isr is not None and broker_id in isr:
                     waiting.discard(key)
-            if not waiting:
+            if blind:  # its log dirs not listed yet (still starting): ask again
+                look(cluster.coverage([broker_id]))
+            if not waiting or hidden or refused:
                 break
             said = (f"broker {broker_id} not yet in the ISR of {plural(len(waiting), 'partition')}: "
                     f"{describe_keys(waiting)}")
             if on_status and said != last_said:
                 on_status(said)
                 last_said = said
+    live = broker_id in s.live
+    pause = 0.25
+    while not waiting and not hidden:  # in every ISR: it must also be live, and its log dirs seen
+        live = broker_id in cluster.live_brokers(fresh=True)
+        if blind and not refused:
+            look(cluster.coverage([broker_id]))
+        if (live and not blind) or hidden or refused or left() <= 0:
+            break
+        said = (f"broker {broker_id} is in every ISR it belongs in but "
+                + ("is not live (fenced)" if not live else f"its log dirs could not be listed: {blind[broker_id]}"))
+        if on_status and said != last_said:
+            on_status(said)
+            last_said = said
+        sleep(min(pause, left()))
+        pause = min(pause * 2, 2.0)
+    met = not waiting and not hidden and not blind and live
     data = {
         "broker_id": broker_id,
-        "in_sync": not waiting,
+        "in_sync": met,
         "hosted_partitions": hosted,
         "waiting": [{"topic": t, "partition": p} for t, p in sorted(waiting)],
         "waited_ms": int((clock() - start) * 1000),
+        # added: whether the broker may lead (KRaft: unfenced), and what kept the wait from seeing every
+        # partition the broker hosts (its log dirs not listed; a partition its log dirs list, not visible)
+        "live": live,
+        "unseen": unseen_json(blind) + [{"broker_id": broker_id, "topic": t, "partition": p,
+                                          "reason": rules.hidden_reason(t, on)} for (t, p), on in hidden],
     }
+    if hidden:
+        return Result(data=data, exit_code=ExitCode.CONDITION_NOT_MET, errors=unread,
+                      message=f"broker {broker_id} hosts {plural(len(hidden), 'partition')} this principal cannot see "
+                      f"({describe_keys(k for k, _ in hidden)}): whether it is in their ISR is unknown; "
+                      f"{rules.hidden_reason(hidden[0][0][0], hidden[0][1])}")
+    if refused:
+        return Result(data=data, exit_code=ExitCode.CONDITION_NOT_MET, errors=unread,
+                      message=f"broker {broker_id} cannot be shown in sync: {blind[broker_id]}")
     if waiting:
         return Result(data=data, exit_code=ExitCode.CONDITION_NOT_MET, errors=unread,
                       message=f"timed out after {asked or timeout:g}s: broker {broker_id} is still missing from the "
                       f"ISR of {plural(len(waiting), 'partition')}: {describe_keys(waiting)}")
+    if not met:
+        why = f"its log dirs could not be listed: {blind[broker_id]}" if blind else "it is not live (fenced)"
+        return Result(data=data, exit_code=ExitCode.CONDITION_NOT_MET, errors=unread,
+                      message=f"timed out after {asked or timeout:g}s: broker {broker_id} is in every ISR it belongs "
+                      f"in, but {why}")
     return Result(data=data, errors=unread,
                   message=f"broker {broker_id} is in the ISR of all {hosted} partitions it hosts"
                   + (f" that could be read ({plural(len(s.unreadable), 'topic')} could not)" if unread else ""))

@@ -95,7 +95,7 @@ def test_min_isr_resolution_order():
     assert rules.min_isr_for(no_topic, 1) == (2, "broker:1")
     assert rules.min_isr_for(no_topic, 2) == (4, "broker:2")
     assert rules.min_isr_for(no_topic, 3) == (5, "cluster-default")  # broker 3 has no value of its own
-    assert rules.min_isr_for(MinIsrConfig(brokers=((1, 2),), static=6), 3) == (6, "static (--min-isr-default)")
+    assert rules.min_isr_for(MinIsrConfig(brokers=((1, 2),), static=6), 3) == (6, "static")
     # a partition uses its leader's value; without a leader, the strictest any replica would apply
     assert rules.current_min_isr(no_topic, 2, [1, 2, 3]) == (4, "broker:2")
     assert rules.current_min_isr(no_topic, -1, [1, 2]) == (4, "broker:2")

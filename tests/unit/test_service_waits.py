@@ -15,7 +15,7 @@ import pytest
 
 from kadmin.cluster.base import Contention, IdState, PartitionScan, WatchTick
 from kadmin.cluster.kafka import ShutdownReply
-from kadmin.domain.models import Broker, Controller, Generation, PartitionState, Registration, Stat
+from kadmin.domain.models import Broker, Controller, Coverage, Generation, PartitionState, Registration, Stat
 from kadmin.errors import ClusterUnreachable, ConditionNotMet, KadminError
 from kadmin.exit_codes import ExitCode
 from kadmin.services import brokers, ids, partitions, shutdown
@@ -285,10 +285,24 @@ class IsrCluster:
     step: float = 1.0
     watched: list[tuple[list[tuple[str, int]], float]] = field(default_factory=list)
     settled: Callable[[tuple[int, ...]], bool] | None = None
+    # KRaft's answers, one per read (the last repeats): the brokers' log dirs, and the live (unfenced) brokers
+    coverages: list[Coverage | None] = field(default_factory=lambda: [None])
+    lives: list[frozenset[int]] = field(default_factory=lambda: [frozenset({1, 2, 3})])
+    slept: list[float] = field(default_factory=list)
 
-    def scan_partitions(self, topics: Any = None, progress: Any = None, min_isr_default: int = 1) -> PartitionScan:
+    def scan_partitions(self, topics: Any = None, progress: Any = None, min_isr_default: Any = None) -> PartitionScan:
         self.time.now += 0.5  # the scan itself takes time
-        return PartitionScan(self.partitions, frozenset({1, 2, 3}))
+        return PartitionScan(self.partitions, self.lives[0])
+
+    def coverage(self, brokers: Any = None) -> Coverage | None:
+        return self.coverages.pop(0) if len(self.coverages) > 1 else self.coverages[0]
+
+    def live_brokers(self, fresh: bool = True) -> frozenset[int]:
+        return self.lives.pop(0) if len(self.lives) > 1 else self.lives[0]
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.time.now += seconds
 
     def watch_states(self, keys: Sequence[tuple[str, int]], timeout: float,
                      settled: Callable[[tuple[int, ...]], bool] | None = None) -> Iterator[list[Any]]:
@@ -365,3 +379,53 @@ def test_claim_gives_up_after_max_attempts_with_a_capped_backoff() -> None:
     assert e.value.code == "contention"
     assert len(c.writes) == len(t.slept) == ids.MAX_ATTEMPTS
     assert max(t.slept) == 0.2 and t.slept[:3] == pytest.approx([0.01, 0.02, 0.03])
+
+
+def logdirs(hosted: dict[int, set[tuple[str, int]]], unread: dict[int, str] | None = None) -> Coverage:
+    return Coverage({b: frozenset(k) for b, k in hosted.items()}, unread or {}, frozenset({1, 2, 3}))
+
+
+def test_wait_in_sync_on_kraft_is_not_met_for_a_partition_the_principal_cannot_see() -> None:
+    """Issue 20: broker 1's log dirs list `hidden-0`, which DescribeTopicPartitions did not show: whether 1 is in
+    its ISR is unknown, so the wait is not met, at once (no visibility comes with time), naming the ACL."""
+    c = IsrCluster([part(0, (1, 2), (2, 1))], [], coverages=[logdirs({1: {("t", 0), ("hidden", 0)}})])
+    r = partitions.wait_in_sync(c, 1, timeout=10, clock=c.time, sleep=c.sleep)
+    assert r.exit_code == ExitCode.CONDITION_NOT_MET and r.data["in_sync"] is False and c.slept == []
+    assert [(u["topic"], u["partition"]) for u in r.data["unseen"]] == [("hidden", 0)]
+    assert "Describe on Topic:hidden" in r.message
+
+
+def test_wait_in_sync_on_kraft_waits_for_the_broker_to_be_unfenced() -> None:
+    """In every ISR but fenced (Kafka keeps a fenced sole ISR member while ELR is off): met once it is unfenced."""
+    c = IsrCluster([part(0, (1, 2), (2, 1))], [], coverages=[logdirs({1: {("t", 0)}})],
+                   lives=[frozenset({2, 3}), frozenset({2, 3}), frozenset({2, 3}), frozenset({1, 2, 3})])
+    said: list[str] = []
+    r = partitions.wait_in_sync(c, 1, timeout=10, clock=c.time, sleep=c.sleep, on_status=said.append)
+    assert r.exit_code == ExitCode.OK and r.data["in_sync"] is True and r.data["live"] is True
+    assert len(c.slept) == 3 and said == ["broker 1 is in every ISR it belongs in but is not live (fenced)"]
+
+
+def test_wait_in_sync_on_kraft_times_out_while_the_broker_stays_fenced() -> None:
+    c = IsrCluster([part(0, (1, 2), (2, 1))], [], coverages=[logdirs({1: {("t", 0)}})], lives=[frozenset({2, 3})])
+    r = partitions.wait_in_sync(c, 1, timeout=5, clock=c.time, sleep=c.sleep)
+    assert r.exit_code == ExitCode.CONDITION_NOT_MET and r.data["live"] is False and r.data["waiting"] == []
+    assert r.message == "timed out after 5s: broker 1 is in every ISR it belongs in, but it is not live (fenced)"
+
+
+def test_wait_in_sync_on_kraft_asks_again_for_log_dirs_not_listable_yet() -> None:
+    """The broker still starting: its log dirs are asked for again until they are listed (then met)."""
+    c = IsrCluster([part(0, (1, 2), (2, 1))], [], coverages=[
+        logdirs({}, {1: "its log dirs could not be listed (cannot reach)"}),
+        logdirs({}, {1: "its log dirs could not be listed (cannot reach)"}), logdirs({1: {("t", 0)}})])
+    r = partitions.wait_in_sync(c, 1, timeout=10, clock=c.time, sleep=c.sleep)
+    assert r.exit_code == ExitCode.OK and r.data["unseen"] == [] and len(c.slept) == 1
+
+
+def test_wait_in_sync_on_kraft_ends_at_once_when_the_log_dirs_are_refused() -> None:
+    """No Describe on the Cluster: asking again will not help, so the wait is not met at once (not at the timeout)."""
+    refused = Coverage({}, {1: "its log dirs could not be listed (CLUSTER_AUTHORIZATION_FAILED)"}, frozenset({1, 2, 3}),
+                       frozenset({1}))
+    c = IsrCluster([part(0, (1, 2), (2,))], [], coverages=[refused])
+    r = partitions.wait_in_sync(c, 1, timeout=300, clock=c.time, sleep=c.sleep)
+    assert r.exit_code == ExitCode.CONDITION_NOT_MET and c.watched == [] and c.slept == []
+    assert "CLUSTER_AUTHORIZATION_FAILED" in r.message and r.data["unseen"][0]["broker_id"] == 1

@@ -141,3 +141,85 @@ def test_an_unreadable_topic_blocks_every_broker_and_is_critical():
 def test_names_broker():
     parts = [ps([1, 2], [1, 2], 1), PartitionState("m", 0, (1, 2), adding_replicas=(5,))]
     assert rules.names_broker(parts, 2) and rules.names_broker(parts, 5) and not rules.names_broker(parts, 9)
+
+
+# ------------------------------------------------------------------ issue 20: KRaft verdicts a principal cannot fool
+def cov(hosted, unread=None):
+    from kadmin.domain.models import Coverage
+
+    return Coverage({b: frozenset(k) for b, k in hosted.items()}, unread or {}, frozenset(hosted) | set(unread or {}))
+
+
+def test_a_partition_in_the_brokers_log_dirs_but_not_seen_blocks_can_stop():
+    """Kafka's DescribeTopicPartitions leaves out the topics the principal may not Describe: the broker's log dirs
+    (DescribeLogDirs, every topic) show `hidden-0` there, so broker 3 cannot be said to stop safely."""
+    parts = [ps([1, 2, 3], [1, 2, 3], 1, min_isr=2)]
+    seen_only = rules.can_stop(parts, 3, LIVE)
+    assert seen_only.safe  # what a scan alone says
+    v = rules.can_stop(parts, 3, LIVE, coverage=cov({3: {("t", 0), ("hidden", 0)}}))
+    assert not v.safe and [(b.topic, b.partition) for b in v.blocking] == [("hidden", 0)]
+    assert "Describe on Topic:hidden" in v.blocking[0].reason
+    # broker 1's hidden partition does not concern broker 3
+    assert rules.can_stop(parts, 3, LIVE, coverage=cov({3: {("t", 0)}, 1: {("hidden", 0)}})).safe
+
+
+def test_log_dirs_that_could_not_be_listed_make_can_stop_unsafe_and_a_topic_filter_makes_it_honest():
+    parts = [ps([1, 2, 3], [1, 2, 3], 1, min_isr=2), ps([3], [3], 3, min_isr=1, topic="hidden")]
+    v = rules.can_stop(parts[:1], 3, LIVE, coverage=cov({}, {3: "CLUSTER_AUTHORIZATION_FAILED"}))
+    assert not v.safe and v.blocking == () and v.unseen == ((3, "CLUSTER_AUTHORIZATION_FAILED"),)
+    only_t = rules.TopicFilter(("t",))
+    assert only_t.names == ["t"] and rules.TopicFilter(("t*", "u")).names is None
+    # with --topic PATTERN the hidden topic outside it neither counts nor blocks; inside it, it does
+    assert rules.can_stop(parts, 3, LIVE, coverage=cov({3: {("t", 0), ("hidden", 0)}}),
+                          wanted=rules.TopicFilter(("t*",))).safe
+    assert not rules.can_stop(parts[:1], 3, LIVE, coverage=cov({3: {("t", 0), ("hidden", 0)}}),
+                              wanted=rules.TopicFilter(("h*",))).safe
+
+
+def test_an_unknown_min_isr_of_the_leader_after_the_stop_blocks_unless_stated():
+    """Issue 20: broker 1's DescribeConfigs was refused. Stopping 2 makes 1 the leader of a partition at ISR [1,2]:
+    its min ISR is unknown, so not safe; --min-isr-default 1 states it (source "default"), and then it is safe."""
+    from kadmin.domain.models import MinIsrConfig
+
+    why = "broker 1's own min.insync.replicas could not be read"
+    unknown = MinIsrConfig(cluster_default=None, static=1, unknown=((1, why),))
+    p = PartitionState("t", 0, (2, 1, 3), (2, 1), leader=2, leader_epoch=0, min_isr=1, min_isr_config=unknown)
+    v = rules.can_stop([p], 2, frozenset({1, 2}))
+    assert not v.safe and why in v.blocking[0].reason and "leader 1" in v.blocking[0].reason
+    stated = MinIsrConfig(static=1, unknown=((1, why),), default=1)
+    assert rules.min_isr_for(stated, 1) == (1, "default") and rules.min_isr_for(unknown, 1) == (1, "unknown")
+    p2 = PartitionState("t", 0, (2, 1, 3), (2, 1), leader=2, leader_epoch=0, min_isr=1, min_isr_config=stated)
+    assert rules.can_stop([p2], 2, frozenset({1, 2})).safe
+    # a topic value needs no broker level: known whoever leads
+    own = MinIsrConfig(topic=2, unknown=((1, why),))
+    assert rules.min_isr_unknown(own, 1) is None and rules.min_isr_unknown(unknown, 2) is None
+
+
+def test_check_is_critical_for_a_hidden_partition_and_unknown_for_unlisted_log_dirs():
+    from kadmin.cluster.base import PartitionStream
+    from kadmin.exit_codes import Verdict
+    from kadmin.services import partitions as svc
+
+    class Kraft:
+        def __init__(self, coverage):
+            self.cov = coverage
+
+        def coverage(self, brokers=None):
+            return self.cov
+
+        def iter_partitions(self, topics=None, progress=None, min_isr_default=None):
+            parts = [ps([1, 2], [1, 2], 1, min_isr=1, topic=t) for t in ("a", "b") if topics is None or t in topics]
+            return PartitionStream(iter(parts), LIVE, [], {})
+
+    r = svc.check(Kraft(cov({1: {("a", 0), ("hidden", 0)}, 2: {("a", 0), ("b", 0)}, 3: set()})))  # type: ignore[arg-type]
+    assert r.exit_code == Verdict.CRITICAL and r.data["status"] == "critical"
+    assert [(f["topic"], f["partition"]) for f in r.data["findings"]] == [("hidden", 0)]
+    r = svc.check(Kraft(cov({1: {("a", 0)}, 2: {("a", 0), ("b", 0)}}, {3: "cannot reach 127.0.0.1:1"})))  # type: ignore[arg-type]
+    assert r.exit_code == Verdict.UNKNOWN
+    assert r.data["unseen"] == [{"broker_id": 3, "reason": "cannot reach 127.0.0.1:1"}]
+    assert r.message.startswith("UNKNOWN: cannot show every partition was seen; partitions only broker 3 host")
+    # the topics named: asked for by name (an error if not visible), no log dirs needed
+    r = svc.check(Kraft(cov({}, {3: "cannot reach"})), wanted=rules.TopicFilter(("a",)))  # type: ignore[arg-type]
+    assert r.exit_code == Verdict.OK and r.data["partitions"] == 1 and r.data["unseen"] == []
+    r = svc.check(Kraft(cov({1: {("a", 0)}, 2: {("a", 0), ("b", 0)}, 3: set()})))  # type: ignore[arg-type]
+    assert r.exit_code == Verdict.OK and r.data["unseen"] == []

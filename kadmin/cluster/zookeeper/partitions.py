@@ -27,15 +27,26 @@ DELETE_TOPICS = "/admin/delete_topics"
 
 
 class ZkPartitions(ZkReads):
+    def coverage(self, brokers: Sequence[int] | None = None) -> None:
+        """None: a ZooKeeper scan is complete by construction (/brokers/topics lists every topic; a znode that
+        cannot be read is an error of its own, never a topic silently left out)."""
+        return None
+
+    def live_brokers(self, fresh: bool = True) -> frozenset[int]:
+        """The registered brokers (/brokers/ids)."""
+        return frozenset(self._ids(self._children(IDS))[0])
+
     def scan_partitions(
-        self, topics: Sequence[str] | None = None, progress: Progress | None = None, min_isr_default: int = 1
+        self, topics: Sequence[str] | None = None, progress: Progress | None = None,
+        min_isr_default: int | None = None,
     ) -> PartitionScan:
         """iter_partitions, every partition held in one list."""
         s = self.iter_partitions(topics, progress, min_isr_default)
         return PartitionScan(list(s.partitions), s.live, s.problems, s.unreadable)
 
     def iter_partitions(
-        self, topics: Sequence[str] | None = None, progress: Progress | None = None, min_isr_default: int = 1
+        self, topics: Sequence[str] | None = None, progress: Progress | None = None,
+        min_isr_default: int | None = None,
     ) -> PartitionStream:
         """Every partition's assignment, state and min.insync.replicas, read with pipelined reads.
 
@@ -53,6 +64,8 @@ class ZkPartitions(ZkReads):
         unparsable broker-level value a partition without its own value could use (the cluster
         default, or the per-broker value of any of its replicas: any of them may lead it).
         """
+        if min_isr_default is None:
+            min_isr_default = 1  # ZooKeeper does not keep the static level: Kafka's own default stands in
         ids, problems = self._ids(self._children(IDS))
         live = frozenset(ids)
         names = sorted(self._children(TOPICS)) if topics is None else list(topics)
@@ -61,9 +74,9 @@ class ZkPartitions(ZkReads):
         min_isr: dict[str, int | None] = {}
         config_problem: dict[str, str] = {}
         broker_min_isr, bad_default, bad_brokers = self._broker_min_isr(problems)
-        from kadmin.domain.partitions import STATIC
+        from kadmin.domain.partitions import DEFAULT
 
-        static_source = STATIC
+        static_source = DEFAULT  # ZooKeeper does not keep the static level: --min-isr-default states it
         deleting = self._queued_for_deletion()
         shared: dict[tuple[int, ...], tuple[int, ...]] = {}
         if progress:

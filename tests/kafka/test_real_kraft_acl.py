@@ -1,0 +1,215 @@
+"""Issue 20: KRaft gates that a restricted principal cannot fool into "safe", on real Kafka 4.3.1 with SASL/PLAIN,
+the StandardAuthorizer (`allow.everyone.if.no.acl.found=false`) and `min.insync.replicas=2` in every broker's
+server.properties (tests/support/secure_kraft.py).
+
+Principals (ACLs made with Kafka's own AclCommand):
+- admin: the super user. Its answer is the truth.
+- alice: Describe and DescribeConfigs on the topics prefixed `vis-`, Describe on the Cluster (so DescribeLogDirs
+  lists every partition a broker hosts), no DescribeConfigs on the Cluster (the brokers' min ISR is hidden).
+- bob: Describe on every topic, no DescribeConfigs at all, nothing on the Cluster.
+- carol: Describe and DescribeConfigs on every topic and on the Cluster: restricted, yet entitled to the truth.
+
+Topics: `vis-a` (RF 3), `vis-drain` (replicas [1,3,2]) and `hidden` (RF 1, on broker 3 only; hidden from alice).
+
+For every gate (`brokers can-stop`, `partitions check`, `brokers wait --in-sync`) and each principal the rule is
+checked: the super user's answer is the truth; a restricted principal's is the same, or not-safe/UNKNOWN naming
+what it could not see, never "safe" where the truth is "not safe". The two cases of the issue are asserted
+exactly (alice's `can-stop 3` with `hidden` on 3; alice's `can-stop 2` with 3 stopped and ISR [1,2]), and so is
+the unreachable advertised address (broker 3 advertises a dead port on the FAR listener), and `drain 1` with
+replicas [1,3,2] and broker 3 down.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from tests.support.kafka import KAFKA_4, TOPIC_COMMAND, kafka_home, parse_partition_lines, tool, wait_for
+from tests.support.secure_kraft import SecureKraft, secure_kraft
+
+pytestmark = [pytest.mark.kafka, pytest.mark.integration, pytest.mark.slow]
+
+PRINCIPALS = ("admin", "alice", "bob", "carol")
+RESTRICTED = PRINCIPALS[1:]
+TOPICS = {"vis-a": "1:2:3,2:3:1", "vis-drain": "1:3:2", "hidden": "3"}
+
+
+@dataclass
+class Answer:
+    code: int
+    data: Any
+    stderr: str
+
+    @property
+    def text(self) -> str:
+        return self.stderr + json.dumps(self.data)
+
+
+class Acl:
+    def __init__(self, k: SecureKraft) -> None:
+        self.k = k
+        self.down: set[int] = set()
+
+    def kadmin(self, user: str, *args: str, listener: str = "CLIENT") -> Answer:
+        r = subprocess.run([sys.executable, "-m", "kadmin", *args, "--bootstrap-server",
+                            self.k.bootstrap(listener, skip=self.down), "--command-config",
+                            str(self.k.client_config(user)), "-o", "json"],
+                           capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+        doc = json.loads(r.stdout) if r.stdout.strip() else {}
+        return Answer(r.returncode, doc.get("data"), r.stderr)
+
+    def topics(self) -> dict[tuple[str, int], dict[str, str]]:
+        out = tool(self.k.home, TOPIC_COMMAND, "--bootstrap-server", self.k.bootstrap(skip=self.down),
+                   "--command-config", str(self.k.client_config("admin")), "--describe").stdout
+        return {key: f for key, f in parse_partition_lines(out).items() if key[0] in TOPICS}
+
+    def wait(self, what: str, ok: Any) -> dict[tuple[str, int], dict[str, str]]:
+        def attempt() -> dict[tuple[str, int], dict[str, str]] | None:
+            got = self.topics()
+            return got if len(got) == 4 and ok(got) else None
+        return wait_for(attempt, 300, what, interval=0.5)
+
+
+def isr(f: dict[str, str]) -> set[int]:
+    return {int(x) for x in f["Isr"].split(",") if x}
+
+
+@pytest.fixture(scope="module")
+def acl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Acl]:
+    home = kafka_home(KAFKA_4)
+    with secure_kraft(home, KAFKA_4, tmp_path_factory.mktemp("kraft-acl"), far_dead=[3]) as k:
+        for name, assignment in TOPICS.items():
+            tool(home, TOPIC_COMMAND, "--bootstrap-server", k.bootstrap(), "--command-config",
+                 str(k.client_config("admin")), "--create", "--topic", name, "--replica-assignment", assignment)
+        k.acl("--add", "--allow-principal", "User:alice", "--operation", "Describe", "--operation", "DescribeConfigs",
+              "--topic", "vis-", "--resource-pattern-type", "prefixed")
+        k.acl("--add", "--allow-principal", "User:alice", "--operation", "Describe", "--cluster")
+        k.acl("--add", "--allow-principal", "User:bob", "--operation", "Describe", "--topic", "*")
+        k.acl("--add", "--allow-principal", "User:carol", "--operation", "Describe", "--operation", "DescribeConfigs",
+              "--topic", "*")
+        k.acl("--add", "--allow-principal", "User:carol", "--operation", "Describe", "--operation", "DescribeConfigs",
+              "--cluster")
+        a = Acl(k)
+        a.wait("every partition fully in sync", lambda got: all(
+            len(isr(f)) == len(f["Replicas"].split(",")) for f in got.values()))
+        # the ACLs are in force on every broker: alice sees vis-* only, through any broker
+        def alice_sees() -> set[str]:
+            got = a.kadmin("alice", "partitions", "list", "--min-isr-default", "1")
+            assert got.code in (0, 5), got.text  # 5: partial, the brokers' own DescribeConfigs refused
+            return {r["topic"] for r in got.data} & set(TOPICS)
+        wait_for(lambda: all(alice_sees() == {"vis-a", "vis-drain"} for _ in range(3)), 120, "alice's ACLs in force")
+        yield a
+
+
+def safe(a: Answer, gate: str) -> bool:
+    """Did the gate say "safe"? can-stop and wait: exit 0; check: exit 0 (OK) or 1 (WARNING: nothing offline)."""
+    assert a.code in ((0, 1, 2, 3) if gate == "check" else (0, 1)), a.stderr
+    return a.code in ((0, 1) if gate == "check" else (0,))
+
+
+def never_fooled(acl: Acl, gate: str, *args: str, listener: str = "CLIENT") -> dict[str, Answer]:
+    """Each principal's answer against the super user's: the same, or not-safe naming what it could not see."""
+    truth = acl.kadmin("admin", *args)
+    answers = {"admin": truth}
+    for user in RESTRICTED:
+        got = acl.kadmin(user, *args, listener=listener)
+        answers[user] = got
+        if safe(got, gate):
+            assert safe(truth, gate), f"{user} was told safe, the super user not: {args}\n{got.text}\n{truth.text}"
+            assert got.code == truth.code, (user, args, got.text, truth.text)
+        elif safe(truth, gate):  # more cautious than the truth: it must say what it could not see
+            assert any(w in got.text for w in ("could not be read", "could not be listed", "not visible",
+                                               "unknown", "AUTHORIZATION", "cannot")), (user, args, got.text)
+    return answers
+
+
+def test_all_up_a_hidden_topic_and_unreadable_min_isr_never_pass_as_safe(acl: Acl) -> None:
+    # can-stop 3: hidden-0 lives on 3 alone, so the truth is "no"; alice cannot see it but broker 3's log dirs list it
+    got = never_fooled(acl, "can-stop", "brokers", "can-stop", "3")
+    assert got["admin"].code == 1 and ("hidden", 0) in {(b["topic"], b["partition"]) for b in got["admin"].data[
+        "blocking"]}
+    alice = got["alice"]
+    assert alice.code == 1 and alice.data["safe"] is False
+    hidden = [b for b in alice.data["blocking"] if b["topic"] == "hidden"]
+    assert [b["partition"] for b in hidden] == [0] and "Describe on Topic:hidden" in hidden[0]["reason"]
+    assert got["carol"].code == 1 and got["carol"].data["blocking"] == got["admin"].data["blocking"]
+    assert "Describe on the Cluster" in got["bob"].text  # bob cannot list the log dirs: says what would let it
+    # can-stop 1: the truth is "yes" (RF-3 partitions at ISR 3); carol, entitled to it, says so
+    got = never_fooled(acl, "can-stop", "brokers", "can-stop", "1")
+    assert got["admin"].code == 0 and got["carol"].code == 0
+    assert got["alice"].code == 1 and "DescribeConfigs on the Cluster" in got["alice"].text
+    # the operator who cares about vis-a only says so, and states min ISR: then alice's "yes" is honest
+    scoped = acl.kadmin("alice", "brokers", "can-stop", "1", "--topic", "vis-a", "--min-isr-default", "2")
+    assert scoped.code == 0, scoped.text
+    # partitions check: healthy for the super user and carol; never OK for the others
+    got = never_fooled(acl, "check", "partitions", "check")
+    assert got["admin"].code == 0 and got["carol"].code == 0
+    assert got["alice"].code == 2 and any(f["topic"] == "hidden" for f in got["alice"].data["findings"])
+    assert got["bob"].code in (2, 3) and got["bob"].data["status"] != "ok"
+    # min ISR as the super user reads it: 2, the cluster-wide default Kafka 4.x writes from the controller's
+    # server.properties when ELR is on (or, without it, the brokers' static value)
+    rows = acl.kadmin("admin", "partitions", "list", "--topic", "vis-a").data
+    assert {r["min_isr"] for r in rows} == {2} and {r["min_isr_source"] for r in rows} <= {"cluster-default", "static"}
+    rows = acl.kadmin("alice", "partitions", "list", "--topic", "vis-a", "--min-isr-default", "1").data
+    assert {r["min_isr_source"] for r in rows} == {"default"}  # stated by the operator, never "static"
+
+
+def test_wait_in_sync_all_up(acl: Acl) -> None:
+    got = never_fooled(acl, "wait", "brokers", "wait", "3", "--in-sync", "--timeout", "3")
+    assert got["admin"].code == 0 and got["carol"].code == 0
+    assert got["alice"].code == 1 and got["alice"].data["unseen"][0]["topic"] == "hidden"
+
+
+def test_an_unreachable_advertised_address_is_never_safe(acl: Acl) -> None:
+    """Through the FAR listener broker 3 advertises a port nothing listens on: its log dirs and its own min ISR
+    cannot be read from where kadmin runs. The truth (super user through CLIENT) is "broker 1 can stop"."""
+    truth = acl.kadmin("admin", "brokers", "can-stop", "1")
+    assert truth.code == 0, truth.text
+    far = acl.kadmin("admin", "brokers", "can-stop", "1", listener="FAR")
+    assert far.code == 1 and "kadmin must reach its advertised address" in far.text, far.text
+    far = acl.kadmin("admin", "brokers", "can-stop", "3", listener="FAR")
+    assert far.code == 1 and far.data["unseen"] and far.data["unseen"][0]["broker_id"] == 3, far.text
+    far = acl.kadmin("admin", "partitions", "check", listener="FAR")
+    assert far.code in (2, 3) and far.data["status"] != "ok", far.text
+    assert any(u["broker_id"] == 3 for u in far.data["unseen"]) or far.code == 2
+
+
+def test_broker_3_stopped_can_stop_2_and_drain(acl: Acl) -> None:
+    acl.k.stop(3)
+    acl.down.add(3)
+    acl.wait("broker 3 out of every ISR", lambda got: all(3 not in isr(f) for f in got.values()
+                                                           if f["Leader"] != "none"))
+    # the issue's case: ISR [1,2] everywhere RF-3; stopping 2 leaves 1 alone, below min.insync.replicas 2
+    got = never_fooled(acl, "can-stop", "brokers", "can-stop", "2")
+    assert got["admin"].code == 1
+    assert got["alice"].code == 1 and "min.insync.replicas" in got["alice"].text
+    got = never_fooled(acl, "check", "partitions", "check")
+    assert got["admin"].code == 2  # hidden-0 is offline
+    assert all(got[u].code in (2, 3) for u in RESTRICTED)
+    # drain 1: replicas [1,3,2] with ISR [1,2]: the in-sync 2 goes first, so the election moves the leadership
+    before = acl.topics()[("vis-drain", 0)]
+    assert isr(before) == {1, 2} and before["Leader"] == "1", before
+    saved = acl.k.base / "drain-1.json"
+    r = acl.kadmin("admin", "brokers", "drain", "1", "--save", str(saved), "--timeout", "120")
+    assert r.code == 0, r.text
+    assert acl.topics()[("vis-drain", 0)]["Leader"] == "2"
+
+
+def test_broker_3_back_wait_in_sync(acl: Acl) -> None:
+    if 3 in acl.down:
+        acl.k.start(3)
+        acl.down.discard(3)
+    got = never_fooled(acl, "wait", "brokers", "wait", "3", "--in-sync", "--timeout", "300")
+    assert got["admin"].code == 0 and got["admin"].data["live"] is True
+    # when it answered, Kafka shows 3 back in every ISR it belongs in
+    for key, f in acl.topics().items():
+        if "3" in f["Replicas"].split(","):
+            assert 3 in isr(f), (key, f)
+    assert got["carol"].code == 0
+    assert got["alice"].code == 1
