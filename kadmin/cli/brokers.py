@@ -421,7 +421,8 @@ def drain(
 ) -> int:
     """Move every leadership off a running broker without moving data (Cruise Control's demote).
 
-    Reorders each partition's replicas so that ID is last (the same replica set, so no data moves;
+    Reorders each partition's replicas, ID last and, where ID leads, the live in-sync replicas first so
+    that the new preferred leader can be elected (the same replica set, so no data moves;
     AlterPartitionReassignments, or /admin/reassign_partitions with --zookeeper only), then asks for
     preferred-leader elections (ElectLeaders, or /admin/preferred_replica_election). The original
     order is saved first to a versioned JSON file whose path is printed: `undrain ID --from FILE`

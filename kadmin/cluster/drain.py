@@ -59,7 +59,8 @@ class AdminDrain:
             raise ClusterUnreachable(f"{what}: lost {self.where}: {e}") from e
 
     def partitions(self, in_flight: bool = True) -> list[PartitionView]:
-        """Every partition's replicas, ISR and leader (Metadata), marked when a reassignment is in flight."""
+        """Every partition's replicas, ISR, leader and offline replicas (Metadata v5+: fenced, unregistered or
+        log dir offline), marked when a reassignment is in flight."""
         topics = self._call("Metadata", self.admin.describe_topics)
         ongoing = self.in_flight() if in_flight else set()
         out = []
@@ -69,7 +70,7 @@ class AdminDrain:
             for p in t["partitions"]:
                 key = (t["name"], int(p["partition_index"]))
                 out.append(PartitionView(key[0], key[1], tuple(p["replica_nodes"]), tuple(p["isr_nodes"]),
-                                         int(p["leader_id"]), key in ongoing))
+                                         int(p["leader_id"]), key in ongoing, tuple(p.get("offline_replicas") or ())))
         return out
 
     def in_flight(self) -> set[Key]:
@@ -124,16 +125,17 @@ class ZkDrain:
         self.where = cluster.description
 
     def partitions(self, in_flight: bool = True) -> list[PartitionView]:
-        """Replicas from the topic znodes, ISR and leader from the state znodes (what the controller wrote).
-        In flight: adding/removing replicas in the topic znode (API reassignments, Kafka 2.4+) or the
-        partition listed in /admin/reassign_partitions."""
+        """Replicas from the topic znodes, ISR and leader from the state znodes (what the controller wrote);
+        offline: the replicas without a /brokers/ids registration. In flight: adding/removing replicas in
+        the topic znode (API reassignments, Kafka 2.4+) or the partition listed in /admin/reassign_partitions."""
         scan = self.cluster.scan_partitions()
         legacy = self._znode_partitions() if in_flight else set()
         out = []
         for p in scan.partitions:
             moving = bool(p.adding_replicas or p.removing_replicas) or (p.topic, p.partition) in legacy
             out.append(PartitionView(p.topic, p.partition, tuple(p.replicas), tuple(p.isr),
-                                     -1 if p.leader is None else int(p.leader), moving))
+                                     -1 if p.leader is None else int(p.leader), moving,
+                                     tuple(r for r in p.replicas if r not in scan.live)))
         return out
 
     def in_flight(self) -> set[Key]:

@@ -1,9 +1,15 @@
 """Leadership drain (Cruise Control's demote) as pure planning: no I/O.
 
-`drain ID` reorders each partition's replicas so that ID is last (the replica set is unchanged, so no
-data moves) and then asks for preferred-leader elections: ID leads nothing afterwards, unless it is the
-only in-sync replica of a partition (no one else may take over). `undrain ID --from FILE` puts the
-saved order back and elects the preferred leaders again.
+`drain ID` reorders each partition's replicas (the replica set is unchanged, so no data moves) and then
+asks for preferred-leader elections. ID always goes last. Where ID leads, the others are put in the
+order under which the election can succeed: the in-sync replicas first (live ones before any known not
+to be live), then the out-of-sync ones, each group in its current order; Kafka's preferred leader is
+the first replica, and it is elected only if it is in sync and live (replicas [1,3,2] with ISR [1,2]
+and broker 3 down: `drain 1` gives [2,3,1], not [3,2,1]). Where ID does not lead, only ID moves, to
+the end (nothing changes where it is last already): the others' order does not decide whether ID
+leads, so it is left as it is. ID leads nothing afterwards, unless it is the only in-sync replica of a
+partition (no one else may take over). `undrain ID --from FILE` puts the saved order back and elects
+the preferred leaders again.
 """
 
 from __future__ import annotations
@@ -28,6 +34,9 @@ class PartitionView:
     isr: tuple[int, ...]
     leader: int  # -1: none
     reassigning: bool = False  # a reassignment is in flight (adding/removing replicas, or listed as ongoing)
+    # replicas known not to be live (Metadata's offline_replicas: a broker fenced, unregistered or with the
+    # partition's log dir offline; ZooKeeper: no /brokers/ids registration); () when unknown
+    offline: tuple[int, ...] = ()
 
     @property
     def key(self) -> Key:
@@ -57,8 +66,30 @@ def demoted(replicas: Sequence[int], broker_id: int) -> tuple[int, ...]:
     return tuple(r for r in replicas if r != broker_id) + ((broker_id,) if broker_id in replicas else ())
 
 
+def isr_first(replicas: Sequence[int], broker_id: int, isr: Iterable[int],
+              offline: Iterable[int] = ()) -> tuple[int, ...]:
+    """The order that lets a preferred-leader election take the leadership off broker_id: the other
+    in-sync replicas first (live ones before those known not to be), then the out-of-sync ones, each
+    group in its current order, broker_id last. The same set: only the order changes."""
+    in_sync, down = set(isr), set(offline)
+    others = [r for r in replicas if r != broker_id]
+    order = ([r for r in others if r in in_sync and r not in down] + [r for r in others if r in in_sync and r in down]
+             + [r for r in others if r not in in_sync])
+    return tuple(order) + ((broker_id,) if broker_id in replicas else ())
+
+
+def electable(p: PartitionView, broker: int) -> bool:
+    """Kafka elects a preferred leader only if it is in sync and live (as far as the view knows)."""
+    return broker in p.isr and broker not in p.offline
+
+
 def plan_drain(parts: Iterable[PartitionView], broker_id: int, skip_in_flight: bool = False) -> DrainPlan:
     """What `drain broker_id` does to each partition that has it as a replica.
+
+    Where broker_id leads: the `isr_first` order (in-sync first, broker_id last) and an election,
+    unless broker_id is the only in-sync replica (`only_isr`). Elsewhere: broker_id moved to the end, the
+    others left in their order (nothing changes where it is last already), and an election only where
+    the new first replica is electable and does not lead yet (as Kafka's automatic rebalance would).
 
     A partition with a reassignment in flight is affected (listed in `in_flight`); with
     `skip_in_flight` (--force) it is left alone: reordering it would replace the reassignment's target.
@@ -77,15 +108,16 @@ def plan_drain(parts: Iterable[PartitionView], broker_id: int, skip_in_flight: b
             if p.leader == broker_id:
                 plan.sole_replica.append(p.key)
             continue
-        target = demoted(p.replicas, broker_id)
+        leads = p.leader == broker_id
+        target = isr_first(p.replicas, broker_id, p.isr, p.offline) if leads else demoted(p.replicas, broker_id)
         if target != tuple(p.replicas):
             plan.reorder[p.key] = target
-        if p.leader == broker_id:
+        if leads:
             if set(p.isr) <= {broker_id}:
                 plan.only_isr.append(p.key)
             else:
                 plan.elect.append(p.key)
-        elif p.leader != target[0] and target[0] in p.isr:
+        elif p.leader != target[0] and electable(p, target[0]):
             plan.elect.append(p.key)  # the new first replica is in sync: elect it, as Kafka's rebalance would
     return plan
 

@@ -35,7 +35,10 @@ def min_isr_for(cfg: MinIsrConfig, leader: int | None) -> tuple[int, str]:
     if cfg.topic is not None:
         return cfg.topic, "topic"
     if leader is not None and cfg.unknown_why(leader) is not None:  # its own levels could not be read:
-        return (cfg.default, DEFAULT) if cfg.default is not None else (cfg.static, UNKNOWN)  # the operator's stands in
+        if cfg.default is not None:  # the operator's statement stands in
+            return cfg.default, DEFAULT
+        # the value it would have without a level of its own, marked unknown (a verdict never relies on it)
+        return (cfg.cluster_default if cfg.cluster_default is not None else cfg.static), UNKNOWN
     if leader is not None:
         for broker, value in cfg.brokers:
             if broker == leader:

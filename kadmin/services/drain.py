@@ -1,7 +1,8 @@
 """`kadmin brokers drain ID` / `undrain ID --from FILE`: leadership drain without stopping the broker.
 
-Cruise Control's demote: a reassignment that only reorders each partition's replicas so that ID is
-last (the replica set is unchanged: no data moves), then preferred-leader elections. The original
+Cruise Control's demote: a reassignment that only reorders each partition's replicas, ID last and,
+where ID leads, the in-sync replicas first so that the new preferred leader is electable (the replica
+set is unchanged: no data moves; kadmin/domain/drain.py), then preferred-leader elections. The original
 order is saved first (kadmin/domain/drain.py's versioned file); `undrain` puts it back and elects the
 preferred leaders again. Afterwards the leaders are read again until the goal holds or the deadline
 passes, polling every 0.1 s growing by half up to 1 s; elections are asked again (at most every 2 s)

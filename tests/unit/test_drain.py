@@ -15,9 +15,9 @@ from tests.conftest import Run
 
 
 def pv(topic: str, p: int, replicas: list[int], isr: list[int] | None = None, leader: int | None = None,
-       reassigning: bool = False) -> PartitionView:
+       reassigning: bool = False, offline: list[int] | None = None) -> PartitionView:
     return PartitionView(topic, p, tuple(replicas), tuple(replicas if isr is None else isr),
-                         replicas[0] if leader is None else leader, reassigning)
+                         replicas[0] if leader is None else leader, reassigning, tuple(offline or ()))
 
 
 def test_demoted_moves_only_the_broker_to_the_end() -> None:
@@ -38,6 +38,77 @@ def test_plan_reorders_and_elects_only_what_the_broker_touches() -> None:
     # the reorder keeps every replica set as it is: no data moves
     for key, target in plan.reorder.items():
         assert sorted(target) == sorted(next(p.replicas for p in parts if p.key == key))
+
+
+@pytest.mark.parametrize(("replicas", "isr", "offline", "want"), [
+    ([1, 2, 3], [1, 2, 3], [], (2, 3, 1)),  # all in sync: only the broker moves
+    ([1, 3, 2], [1, 2], [], (2, 3, 1)),  # issue 20: 3 is out of sync, so 2 goes first
+    ([1, 3, 2], [1, 2], [3], (2, 3, 1)),
+    ([3, 1, 2], [1, 2], [], (2, 3, 1)),  # the broker not first: still the in-sync ones first
+    ([1, 4, 3, 2, 5], [1, 5, 2], [], (2, 5, 4, 3, 1)),  # each group keeps its relative order
+    ([1, 3, 2], [1, 2, 3], [3], (2, 3, 1)),  # 3 in the ISR but not live (fenced): a live one first
+    ([1, 3, 2], [1, 2, 3], [2, 3], (3, 2, 1)),  # none live: the ISR order is kept
+    ([1, 3, 2], [1], [], (3, 2, 1)),  # only the broker in sync: the others keep their order
+    ([2, 3], [2, 3], [], (2, 3)),  # not a replica: nothing to put last
+])
+def test_isr_first_order(replicas: list[int], isr: list[int], offline: list[int], want: tuple[int, ...]) -> None:
+    assert dom.isr_first(replicas, 1, isr, offline) == want
+    assert sorted(want) == sorted(replicas)  # the same set: no data moves
+
+
+def test_plan_puts_in_sync_replicas_first_where_the_broker_leads() -> None:
+    """Issue 20: replicas [1,3,2], ISR [1,2] (broker 3 down). Moving only 1 last gives [3,2,1], whose
+    preferred leader 3 is not in sync: the election fails and 1 keeps leading. [2,3,1] lets 2 take over."""
+    parts = [pv("t", 0, [1, 3, 2], isr=[1, 2]),
+             pv("t", 1, [3, 2, 1], isr=[1, 2], leader=1),  # the broker last already but leading: reordered
+             pv("t", 2, [1, 3, 2], isr=[1, 2, 3], offline=[3]),  # 3 fenced, still in the ISR: 2 first
+             pv("t", 3, [1, 2, 3])]  # all in sync: as before, only the broker moves
+    plan = dom.plan_drain(parts, 1)
+    assert plan.reorder == {("t", 0): (2, 3, 1), ("t", 1): (2, 3, 1), ("t", 2): (2, 3, 1), ("t", 3): (2, 3, 1)}
+    assert plan.elect == [("t", 0), ("t", 1), ("t", 2), ("t", 3)] and plan.only_isr == []
+    # the saved file holds the original order, which undrain puts back exactly
+    doc = dom.drain_file(1, plan, "now", {"mode": "protocol"})
+    saved = dom.parse_drain_file(doc, 1)
+    assert saved == {p.key: p.replicas for p in parts}
+    after = [pv(t, n, list(plan.reorder[(t, n)]), isr=list(p.isr), leader=2) for p in parts for t, n in [p.key]]
+    undo = dom.plan_undrain(saved, after, 1)
+    assert undo.restore == saved and undo.changed == []
+
+
+def test_plan_leaves_partitions_the_broker_does_not_lead_as_they_were() -> None:
+    """Where the broker does not lead, only the broker moves (to the end): the others' order is not the
+    in-sync-first one, and no election moves a leadership between other brokers."""
+    parts = [pv("t", 0, [3, 2, 1], isr=[1, 2], leader=2),  # last already, not preferred, not leading: untouched
+             pv("t", 1, [2, 1, 3], isr=[1, 2], leader=2),  # led by 2 already: 1 goes last, no election
+             pv("t", 2, [1, 3, 2], isr=[1, 2], leader=2),  # preferred but not leading: 3 (out of sync) stays first
+             pv("t", 3, [3, 1, 2, 4], isr=[1, 2, 4], leader=4),  # no election to move 4's leadership to 2
+             pv("t", 4, [3, 1, 2], isr=[1, 2, 3], leader=2, offline=[3])]  # 3 fenced: not electable, no election
+    plan = dom.plan_drain(parts, 1)
+    assert plan.reorder == {("t", 1): (2, 3, 1), ("t", 2): (3, 2, 1), ("t", 3): (3, 2, 4, 1), ("t", 4): (3, 2, 1)}
+    assert plan.elect == [] and plan.only_isr == []
+
+
+def test_backends_say_which_replicas_are_not_live() -> None:
+    """Metadata's offline_replicas (absent before v5: unknown, so none); ZooKeeper: no /brokers/ids entry."""
+    from types import SimpleNamespace
+
+    from kadmin.cluster.base import PartitionScan
+    from kadmin.cluster.drain import AdminDrain, ZkDrain
+    from kadmin.domain.models import PartitionState
+
+    admin = AdminDrain.__new__(AdminDrain)  # no connection: the Metadata answer is given
+    admin.where = "b:9092"
+    admin.admin = SimpleNamespace(describe_topics=lambda: [{"name": "t", "error_code": 0, "partitions": [
+        {"partition_index": 0, "replica_nodes": [1, 3, 2], "isr_nodes": [1, 2, 3], "leader_id": 1,
+         "offline_replicas": [3]},
+        {"partition_index": 1, "replica_nodes": [2, 1], "isr_nodes": [2, 1], "leader_id": 2}]}])
+    got = admin.partitions(in_flight=False)
+    assert [(p.key, p.offline) for p in got] == [(("t", 0), (3,)), (("t", 1), ())]
+    assert dom.plan_drain(got, 1).reorder[("t", 0)] == (2, 3, 1)
+
+    scan = PartitionScan([PartitionState("t", 0, (1, 3, 2), (1, 2, 3), 1)], frozenset({1, 2}))
+    zk = ZkDrain(SimpleNamespace(zk=None, description="zk", scan_partitions=lambda: scan))
+    assert [(p.key, p.offline) for p in zk.partitions(in_flight=False)] == [(("t", 0), (3,))]
 
 
 def test_plan_names_partitions_whose_only_in_sync_replica_is_the_broker() -> None:

@@ -188,6 +188,8 @@ def test_an_unknown_min_isr_of_the_leader_after_the_stop_blocks_unless_stated():
     assert not v.safe and why in v.blocking[0].reason and "leader 1" in v.blocking[0].reason
     stated = MinIsrConfig(static=1, unknown=((1, why),), default=1)
     assert rules.min_isr_for(stated, 1) == (1, "default") and rules.min_isr_for(unknown, 1) == (1, "unknown")
+    # the value shown is the one it would have without a level of its own (the cluster default here), still unknown
+    assert rules.min_isr_for(MinIsrConfig(cluster_default=2, static=1, unknown=((1, why),)), 1) == (2, "unknown")
     p2 = PartitionState("t", 0, (2, 1, 3), (2, 1), leader=2, leader_epoch=0, min_isr=1, min_isr_config=stated)
     assert rules.can_stop([p2], 2, frozenset({1, 2})).safe
     # a topic value needs no broker level: known whoever leads
