@@ -47,7 +47,9 @@ def ends(current: RegEvent, end: RegEvent) -> bool:
 def generations(events: Iterable[RegEvent]) -> list[Generation]:
     """Each registration starts a generation (unless it `amends` the open one); the first end event
     of the same epoch after it ends it: a deregistration (ZooKeeper), an UnregisterBrokerRecord, a
-    fence or the start of a controlled shutdown (KRaft: the broker stopped serving). In a fast bounce
+    fence or the start of a controlled shutdown (KRaft: the broker stopped serving; a fence that an unfence of
+    the same registration follows is a fence episode, folded out before this by kadmin.domain.fences, so it
+    never reaches here). In a fast bounce
     where no end was logged, the next registration ends it. The downtime (`gap_ms`) runs from that
     end to the next registration."""
     by_broker: dict[int, list[RegEvent]] = {}

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from kadmin.domain import fences as g
 from kadmin.domain import history as h
 
 KINDS = ("bounces", "generations", "controllers", "isr-churn", "epochs")
@@ -34,14 +35,13 @@ def load(spark: Any, directory: str, cluster: str | None, since_ms: int | None, 
     return df
 
 
-# What ends a generation besides a deregistration: in KRaft, a fence or the start of a controlled shutdown.
-ENDS = ("broker_deregistered", "broker_fenced", "broker_controlled_shutdown")
-
-
-def _generations(df: Any) -> list[h.Generation]:
+def _history(df: Any) -> g.History:
+    """Generations and fence episodes from the lifecycle events. What ends a generation besides a
+    deregistration: in KRaft, the start of a controlled shutdown, or a fence that no unfence of the same
+    registration follows (one that is followed is a fence episode: kadmin.domain.fences)."""
     from pyspark.sql import functions as F
 
-    events = ("broker_registered", *ENDS)
+    events = g.LIFECYCLE
     cols = ("broker_id", "position", "ts_ms", "event", "epoch",
             F.get_json_object("detail", "$.incarnation_id").alias("incarnation_id"))
     rows = (df.filter(F.col("event").isin(*events))
@@ -49,26 +49,34 @@ def _generations(df: Any) -> list[h.Generation]:
             .select(*cols).collect())
     if not rows:  # only kadmin's own NDJSON was ingested
         rows = df.filter(F.col("event").isin(*events)).select(*cols).collect()
-    return h.generations(h.RegEvent(r.broker_id, r.position, r.ts_ms, r.event == "broker_registered", r.epoch,
-                                    r.incarnation_id)
-                         for r in rows if r.broker_id is not None)
+    return g.history(g.LifeEvent(r.broker_id, r.position, r.ts_ms, r.event, r.epoch, r.incarnation_id)
+                     for r in rows if r.broker_id is not None)
+
+
+def _generations(df: Any) -> list[h.Generation]:
+    return _history(df).generations
 
 
 def report(spark: Any, df: Any, kind: str) -> list[dict[str, Any]]:
-    gens = _generations(df)
+    hist = _history(df)
+    gens = hist.generations
     if kind == "generations":
-        return [{"broker_id": g.broker_id, "epoch": g.epoch, "start": iso(g.start_ms), "end": iso(g.end_ms),
-                 "gap_ms": g.gap_ms} for g in gens]
+        return [{"broker_id": x.broker_id, "epoch": x.epoch, "start": iso(x.start_ms), "end": iso(x.end_ms),
+                 "gap_ms": x.gap_ms, "fence_episodes": len(hist.episodes_of(x)), "fenced_ms": hist.fenced_ms(x)}
+                for x in gens]
     if kind == "bounces":
+        fences = g.fence_stats(hist)
         return [{"broker_id": s.broker_id, "generations": s.generations, "bounces": s.bounces,
                  "downtime_p50_ms": s.downtime_p50_ms, "downtime_p90_ms": s.downtime_p90_ms,
-                 "downtime_max_ms": s.downtime_max_ms} for s in h.bounce_stats(gens)]
+                 "downtime_max_ms": s.downtime_max_ms, "fence_episodes": fences[s.broker_id].fence_episodes,
+                 "fenced_ms": fences[s.broker_id].fenced_ms, "fenced_max_ms": fences[s.broker_id].fenced_max_ms}
+                for s in h.bounce_stats(gens)]
     if kind == "epochs":
         return [{"at": iso(ts), "max_broker_epoch": e, "broker_id": b} for ts, e, b in h.max_epoch_over_time(gens)]
     if kind == "controllers":
         return controllers(df)
     if kind == "isr-churn":
-        return isr_churn(spark, df, gens)
+        return isr_churn(spark, df, hist)
     raise ValueError(kind)
 
 
@@ -98,9 +106,10 @@ def controllers(df: Any) -> list[dict[str, Any]]:
     return out
 
 
-def isr_churn(spark: Any, df: Any, gens: Sequence[h.Generation]) -> list[dict[str, Any]]:
+def isr_churn(spark: Any, df: Any, hist: g.History) -> list[dict[str, Any]]:
     """Per broker: ISR shrinks and expands, and after each bounce the time until it had rejoined every
-    ISR it rejoined before its next generation (the last expand naming it)."""
+    ISR it rejoined before its next generation or its first fence episode (the last expand naming it).
+    A fence episode is no bounce: the shrinks and expands around it count, but not as a rejoin."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
@@ -114,11 +123,11 @@ def isr_churn(spark: Any, df: Any, gens: Sequence[h.Generation]) -> list[dict[st
     per = removed.unionByName(added).persist()
     try:
         counts = {(r.broker_id, r.kind): r["count"] for r in per.groupBy("broker_id", "kind").count().collect()}
-        bounces = [g for i, g in enumerate(gens) if i > 0 and gens[i - 1].broker_id == g.broker_id]
+        windows = g.rejoin_windows(hist)
         rejoin: dict[int, list[int]] = {}
-        if bounces:
+        if windows:
             gdf = spark.createDataFrame(
-                [(g.broker_id, g.start_ms, g.end_ms if g.end_ms is not None else 2**62) for g in bounces],
+                [(b, start, end if end is not None else 2**62) for b, start, end in windows],
                 "broker_id int, start_ms long, end_ms long")
             joined = (per.filter(F.col("kind") == "expand").join(gdf, "broker_id")
                       .filter((F.col("ts_ms") >= F.col("start_ms")) & (F.col("ts_ms") < F.col("end_ms")))
@@ -133,27 +142,32 @@ def isr_churn(spark: Any, df: Any, gens: Sequence[h.Generation]) -> list[dict[st
              "rejoin_max_ms": max(rejoin[b]) if rejoin.get(b) else None} for b in brokers]
 
 
-def timeline_png(gens: Sequence[h.Generation], path: str, title: str) -> None:
-    """A timeline of broker generations: one row per broker, one bar per generation."""
+def timeline_png(gens: Sequence[h.Generation], path: str, title: str,
+                 episodes: Sequence[g.FenceEpisode] = ()) -> None:
+    """A timeline of broker generations: one row per broker, one bar per generation, its fence episodes
+    hatched over it."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    brokers = sorted({g.broker_id for g in gens})
+    brokers = sorted({x.broker_id for x in gens})
     if not gens:
         raise ValueError("no broker generations to draw")
-    end_all = max(max(g.end_ms or g.start_ms for g in gens), max(g.start_ms for g in gens)) + 1
+    end_all = max(max(x.end_ms or x.start_ms for x in gens), max(x.start_ms for x in gens)) + 1
+    t0 = gens[0].start_ms
     fig, ax = plt.subplots(figsize=(10, 1 + 0.4 * len(brokers)))
     for row, b in enumerate(brokers):
-        for g in (x for x in gens if x.broker_id == b):
-            end = g.end_ms if g.end_ms is not None else end_all
-            ax.barh(row, (end - g.start_ms) / 1000, left=(g.start_ms - gens[0].start_ms) / 1000, height=0.6)
-            ax.text((g.start_ms - gens[0].start_ms) / 1000, row, f" {g.epoch}", va="center", fontsize=7)
+        for x in (x for x in gens if x.broker_id == b):
+            end = x.end_ms if x.end_ms is not None else end_all
+            ax.barh(row, (end - x.start_ms) / 1000, left=(x.start_ms - t0) / 1000, height=0.6)
+            ax.text((x.start_ms - t0) / 1000, row, f" {x.epoch}", va="center", fontsize=7)
+        for e in (e for e in episodes if e.broker_id == b):
+            ax.barh(row, e.fenced_ms / 1000, left=(e.start_ms - t0) / 1000, height=0.6, color="white",
+                    edgecolor="black", hatch="//", linewidth=0.5)
     ax.set_yticks(range(len(brokers)), [f"broker {b}" for b in brokers])
-    ax.set_xlabel(f"seconds since {iso(gens[0].start_ms)}")
+    ax.set_xlabel(f"seconds since {iso(t0)} (hatched: fenced)")
     ax.set_title(title)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
-

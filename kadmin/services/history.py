@@ -171,10 +171,10 @@ def report(directory: str, kind: str, cluster: str | None, since_ms: int | None,
             df = reports.load(spark, directory, cluster, since_ms, until_ms)
             rows = reports.report(spark, df, kind)
             if png:
-                gens = reports._generations(df)
-                if not gens:
+                hist = reports._history(df)
+                if not hist.generations:
                     raise ConditionNotMet(f"--png {png}: no broker generations to draw")
                 title = "broker generations" + (f" of {cluster}" if cluster else "")
-                reports.timeline_png(gens, png, title)
+                reports.timeline_png(hist.generations, png, title, hist.episodes)
     return Result(data=rows,
                   message=f"wrote {png}" if png else None)

@@ -199,7 +199,7 @@ def test_min_isr_falls_back_to_the_leaders_broker_config_then_the_cluster_defaul
     put_topic(kz, "t", {"version": 3, "partitions": {"0": [1, 2, 3], "1": [2, 3, 1], "2": [3, 1, 2], "3": [2, 1]}},
               {0: state(1, [1, 2, 3]), 1: state(2, [2, 3, 1]), 2: state(3, [3, 1, 2]), 3: state(-1, [2])})
     rows = rows_by_key(run.json("partitions", "list", "--min-isr-default", "2")[1])
-    assert {r["min_isr_source"] for r in rows.values() if r["topic"] == "t"} == {"static (--min-isr-default)"}
+    assert {r["min_isr_source"] for r in rows.values() if r["topic"] == "t"} == {"default"}
     kz.create("/config/brokers/<default>", config({"min.insync.replicas": "2", "log.retention.ms": "1000"}),
               makepath=True)
     kz.create("/config/brokers/1", config({"min.insync.replicas": "3"}))

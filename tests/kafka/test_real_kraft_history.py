@@ -1,21 +1,28 @@
 """`kadmin history` over a real Kafka 4.3.1 KRaft cluster's metadata log, with Kafka's DumpLogSegments as the referee.
 
 One module fixture: a sandbox (3 controllers + 3 brokers, kadmin's own CLI in a subprocess), a topic with
-replicas on every broker (so a graceful stop goes through controlled shutdown), a graceful `sandbox bounce 2`,
-a `sandbox kill 3 --hard` + `sandbox start 3`, then `sandbox down` so the files are final. Then:
+replicas on every broker (so a graceful stop goes through controlled shutdown), broker 1 paused (SIGSTOP) until the
+controllers fence it (its heartbeats lapse past broker.session.timeout.ms) and resumed (SIGCONT) until they unfence
+it at the same broker epoch, a graceful `sandbox bounce 2`, a `sandbox kill 3 --hard` + `sandbox start 3`, then
+`sandbox down` so the files are final. Then:
 - every record kadmin decodes from one controller's `__cluster_metadata-0` segments and snapshots (and its
   `bootstrap.checkpoint`) equals what `DumpLogSegments --cluster-metadata-decoder` prints for the same files:
   offsets, timestamps, record types and versions, broker ids, epochs, incarnation ids, fenced and
   controlled-shutdown flags;
 - `history ingest` of that directory, then `report generations|bounces` (one Spark session), show exactly the
-  restarts performed, each generation starting at a RegisterBrokerRecord Kafka wrote, with downtime > 0.
+  restarts performed, each generation starting at a RegisterBrokerRecord Kafka wrote, with downtime > 0;
+- the pause is one fence episode of broker 1's only generation, no bounce and no downtime: up to the end of
+  the clean bounce, exactly one bounce (broker 2) and one fence episode (broker 1).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,17 +32,81 @@ from kadmin.cluster.metadata_records import CRC32C, DECODER
 from kadmin.formats import kraft_log as kl
 from tests.kafka import test_real_sandbox as rs
 from tests.support.kafka import KAFKA_4, kafka_home, tool, wait_for
+from tests.support.sandbox import Sandbox
 
 pytestmark = [pytest.mark.kafka, pytest.mark.integration, pytest.mark.slow]
 
 DUMP = "org.apache.kafka.tools.DumpLogSegments"  # 4.x: moved from kafka.tools (3.x) to the tools module
 CONTROLLER = 3001
+CLEAR_ELR = 28  # ClearElrRecord's apiKey (the framing says it, whatever the decoder knows)
 TOPIC = "kraft-history"
 
 # DumpLogSegments names control records by their ControlRecordType's message
 CONTROL_NAMES = {"LeaderChangeMessage": "LeaderChange", "SnapshotHeaderRecord": "SnapshotHeader",
                  "SnapshotFooterRecord": "SnapshotFooter", "KRaftVersionRecord": "KRaftVersion",
                  "VotersRecord": "KRaftVoters"}
+
+
+def live_records(metadata_dir: Path) -> list[kl.MetadataRecord]:
+    """The records of the live log (a partly written tail batch is ignored)."""
+    return [r for seg in sorted(metadata_dir.glob("*.log"))
+            for r in kl.iter_segment(seg, DECODER, on_damage=lambda d: None, crc=CRC32C)]
+
+
+def set_min_isr(bootstrap: str, topic: str, value: str) -> None:
+    from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=60000)
+    try:
+        admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, topic, configs={"min.insync.replicas": value})])
+    finally:
+        admin.close()
+
+
+def fencing(metadata_dir: Path, broker_id: int) -> list[tuple[int, int, str, int]]:
+    """(offset, timestamp, "fenced"|"unfenced"|"registered", epoch) of the broker's fence, unfence and
+    registration records in the live log."""
+    out = []
+    for r in live_records(metadata_dir):
+        f = r.fields
+        if r.type_name == "RegisterBrokerRecord" and f.get("broker_id") == broker_id:
+            out.append((r.offset, r.timestamp_ms, "registered", f["broker_epoch"]))
+        elif r.type_name == "BrokerRegistrationChangeRecord" and f.get("broker_id") == broker_id \
+                and f.get("fenced", 0) != 0:
+            out.append((r.offset, r.timestamp_ms, "fenced" if f["fenced"] == 1 else "unfenced", f["broker_epoch"]))
+        elif r.type_name in ("FenceBrokerRecord", "UnfenceBrokerRecord") and f.get("id") == broker_id:
+            out.append((r.offset, r.timestamp_ms, "fenced" if r.type_name == "FenceBrokerRecord" else "unfenced",
+                        f["epoch"]))
+    return out
+
+
+def pause_until_fenced_and_resume(sb: Sandbox, mdir: Path, broker_id: int) -> dict[str, Any]:
+    """SIGSTOP the broker; wait until the controllers fence it; SIGCONT it; wait until they unfence it. Returns the
+    fence and unfence records (offset, ts, kind, epoch) and the broker's state as `brokers list` showed it while
+    fenced."""
+    pid = next(p["pid"] for p in sb.status()["processes"] if p["role"] == "broker" and p["id"] == broker_id)
+    other = next(p["port"] for p in sb.status()["processes"] if p["role"] == "broker" and p["id"] != broker_id)
+    start = len(fencing(mdir, broker_id))
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        fence = wait_for(lambda: next((x for x in fencing(mdir, broker_id)[start:] if x[2] == "fenced"), None), 120,
+                         f"the controllers to fence broker {broker_id}", interval=0.5)
+        code, rows, err = sb.json("brokers", "list", "--bootstrap-server", f"127.0.0.1:{other}")
+        seen = {r["id"]: r["state"] for r in rows or []}
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    unfence = wait_for(lambda: next((x for x in fencing(mdir, broker_id)[start:] if x[2] == "unfenced"), None), 120,
+                       f"the controllers to unfence broker {broker_id}", interval=0.5)
+    return {"fence": fence, "unfence": unfence, "seen": seen, "after": fencing(mdir, broker_id)[start:]}
+
+
+def back_in_service(metadata_dir: Path, broker_id: int, after: int) -> int | None:
+    """The timestamp of the unfencing of the broker's last registration if it is later than offset `after`, else
+    None."""
+    records = fencing(metadata_dir, broker_id)
+    last = max((x for x in records if x[2] == "registered" and x[0] > after), default=None)
+    return next((ts for off, ts, kind, epoch in records if last is not None and off > last[0] and kind == "unfenced"
+                 and epoch == last[3]), None)
 
 
 def registrations(metadata_dir: Path, broker_id: int) -> list[tuple[int, str]]:
@@ -59,8 +130,19 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
         assert mdir.is_dir(), sorted(p.name for p in sb.dir.iterdir())
         tool(home, "org.apache.kafka.tools.TopicCommand", "--bootstrap-server", st["bootstrap_servers"], "--create",
              "--topic", TOPIC, "--partitions", "3", "--replication-factor", "3")
+        # setting a topic's min.insync.replicas (here to its default, 1) makes a 4.x controller clear the
+        # topic's ELRs: a ClearElrRecord (KIP-966) for the referee test
+        set_min_isr(st["bootstrap_servers"], TOPIC, "1")
+        wait_for(lambda: [r for r in live_records(mdir) if r.api_key == CLEAR_ELR and not r.control], 60,
+                 "the controllers to write a ClearElrRecord", interval=0.5)
+        paused = pause_until_fenced_and_resume(sb, mdir, 1)
+        mark = fencing(mdir, 2)[-1][0]
         r = sb.run("sandbox", "bounce", "2")
         assert r.returncode == 0, r.stderr
+        # the pause and the clean bounce are over when broker 2's new registration is unfenced: `--until` just
+        # after that record ends the history before the hard kill of broker 3
+        bounced_at = wait_for(lambda: back_in_service(mdir, 2, mark), 120,
+                              "broker 2's new registration to be unfenced") + 1
         before = registrations(mdir, 3)
         r = sb.run("sandbox", "kill", "3", "--hard")
         assert r.returncode == 0, r.stderr
@@ -71,7 +153,8 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
                  "broker 3 to register a new incarnation")
         r = sb.run("sandbox", "down")
         assert r.returncode == 0, r.stderr
-        yield {"home": home, "dir": mdir, "bootstrap": mdir.parent / "bootstrap.checkpoint", "base": base}
+        yield {"home": home, "dir": mdir, "bootstrap": mdir.parent / "bootstrap.checkpoint", "base": base,
+               "paused": paused, "bounced_at": bounced_at}
 
 
 # ------------------------------------------------------------------------------------------- the referee
@@ -175,12 +258,41 @@ def test_kadmin_decodes_every_record_as_dump_log_segments_does(history: dict[str
         types |= {r.type_name for r in mine}
     # what this sequence made the controllers write, every kind of it decoded
     assert {"RegisterBrokerRecord", "BrokerRegistrationChangeRecord", "RegisterControllerRecord", "TopicRecord",
-            "PartitionRecord", "LeaderChangeMessage", "FeatureLevelRecord"} <= types
+            "PartitionRecord", "LeaderChangeMessage", "FeatureLevelRecord", "ConfigRecord", "ClearElrRecord"} <= types
 
 
-def test_history_reports_exactly_the_restarts_with_downtime(history: dict[str, Any], run_nozk: Any) -> None:
+@pytest.fixture(scope="module")
+def reports(history: dict[str, Any]) -> dict[str, Any]:
+    """`history ingest` of the controller's log directory, then every report kind over the whole history and
+    `generations`, `bounces` up to the end of the clean bounce (`--until`), in one Spark session."""
     from kadmin.pipeline.spark import session
+    from tests.conftest import Run
 
+    run = Run(None)
+    spark = session("local[2]")
+    try:
+        out = history["base"] / "events"
+        res = run("history", "ingest", str(history["dir"]), "--cluster", "kraft", "--out", str(out), "-o", "json")
+        assert res.exit_code == 0, res.stderr
+        assert json.loads(res.stdout)["data"]["damage"] == []
+        until = datetime.fromtimestamp(history["bounced_at"] / 1000, UTC).isoformat(timespec="milliseconds")
+        got: dict[str, Any] = {}
+        for name, args in [(k, (k,)) for k in ("generations", "bounces", "epochs", "isr-churn")] + [
+                (f"{k} --until", (k, "--until", until)) for k in ("generations", "bounces")]:
+            res = run("history", "report", str(out), *args, "-o", "json")
+            assert res.exit_code == 0, res.stderr
+            got[name] = json.loads(res.stdout)["data"]
+        return got
+    finally:
+        spark.stop()
+
+
+def ms(text: str) -> int:
+    return int(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000)
+
+
+def test_history_reports_exactly_the_restarts_with_downtime(history: dict[str, Any],
+                                                            reports: dict[str, Any]) -> None:
     log = [r for p in sorted(history["dir"].glob("*.log")) for r in kl.iter_segment(p, DECODER, crc=CRC32C)]
     regs: dict[int, list[tuple[int, int, str]]] = {}
     for r in log:
@@ -193,21 +305,8 @@ def test_history_reports_exactly_the_restarts_with_downtime(history: dict[str, A
     assert any(r.type_name == "BrokerRegistrationChangeRecord" and r.fields.get("broker_id") == 2
                and r.fields.get("in_controlled_shutdown") == 1 for r in log)
 
-    spark = session("local[2]")
-    try:
-        run = run_nozk
-        out = history["base"] / "events"
-        res = run("history", "ingest", str(history["dir"]), "--cluster", "kraft", "--out", str(out), "-o", "json")
-        assert res.exit_code == 0, res.stderr
-        assert json.loads(res.stdout)["data"]["damage"] == []
-        res = run("history", "report", str(out), "generations", "-o", "json")
-        assert res.exit_code == 0, res.stderr
-        gens = json.loads(res.stdout)["data"]
-        res = run("history", "report", str(out), "bounces", "-o", "json")
-        assert res.exit_code == 0, res.stderr
-        bounces = {b["broker_id"]: b for b in json.loads(res.stdout)["data"]}
-    finally:
-        spark.stop()
+    gens = reports["generations"]
+    bounces = {b["broker_id"]: b for b in reports["bounces"]}
     # a generation per new incarnation, at the epoch Kafka assigned it (amended registrations are none)
     first_epochs = {b: [e for n, (_, e, inc) in enumerate(v) if inc not in {x[2] for x in v[:n]}]
                     for b, v in regs.items()}
@@ -218,6 +317,39 @@ def test_history_reports_exactly_the_restarts_with_downtime(history: dict[str, A
     assert bounces[1]["downtime_max_ms"] is None
     # `sandbox down` stopped every broker: each last generation ended (fenced or controlled shutdown)
     assert all(g["end"] is not None for g in gens), gens
+
+
+def test_a_broker_fenced_and_unfenced_at_the_same_epoch_is_a_fence_episode_not_a_bounce(
+        history: dict[str, Any], reports: dict[str, Any]) -> None:
+    paused = history["paused"]
+    (_, fenced_at, _, epoch), (_, unfenced_at, _, unfence_epoch) = paused["fence"], paused["unfence"]
+    # what Kafka did: fenced while stopped (and DescribeCluster said so), unfenced at the same epoch, and no
+    # new registration in between
+    assert unfence_epoch == epoch and paused["seen"].get(1) == "fenced", paused
+    assert [kind for _, _, kind, _ in paused["after"]] == ["fenced", "unfenced"], paused["after"]
+
+    # up to the end of the clean bounce of broker 2: exactly that bounce, and broker 1's one fence episode
+    (g1,) = [g for g in reports["generations --until"] if g["broker_id"] == 1]
+    assert (g1["epoch"], g1["end"], g1["gap_ms"]) == (epoch, None, None), g1  # its generation goes on
+    until = {b["broker_id"]: b for b in reports["bounces --until"]}
+    assert {b: s["bounces"] for b, s in until.items()} == {1: 0, 2: 1, 3: 0}
+    assert {b: s["fence_episodes"] for b, s in until.items()} == {1: 1, 2: 0, 3: 0}
+    assert until[1]["fenced_ms"] == unfenced_at - fenced_at and until[1]["downtime_max_ms"] is None
+    assert g1["fence_episodes"] == 1 and g1["fenced_ms"] == unfenced_at - fenced_at
+
+    # the whole history: broker 1's one generation went on after the fence, until `sandbox down`; the hard kill
+    # of broker 3 (fenced, then a new registration) is a bounce with downtime, not a fence episode
+    (g1,) = [g for g in reports["generations"] if g["broker_id"] == 1]
+    assert ms(g1["end"]) > unfenced_at, (g1, unfenced_at)
+    assert g1["fenced_ms"] == unfenced_at - fenced_at and g1["fence_episodes"] == 1
+    full = {b["broker_id"]: b for b in reports["bounces"]}
+    assert {b: (s["bounces"], s["fence_episodes"]) for b, s in full.items()} == {1: (0, 1), 2: (1, 0), 3: (1, 0)}
+    # the max broker epoch did not move while broker 1 was fenced
+    assert not [p for p in reports["epochs"] if fenced_at <= ms(p["at"]) <= unfenced_at]
+    # its ISRs shrank and grew back, and that is no rejoin after a bounce; broker 2's rejoin is one
+    churn = {c["broker_id"]: c for c in reports["isr-churn"]}
+    assert churn[1]["isr_shrinks"] >= 1 and churn[1]["isr_expands"] >= 1 and churn[1]["rejoins"] == 0, churn[1]
+    assert churn[2]["rejoins"] == 1, churn[2]
 
 
 def test_history_ingests_fast_decoder_reads_every_record_as_the_schema_codec(history: dict[str, Any]) -> None:

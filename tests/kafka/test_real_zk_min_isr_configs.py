@@ -117,7 +117,7 @@ def test_zookeeper_alone_cannot_see_the_static_value_the_brokers_report_it(kafka
     zk_only = rows(kafka, bootstrap=False)
     with_brokers = rows(kafka)
     for key in [("s-rf3", 0), ("s-rf3", 1), ("s-rf3", 2), ("s-rf2", 0)]:
-        assert (zk_only[key]["min_isr"], zk_only[key]["min_isr_source"]) == (1, "static (--min-isr-default)")
+        assert (zk_only[key]["min_isr"], zk_only[key]["min_isr_source"]) == (1, "default")
         assert (with_brokers[key]["min_isr"], with_brokers[key]["min_isr_source"]) == (2, "static")
     assert (with_brokers[("s-rf3-min1", 0)]["min_isr"], with_brokers[("s-rf3-min1", 0)]["min_isr_source"]) == \
         (1, "topic")
@@ -181,7 +181,7 @@ def test_no_broker_answering_falls_back_to_zookeeper_and_says_so(kafka: RealClus
                   "--bootstrap-server", dead, "--connect-timeout", "5", "-o", "json")
     assert r.exit_code == 0, r.stderr
     doc = json.loads(r.stdout)
-    assert {(x["min_isr"], x["min_isr_source"]) for x in doc["data"]} == {(2, "static (--min-isr-default)")}
+    assert {(x["min_isr"], x["min_isr_source"]) for x in doc["data"]} == {(2, "default")}
     assert dead in r.stderr and "--min-isr-default" in r.stderr
     r = kafka.run("partitions", "check", "-z", kafka.zk, "--bootstrap-server", dead, "--connect-timeout", "5")
     assert r.exit_code == 0 and "min.insync.replicas from ZooKeeper" in r.stderr, r.stderr

@@ -295,7 +295,7 @@ def test_healthy_cluster(kafka: RealCluster) -> None:
     assert exceptions(rows) == {("rf2-min3", 0)} and kad["--under-min-isr"] == set()
     assert kad["--at-min-isr"] == {("rf1", 0), ("rf1", 1), ("rf2-min2", 0), ("rf2-min3", 0)}
     assert {rows[k]["min_isr_source"] for k in rows if k[0].startswith("rf3-min2")} == {"topic"}
-    assert rows[("rf2", 0)]["min_isr_source"] == "static (--min-isr-default)" and rows[("rf2", 0)]["min_isr"] == 1
+    assert rows[("rf2", 0)]["min_isr_source"] == "default" and rows[("rf2", 0)]["min_isr"] == 1
 
 
 def test_one_broker_stopped_with_a_topic_queued_for_deletion(kafka: RealCluster) -> None:

@@ -134,6 +134,107 @@ def test_kraft_metadata_log(spark, run_nozk, tmp_path):
     assert [(r.broker_id, r.epoch) for r in fenced] == [(2, 2)]
 
 
+def iso_ms(text):
+    from datetime import datetime
+
+    return int(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000)
+
+
+def kraft_log(path, t0, steps):
+    """A metadata log of one record batch per step: (seconds after t0, [record values])."""
+    batches, offset = [], 0
+    for sec, values in steps:
+        batches.append(W.batch(offset, 1, t0 + int(sec * 1000), values, step_ms=0))
+        offset += len(values)
+    return W.write_file(path / "00000000000000000000.log", batches)
+
+
+def test_kraft_fence_episodes_are_no_bounce_and_no_downtime(spark, run_nozk, tmp_path):
+    """Fenced and unfenced again at the same broker epoch (heartbeats lapsed, then resumed): the generation goes on,
+    with a fence episode; a controlled shutdown or a fence followed by a new registration stays a bounce."""
+    d = tmp_path / "__cluster_metadata-0"
+    tid = uuid.UUID(int=78)
+    t0 = 1_700_000_000_000
+    inc = {b: uuid.UUID(int=100 + b) for b in (1, 2, 3)}
+
+    def reg(b, epoch, incarnation):
+        return W.register_broker(2, b, incarnation, epoch, [("PLAINTEXT", f"b{b}", 9092, 0)], [], None)
+
+    def isr(*replicas):
+        return W.partition_change(0, 0, tid, isr=list(replicas))
+
+    kraft_log(d, t0, [
+        (1, [reg(b, b, inc[b]) for b in (1, 2, 3)]),
+        (2, [W.broker_registration_change(1, b, b, fenced=-1) for b in (1, 2, 3)]),
+        (3, [W.topic("orders", tid), W.partition(0, 0, tid, [1, 2, 3], [1, 2, 3], [], [], 1, 0, 0)]),
+        # broker 2 paused past its session: fenced (out of the ISR), then unfenced at the same epoch (back in)
+        (4, [W.broker_registration_change(1, 2, 2, fenced=1), isr(1, 3)]),
+        (9, [W.broker_registration_change(1, 2, 2, fenced=-1)]),
+        (10, [isr(1, 3, 2)]),
+        # broker 3 restarted cleanly: controlled shutdown, fenced, a new registration (epoch 20) 3 s later
+        (12, [W.broker_registration_change(1, 3, 3, in_controlled_shutdown=1), isr(1, 2)]),
+        (13, [W.broker_registration_change(1, 3, 3, fenced=1)]),
+        (15, [reg(3, 20, uuid.UUID(int=203)), W.broker_registration_change(1, 3, 20, fenced=-1)]),
+        (16.5, [isr(1, 2, 3)]),
+        # broker 1, older metadata versions' records: FenceBrokerRecord then UnfenceBrokerRecord, same epoch
+        (20, [W.fence_broker(1, 1), isr(2, 3)]),
+        (20.5, [W.unfence_broker(1, 1)]),
+        (21, [isr(2, 3, 1)]),
+        # broker 2 restarted cleanly later: its downtime runs from the controlled shutdown, not from the old fence
+        (25, [W.broker_registration_change(1, 2, 2, in_controlled_shutdown=1)]),
+        (26, [W.broker_registration_change(1, 2, 2, fenced=1)]),
+        (27, [reg(2, 40, uuid.UUID(int=202))]),
+    ])
+    out = tmp_path / "events"
+    code, _, err = ingest(run_nozk, [d], out, cluster="kraft")
+    assert code == 0, err
+
+    gens = report(run_nozk, out, "generations")
+    # broker 1 and 2's first generations go on through their fences; broker 2's downtime is 2 s, not 23 s
+    assert [(g["broker_id"], g["epoch"], g["end"] and iso_ms(g["end"]) - t0, g["gap_ms"]) for g in gens] == [
+        (1, 1, None, None), (2, 2, 25_000, 2_000), (2, 40, None, None), (3, 3, 12_000, 3_000), (3, 20, None, None)]
+    assert [(g["fence_episodes"], g["fenced_ms"]) for g in gens] == [(1, 500), (1, 5_000), (0, 0), (0, 0), (0, 0)]
+    bounces = {b["broker_id"]: b for b in report(run_nozk, out, "bounces")}
+    assert {b: (s["bounces"], s["downtime_p50_ms"], s["downtime_max_ms"]) for b, s in bounces.items()} == {
+        1: (0, None, None), 2: (1, 2_000, 2_000), 3: (1, 3_000, 3_000)}
+    assert {b: (s["fence_episodes"], s["fenced_ms"], s["fenced_max_ms"]) for b, s in bounces.items()} == {
+        1: (1, 500, 500), 2: (1, 5_000, 5_000), 3: (0, 0, None)}
+    # the max broker epoch does not move at a fence episode, only when a generation ends or starts
+    epochs = [(iso_ms(p["at"]) - t0, p["max_broker_epoch"], p["broker_id"]) for p in report(run_nozk, out, "epochs")]
+    assert epochs == [(1_000, 1, 1), (1_000, 2, 2), (1_000, 3, 3), (12_000, 2, 2), (15_000, 20, 3),
+                      (27_000, 40, 2)]
+    churn = {c["broker_id"]: c for c in report(run_nozk, out, "isr-churn")}
+    assert {b: (c["isr_shrinks"], c["isr_expands"], c["rejoins"], c["rejoin_p50_ms"]) for b, c in churn.items()} == {
+        1: (1, 1, 0, None), 2: (1, 1, 0, None), 3: (1, 1, 1, 1_500)}
+    png = tmp_path / "timeline.png"
+    r = run_nozk("history", "report", str(out), "generations", "--png", str(png))
+    assert r.exit_code == 0 and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_history_report_keys_are_the_versioned_contract(spark, run_nozk, tmp_path):
+    """The keys of each report's rows: keys may be added, never renamed or removed (docs/json.md)."""
+    d = tmp_path / "__cluster_metadata-0"
+    t0 = 1_700_000_000_000
+    tid = uuid.UUID(int=79)
+    W.write_file(d / "00000000000000000000.log", [
+        W.batch(0, 1, t0, [W.register_broker(2, 1, uuid.UUID(int=5), 7, [("PLAINTEXT", "b1", 9092, 0)], [], None),
+                           W.topic("t", tid), W.partition(0, 0, tid, [1], [1], [], [], 1, 0, 0),
+                           W.partition_change(0, 0, tid, isr=[])]),
+        W.batch(4, 1, t0 + 1000, [W.leader_change(3000, [3000], [3000])], control_type=W.LEADER_CHANGE)])
+    out = tmp_path / "events"
+    assert ingest(run_nozk, [d], out, cluster="k")[0] == 0
+    keys = {kind: list(report(run_nozk, out, kind)[0]) for kind in ("generations", "bounces", "epochs", "controllers",
+                                                                     "isr-churn")}
+    assert keys == {
+        "generations": ["broker_id", "epoch", "start", "end", "gap_ms", "fence_episodes", "fenced_ms"],
+        "bounces": ["broker_id", "generations", "bounces", "downtime_p50_ms", "downtime_p90_ms", "downtime_max_ms",
+                    "fence_episodes", "fenced_ms", "fenced_max_ms"],
+        "epochs": ["at", "max_broker_epoch", "broker_id"],
+        "controllers": ["at", "event", "controller_id", "controller_epoch"],
+        "isr-churn": ["broker_id", "isr_shrinks", "isr_expands", "rejoins", "rejoin_p50_ms", "rejoin_max_ms"],
+    }
+
+
 def test_kadmin_ndjson_source(spark, run_nozk, tmp_path):
     f = tmp_path / "watch.ndjson"
     f.write_text('{"event": "registered", "id": 4, "epoch": 100, "old_epoch": null, "at": "2026-11-22T01:00:00.000Z"}\n'

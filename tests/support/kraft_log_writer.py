@@ -114,6 +114,7 @@ def kafka_uuid_text(v: uuid.UUID) -> str:
 
 REGISTER_BROKER, UNREGISTER_BROKER, TOPIC, PARTITION, CONFIG, PARTITION_CHANGE = 0, 1, 2, 3, 4, 5
 FENCE_BROKER, UNFENCE_BROKER, REMOVE_TOPIC, FEATURE_LEVEL, BROKER_REGISTRATION_CHANGE, NO_OP = 7, 8, 9, 12, 17, 20
+CLEAR_ELR = 28
 
 
 def register_broker(version: int, broker_id: int, incarnation_id: uuid.UUID, broker_epoch: int,
@@ -222,6 +223,11 @@ def broker_registration_change(version: int, broker_id: int, broker_epoch: int, 
     if version >= 2 and log_dirs:  # tag 2
         tags[2] = uuid_array(log_dirs)
     return frame(BROKER_REGISTRATION_CHANGE, version, int32(broker_id) + int64(broker_epoch) + tagged(tags))
+
+
+def clear_elr(topic_name: str) -> bytes:
+    """ClearElrRecord v0 (Kafka 4.x, KIP-966): TopicName, a non-nullable compact string ("" = every topic)."""
+    return frame(CLEAR_ELR, 0, compact_string(topic_name) + tagged())
 
 
 def no_op() -> bytes:

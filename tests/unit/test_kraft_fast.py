@@ -75,9 +75,10 @@ def test_broken_bodies_fail_as_the_schema_codec_fails(case: int) -> None:
 
 
 def test_other_records_and_control_records_go_to_the_schema_codec() -> None:
-    for value in (W.topic("orders", T1), W.remove_topic(T1), W.fence_broker(1, 5), W.no_op()):
+    for value in (W.topic("orders", T1), W.remove_topic(T1), W.fence_broker(1, 5), W.no_op(), W.clear_elr("orders")):
         api_key, version, body = _body(value)
         assert _outcome(FAST_DECODER, api_key, version, body) == _outcome(DECODER, api_key, version, body)
+    assert FAST_DECODER(*_body(W.clear_elr(""))) == kl.DecodedValue("ClearElrRecord", 0, {"topic_name": ""})
     assert FAST_DECODER.decode_control == DECODER.decode_control
 
 

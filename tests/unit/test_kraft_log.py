@@ -543,3 +543,28 @@ def test_record_types_and_versions_kafka_4_3_1_writes(name: str) -> None:
     if name == "RegisterBrokerRecord":
         assert [e["port"] for e in decoded.fields["end_points"]] == [54671]
         assert decoded.fields["cordoned_log_dirs"] is None  # tag 1 absent: Kafka's default, null
+
+
+# ClearElrRecord v0 values as Kafka 4.3.1's own serializer writes them (MetadataRecordSerde.INSTANCE.write of
+# `new ClearElrRecord().setTopicName(...)`, run against kafka-metadata-4.3.1.jar): one topic, and "" for all.
+CLEAR_ELR_4_3_1 = {"orders": "011c00076f726465727300", "": "011c000100"}
+
+
+@pytest.mark.parametrize("topic", sorted(CLEAR_ELR_4_3_1))
+def test_clear_elr_record_is_decoded_not_unknown(topic: str, tmp_path: Path) -> None:
+    value = bytes.fromhex(CLEAR_ELR_4_3_1[topic])
+    assert w.clear_elr(topic) == value  # the test writer agrees with Kafka byte for byte
+    frame_version, key, ver, body = kl.parse_frame(value)
+    assert (frame_version, key, ver) == (1, 28, 0)
+    assert decode_value(key, ver, body) == kl.DecodedValue("ClearElrRecord", 0, {"topic_name": topic})
+    assert DECODER.record_name(28) == "ClearElrRecord"
+    # in a segment, between other records: decoded, no damage, nothing unknown
+    path = w.write_file(tmp_path / "00000000000000000000.log", [
+        w.batch(0, 1, TS0, [w.topic("orders", T1), w.clear_elr(topic), w.no_op()])])
+    records, damage = read(path)
+    assert damage == []
+    assert [(r.type_name, r.api_key, r.version, dict(r.fields)) for r in records] == [
+        ("TopicRecord", 2, 0, {"name": "orders", "topic_id": t(T1)}),
+        ("ClearElrRecord", 28, 0, {"topic_name": topic}),
+        ("NoOpRecord", 20, 0, {}),
+    ]

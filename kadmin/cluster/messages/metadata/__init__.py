@@ -23,7 +23,9 @@ as a bare tagged-field section by `kadmin.cluster.metadata_records`.
 Kafka 4.3.1 writes RegisterBrokerRecord v4 and BrokerRegistrationChangeRecord v3 (CordonedLogDirs),
 RegisterControllerRecord and, around the bootstrap records, Begin/EndTransactionRecord; their
 schemas here were checked against the generated classes of kafka-metadata-4.3.1.jar. Kafka 3.9.1
-also writes a ZkMigrationStateRecord.
+also writes a ZkMigrationStateRecord. Kafka 4.x writes ClearElrRecord (apiKey 28, KIP-966) when
+min.insync.replicas is set (a topic's, or a default: TopicName ""); its schema is the JSON
+kafka-metadata-4.3.1.jar ships.
 """
 
 from __future__ import annotations
@@ -126,6 +128,10 @@ class ZkMigrationStateRecord(ApiData, load_json=__name__):  # type: ignore[call-
     json_patch = _json_patch
 
 
+class ClearElrRecord(ApiData, load_json=__name__):  # type: ignore[call-arg,misc]
+    json_patch = _json_patch
+
+
 # Raft control records (the value of a record in a control batch), by ControlRecordType.
 
 class LeaderChangeMessage(ApiData, load_json=__name__):  # type: ignore[call-arg,misc]
@@ -152,7 +158,7 @@ METADATA_RECORDS: tuple[type[ApiData], ...] = (
     RegisterBrokerRecord, UnregisterBrokerRecord, TopicRecord, PartitionRecord, ConfigRecord,
     PartitionChangeRecord, FenceBrokerRecord, UnfenceBrokerRecord, RemoveTopicRecord, FeatureLevelRecord,
     ProducerIdsRecord, BrokerRegistrationChangeRecord, BeginTransactionRecord, AbortTransactionRecord,
-    RegisterControllerRecord, ZkMigrationStateRecord,
+    RegisterControllerRecord, ZkMigrationStateRecord, ClearElrRecord,
 )
 
 # Schemas with no fields at all: (the JSON, as kafka-python loads it).
