@@ -330,3 +330,23 @@ def test_kraft_brokers_wait_and_watch(cap, run_nozk):
 def test_fenced_waits_are_kraft_only(run_nozk):
     r = run_nozk("brokers", "wait", "1", "--fenced", "--zookeeper", "127.0.0.1:1")
     assert r.exit_code == 3 and "KRaft broker state" in r.stderr
+
+
+def test_log_dirs_refused_make_gates_unknown_never_safe(run_nozk):
+    """Issue 20: DescribeLogDirs refused (no Describe on the Cluster): no verdict can show it saw every partition,
+    so `partitions check` is UNKNOWN (not OK) and `can-stop` exit 1 (not 0), each naming the ACL that would let it."""
+    sc = Scenario.cluster(brokers=3)
+    sc.log_dirs_error = 31  # CLUSTER_AUTHORIZATION_FAILED
+    with KraftServer(sc) as srv:
+        bs = srv.bootstrap()
+        r = run_nozk("partitions", "check", "--bootstrap-server", bs, "-o", "json")
+        doc = json.loads(r.stdout)["data"]
+        assert r.exit_code == 3 and doc["status"] == "unknown", r.stderr
+        assert {u["broker_id"] for u in doc["unseen"]} == {1, 2, 3}
+        assert all("Describe on the Cluster" in u["reason"] for u in doc["unseen"]), doc["unseen"]
+        r = run_nozk("brokers", "can-stop", "2", "--bootstrap-server", bs, "-o", "json")
+        doc = json.loads(r.stdout)["data"]
+        assert r.exit_code == 1 and doc["safe"] is False and doc["unseen"][0]["broker_id"] == 2, r.stderr
+        # the operator names the topics: asked for by name, no log dirs needed (none exist here: an empty verdict)
+        r = run_nozk("partitions", "check", "--topic", "t", "--bootstrap-server", bs, "-o", "json")
+        assert json.loads(r.stdout)["data"]["unseen"] == [], r.stderr

@@ -13,7 +13,9 @@ Served, per listening node and its role (broker / controller):
   ControllerId = the raft leader; a mismatch is answered as Kafka's AuthHelper does;
 - DescribeQuorum (55) v0-v2 on both (a broker answers as if it forwarded to the leader; a
   controller that is not the leader answers NOT_LEADER_OR_FOLLOWER, as Kafka's raft client does);
-- UnregisterBroker (64) v0 on both.
+- UnregisterBroker (64) v0 on both;
+- DescribeLogDirs (35) v1-v4 on brokers: one log dir holding no partition (no topics exist here), or
+  `Scenario.log_dirs_error` (e.g. CLUSTER_AUTHORIZATION_FAILED: a principal without Describe on the Cluster).
 
 A request whose key or version the endpoint does not advertise closes the connection, as does
 a request that does not decode exactly (trailing bytes included), except ApiVersions above the
@@ -70,6 +72,7 @@ API_VERSIONS = 18
 DESCRIBE_QUORUM = 55
 DESCRIBE_CLUSTER = 60
 UNREGISTER_BROKER = 64
+DESCRIBE_LOG_DIRS = 35
 
 # Error codes (org.apache.kafka.common.protocol.Errors).
 NONE = 0
@@ -101,6 +104,7 @@ BROKER_APIS: dict[int, tuple[int, int]] = {
     DESCRIBE_QUORUM: (0, 2),
     DESCRIBE_CLUSTER: (0, 2),
     UNREGISTER_BROKER: (0, 0),
+    DESCRIBE_LOG_DIRS: (1, 4),
 }
 CONTROLLER_APIS: dict[int, tuple[int, int]] = {
     API_VERSIONS: (0, 4),
@@ -187,6 +191,7 @@ class Scenario:
     broker_reported_controller_id: int | None = None
     # ClusterAuthorizedOperations when a request asks for it (Metadata v8-v10, DescribeCluster).
     cluster_authorized_operations: int = CLUSTER_OPERATIONS
+    log_dirs_error: int = NONE  # DescribeLogDirs' answer to every request (e.g. CLUSTER_AUTHORIZATION_FAILED)
     # UnregisterBroker: an error code per broker id. Otherwise an unknown id gets 102 and a known
     # one succeeds and is removed from `brokers` (its listener keeps running).
     unregister_errors: dict[int, int] = field(default_factory=dict)
@@ -592,12 +597,23 @@ class AsyncKraftServer:
             self.scenario.brokers = [b for b in self.scenario.brokers if b.node_id != broker_id]
         return build(schema, throttle_time=NO_THROTTLE, error_code=ErrorCode(code), error_message=message)
 
+    def _describe_log_dirs(self, endpoint: Endpoint, version: int, request: Any, schema: type) -> Any:
+        """KafkaApis.handleDescribeLogDirsRequest: the broker's log dirs (one here, holding no partition), or
+        the scenario's error for the whole request (v3+ carries it; below v3 a refusal is an empty list)."""
+        code = self.scenario.log_dirs_error
+        if code:
+            return build(schema, throttle_time=NO_THROTTLE, error_code=ErrorCode(code), results=())
+        result = nested(schema, "DescribeLogDirsResult")
+        one = build(result, error_code=ErrorCode.none, log_dir=f"/kraft-server/{endpoint.node_id}/data", topics=())
+        return build(schema, throttle_time=NO_THROTTLE, error_code=ErrorCode.none, results=(one,))
+
     _handlers: dict[int, Callable[[AsyncKraftServer, Endpoint, int, Any, type], Any]] = {
         API_VERSIONS: _api_versions,
         METADATA: _metadata,
         DESCRIBE_CLUSTER: _describe_cluster,
         DESCRIBE_QUORUM: _describe_quorum,
         UNREGISTER_BROKER: _unregister_broker,
+        DESCRIBE_LOG_DIRS: _describe_log_dirs,
     }
 
 
