@@ -23,7 +23,9 @@ _SANDBOX: Codes = {X.CONFIG: "no sandbox, or it could not start or stop a proces
 # (`kadmin.exit_codes.Verdict`) instead of the general table; this says what WARNING and CRITICAL mean for each.
 CHECKS: dict[str, str] = {
     "partitions check": "WARNING (1): some partitions under-replicated; CRITICAL (2): some offline or under "
-                        "min ISR, or a partition's state could not be read",
+                        "min ISR, or a partition's state or its leader's min ISR could not be read, or (KRaft) a "
+                        "partition a broker's log dirs list is not visible to the principal; UNKNOWN (3) also when "
+                        "(KRaft) a broker's log dirs could not be listed, so not every partition could be seen",
     "quorum check": "WARNING (1): a member down, a lagging voter or observer, a ZooKeeper member on an older "
                     "zxid epoch; CRITICAL (2): no leader, no majority of voters up, a zombie leader (KIP-595), "
                     "or `--restart NODE` would leave no caught-up majority",
@@ -80,7 +82,7 @@ COMMANDS: dict[str, Codes] = {
                         **_CONNECT, X.UNREACHABLE: "unreachable, or the quorum has no leader",
                         X.REJECTED: "NOT_LEADER_OR_FOLLOWER"},
     "sandbox bounce": {X.OK: "", **_SANDBOX},
-    "sandbox down": {X.OK: "", **_SANDBOX},
+    "sandbox down": {X.OK: "also when there is no sandbox (nothing to stop)", X.CONFIG: "it could not stop a process"},
     "sandbox kill": {X.OK: "", **_SANDBOX},
     "sandbox start": {X.OK: "", **_SANDBOX},
     "sandbox status": {X.OK: "everything is up", X.CONDITION_NOT_MET: "something is down (named)", **_SANDBOX},
