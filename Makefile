@@ -6,8 +6,11 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 BASE_STAMP := $(VENV)/.installed-base
 STAMP := $(VENV)/.installed
+# setuptools' editable build prints a boxed UserWarning about folders named like the package (this checkout is
+# one): not for a user to act on, so the installs hide UserWarnings (errors and pip's own messages still show)
+QUIET_BUILD := ignore::UserWarning
 
-.PHONY: demo demo-kraft test test-fast system venv venv-base lint completions docs bench clean kafka
+.PHONY: demo demo-kraft test test-fast system venv venv-base lint completions docs bench clean kafka dist
 
 system:
 	@scripts/ensure-system.sh
@@ -18,11 +21,11 @@ $(BASE_STAMP): pyproject.toml
 	@test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	@if $(PY) -m pip show --quiet kadmin >/dev/null 2>&1; then $(PY) -m pip uninstall --quiet --yes kadmin; fi
-	$(PY) -m pip install --quiet -e .
+	PYTHONWARNINGS=$(QUIET_BUILD) $(PY) -m pip install --quiet -e .
 	@touch $(BASE_STAMP)
 
 $(STAMP): $(BASE_STAMP)
-	$(PY) -m pip install --quiet -e '.[dev,spark]'
+	PYTHONWARNINGS=$(QUIET_BUILD) $(PY) -m pip install --quiet -e '.[dev,spark]'
 	@touch $(STAMP)
 
 venv-base: $(BASE_STAMP)
@@ -85,5 +88,14 @@ bench: system venv kafka
 	@echo "== every ratio next to its goal"
 	@for b in $(BENCHES); do grep -H "(goal" $(BENCH_OUT)/$$b.log | grep -v ':{'; done
 
+# The wheel and the sdist in dist/ (PEP 517 build in an isolated environment, its build requirements from PyPI);
+# tests/cli/test_dist.py installs the wheel in a fresh venv and runs it.
+DIST ?= dist
+dist: venv-base
+	rm -rf $(DIST)
+	$(PY) -m pip install --quiet build
+	PYTHONWARNINGS=$(QUIET_BUILD) $(PY) -m build --outdir $(DIST) . >/dev/null
+	@ls $(DIST)
+
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache $(DIST)

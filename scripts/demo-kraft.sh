@@ -7,8 +7,8 @@ if [ -z "$kafka_home" ]; then
     echo "demo-kraft: usage: $0 KAFKA_HOME   (a Kafka 4.x installation: KAFKA_HOME/libs/*.jar)" >&2
     exit 2
 fi
-export KADMIN_SANDBOX_DIR="${KADMIN_SANDBOX_DIR:-$(mktemp -d -t kadmin-demo-kraft.XXXXXX)}"
-trap 'kadmin sandbox down >/dev/null 2>&1 || true' EXIT
+. "$(dirname "$0")/demo-lib.sh"
+demo_sandbox kadmin-demo-kraft
 step() { printf '\n\033[1m$ %s\033[0m\n' "$*" >&2; }
 field() { python3 -c "import json,sys; print(json.load(sys.stdin)['data']['$1'])"; }
 
@@ -64,5 +64,4 @@ kadmin quorum check --bootstrap-controller "$controllers"
 
 step "kadmin sandbox down"
 kadmin sandbox down -o plain >/dev/null
-trap - EXIT
 echo "demo finished" >&2

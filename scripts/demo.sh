@@ -6,8 +6,8 @@
 # is a real graceful restart. Without it, a real ZooKeeper with emulated brokers.
 set -euo pipefail
 kafka_home="${1:-}"
-export KADMIN_SANDBOX_DIR="${KADMIN_SANDBOX_DIR:-$(mktemp -d -t kadmin-demo.XXXXXX)}"
-trap 'kadmin sandbox down >/dev/null 2>&1 || true' EXIT
+. "$(dirname "$0")/demo-lib.sh"
+demo_sandbox kadmin-demo
 step() { printf '\n\033[1m$ %s\033[0m\n' "$*" >&2; }
 
 if [ -n "$kafka_home" ]; then
@@ -77,5 +77,4 @@ kadmin brokers max-epoch
 
 step "kadmin sandbox down"
 kadmin sandbox down -o plain >/dev/null
-trap - EXIT
 echo "demo finished" >&2

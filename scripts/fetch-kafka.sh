@@ -50,14 +50,16 @@ fi
 # Assemble in a scratch directory and swap it in, so an interrupted fetch never leaves a half libs/.
 tmp="$(mktemp -d "$cache/.$version.XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
-echo "fetch-kafka: resolving Apache Kafka $version from Maven Central into $home" >&2
+echo "fetch-kafka: fetching Apache Kafka $version (org.apache.kafka:kafka_2.13 and kafka-tools, with their runtime" \
+    "dependencies) from Maven Central into $home" >&2
 start=$(date +%s)
 extra=()
 pinned="$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$pom")"
 [ "$version" = "$pinned" ] || extra=("-Dkafka.version=$version")
 # Run from the scratch directory: Maven writes nothing next to the pom (no target/).
+# Maven's console still writes bare colour resets (ESC[0m) with -q: they are dropped, its messages kept.
 (cd "$tmp" && mvn -q -B -Dstyle.color=never -f "$pom" "${extra[@]}" dependency:copy-dependencies \
-    -DincludeScope=runtime -DoutputDirectory="$tmp/libs" >&2)
+    -DincludeScope=runtime -DoutputDirectory="$tmp/libs" 2>&1 | sed 's/\x1b\[[0-9;]*m//g' >&2; exit "${PIPESTATUS[0]}")
 n=$(find "$tmp/libs" -name '*.jar' | wc -l)
 [ "$n" -gt 0 ] || { echo "fetch-kafka: Maven copied no jars" >&2; exit 1; }
 ls "$tmp/libs"/kafka_2.13-"$version".jar >/dev/null

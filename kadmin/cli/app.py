@@ -100,8 +100,31 @@ def usage_error(e: Any, argv: Sequence[str], root: Any) -> int:
     exit_code = int(Verdict.UNKNOWN) if check else e.exit_code
     renderer = Renderer("json" if json_asked(argv) else "plain")
     hint = f" (see: kadmin {cmd + ' ' if cmd else ''}--help)"
-    message = " ".join(e.format_message().split())
+    message = plain_words(" ".join(e.format_message().split()))
     return renderer.emit_error(cmd or None, "usage", message, exit_code, check=check, hint=hint)
+
+
+# Typer converts values with pydantic, whose wording is not kadmin's: said again in plain words
+_PYDANTIC = [
+    (r"Input should be a valid integer(, [^()]*?)?(?=$| \(|\))", "not a whole number"),
+    (r"Input should be a valid number(, [^()]*?)?(?=$| \(|\))", "not a number"),
+    (r"Input should be a valid boolean(, [^()]*?)?(?=$| \(|\))", "not true or false"),
+    (r"Input should be greater than or equal to (\S+)", r"must be at least \1"),
+    (r"Input should be less than or equal to (\S+)", r"must be at most \1"),
+    (r"Input should be greater than (\S+)", r"must be more than \1"),
+    (r"Input should be less than (\S+)", r"must be less than \1"),
+    (r"Input should be ", "must be "),
+    (r"Value error, ", ""),
+]
+
+
+def plain_words(message: str) -> str:
+    """A usage error's message without pydantic's phrasing ("Input should be ...", "Value error, ...")."""
+    import re
+
+    for pattern, words in _PYDANTIC:
+        message = re.sub(pattern, words, message)
+    return message
 
 
 class LazyCommands(MutableMapping[str, Any]):

@@ -284,10 +284,39 @@ def rich_help() -> None:
             sys.modules[name] = module
             placed.append(name)
     try:
-        import typer.rich_utils  # noqa: F401
+        import typer.rich_utils
     finally:
         for name in placed:
             del sys.modules[name]
+    typer.rich_utils.Table = _uncut_table()  # type: ignore[attr-defined,misc,assignment]
+
+
+def _uncut_table() -> type:
+    """Typer's help tables with no name ever cut: rich's columns end an over-long cell with "…" (at 80 columns,
+    `--zk-tls-no-hostname-…`, `KADMIN_BOOTSTRAP_SER…`). Here every column folds what does not fit onto the next
+    line instead. Typer builds its option and
+    command tables with `rich_utils.Table` (the pinned Typer range; tests/cli/test_front_door.py reads the help
+    at 80 columns)."""
+    from rich.columns import Columns
+    from rich.table import Table
+    from rich.text import Text
+
+    def fold(cell: Any) -> None:
+        if isinstance(cell, Text):
+            cell.overflow = "fold"
+        elif isinstance(cell, Columns):  # a parameter's help: its text, env var and default, each a Text
+            for part in cell.renderables:
+                fold(part)
+
+    class UncutTable(Table):
+        def add_row(self, *renderables: Any, **kwargs: Any) -> None:
+            for cell in renderables:
+                fold(cell)
+            super().add_row(*renderables, **kwargs)
+            for column in self.columns:
+                column.overflow = "fold"
+
+    return UncutTable
 
 
 class ReadableHelp:

@@ -115,7 +115,8 @@ def open_cluster(settings: ConnectionSettings, log: Callable[[str], None] | None
             "(--bootstrap-controller) do not answer it: give --bootstrap-server", code="needs_bootstrap_server"
         )
     raise ConfigError(
-        "no cluster given: use --zookeeper/-z HOST:PORT[/chroot], KADMIN_ZOOKEEPER, or --context NAME"
+        "no cluster given: use --bootstrap-server/-b HOST:PORT[,...] or KADMIN_BOOTSTRAP_SERVER (KRaft), "
+        "--zookeeper/-z HOST:PORT[/chroot] or KADMIN_ZOOKEEPER (ZooKeeper mode), or --context NAME"
     )
 
 

@@ -59,6 +59,22 @@ def dumps(obj: Any, indent: int | None = None) -> str:
         return json.dumps(finite(obj), ensure_ascii=False, indent=indent, allow_nan=False)
 
 
+def reader_gone(out: IO[str]) -> None:
+    """The reader of `out` closed the pipe: point its descriptor at /dev/null, so that nothing written or flushed
+    later (Python's own flush at exit included) fails again. The exit code stays the command's."""
+    import os
+
+    try:
+        fd = out.fileno()
+    except (AttributeError, OSError, ValueError):  # not a real file (a test's StringIO)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
+
+
 class Renderer:
     def __init__(self, fmt: str, out: IO[str] | None = None, err: IO[str] | None = None) -> None:
         self.out = out or sys.stdout
@@ -108,7 +124,10 @@ class Renderer:
         if self.fmt == "json":
             doc = envelope(command, exit_codes.status(exit_code, check=check), exit_code, None,
                            [Problem(code, message)])
-            print(dumps(doc, indent=2), file=self.out, flush=True)
+            try:
+                print(dumps(doc, indent=2), file=self.out, flush=True)
+            except BrokenPipeError:  # the reader went away: the line on stderr and the exit code still stand
+                reader_gone(self.out)
         return exit_code
 
     def _print_view(self, view: views.View) -> None:

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 from kadmin import interrupts
 from kadmin.domain import drain as dom
 from kadmin.domain.drain import Key, PartitionView
+from kadmin.domain.text import plural
 from kadmin.errors import UsageError
 from kadmin.exit_codes import ExitCode
 from kadmin.results import Result
@@ -222,13 +223,15 @@ def drain(backend: DrainBackend, broker_id: int, *, save: Path | None, dry_run: 
     data["refused"] = _errors_json({k: v for k, v in refused.items() if k in set(remaining) or k in plan.reorder})
     data["remaining"] = dom.keys_json(remaining)
     data["led_after"] = len(remaining)
+    moved = max(0, int(data["led_before"]) - len(remaining))
+    said = f"moved {plural(moved, 'leadership')} off broker {broker_id}"
     if remaining:
         return Result(data=data, warnings=warnings + notes,
                       exit_code=ExitCode.CONDITION_NOT_MET,
-                      message=f"broker {broker_id} still leads {len(remaining)} partition(s): "
+                      message=f"{said}; it still leads {len(remaining)} partition(s): "
                       f"{dom.keys_text(remaining)}; the original order is saved in {path}")
     return Result(data=data, warnings=warnings + notes,
-                  message=f"broker {broker_id} leads no partition; the original order is saved in {path} "
+                  message=f"{said}; it now leads none; the original order is saved in {path} "
                   f"(undo: kadmin brokers undrain {broker_id} --from {path})")
 
 

@@ -141,7 +141,7 @@ def test_a_bootstrap_server_flag_beats_kadmin_zookeeper(run_nozk):
 def test_a_zookeeper_flag_beats_kadmin_bootstrap_server(run_nozk):
     r = run_nozk("brokers", "list", "-z", NOWHERE, "--connect-timeout", "1",
                  env={"KADMIN_BOOTSTRAP_SERVER": NOWHERE})
-    assert r.exit_code == 4 and f"cannot reach ZooKeeper {NOWHERE} within 1s" in r.stderr, r.stderr
+    assert r.exit_code == 4 and f"cannot connect to ZooKeeper {NOWHERE}: {NOWHERE} refused" in r.stderr, r.stderr
     # a KRaft-only command sees ZooKeeper mode: the environment's bootstrap server is not used
     r = run_nozk("brokers", "unregister", "1", "-z", NOWHERE, env={"KADMIN_BOOTSTRAP_SERVER": NOWHERE})
     assert r.exit_code == 3 and "unregister is a KRaft operation" in r.stderr, r.stderr
@@ -157,7 +157,7 @@ def test_the_environment_beats_a_context_and_a_flag_beats_a_context(run_nozk, tm
 
 def test_zookeeper_and_bootstrap_server_from_one_source_stay_together(run_nozk):
     r = run_nozk("brokers", "list", "-z", NOWHERE, "--bootstrap-server", NOWHERE, "--connect-timeout", "1")
-    assert r.exit_code == 4 and "cannot reach ZooKeeper" in r.stderr, r.stderr  # ZooKeeper mode, as before
+    assert r.exit_code == 4 and "to ZooKeeper" in r.stderr, r.stderr  # ZooKeeper mode, as before
 
 
 @pytest.mark.parametrize("given, kept", [

@@ -268,3 +268,15 @@ def test_help_paragraphs_keep_lists():
 
     text = "First line\n    goes on.\n\n    - one\n    - two\n      wrapped\n\n    Last."
     assert paragraphs(text) == ["First line goes on.", "- one\n- two\nwrapped", "Last."]
+
+
+def test_no_name_or_env_var_is_ever_cut_at_80_columns():
+    """Issue 21 §2: rich ended an over-long cell with "…" (`--zk-tls-no-hostname-…`, `KADMIN_BOOTSTRAP_SER…`).
+    At 80 columns every help folds what does not fit onto the next line instead: nothing is cut."""
+    cut = []
+    for node in walk(root_command()):
+        text = _help(node.path, columns=80)
+        cut += [(node.path, ln) for ln in text.splitlines() if "…" in ln]
+    assert cut == []
+    text = _help("brokers list", columns=80)  # the longest name and env var, folded whole onto two lines
+    assert "--zk-tls-no-hostname-c" in text and "KADMIN_ZK_TLS_NO_HOST" in text

@@ -149,9 +149,22 @@ def test_unreachable_cluster_exits_4_within_timeout_without_traceback():
                         "--connect-timeout", "2"], capture_output=True, text=True, timeout=30)
     elapsed = time.monotonic() - start
     assert p.returncode == 4
-    assert p.stderr.count("\n") == 1 and "cannot reach ZooKeeper 127.0.0.1:1 within 2s" in p.stderr
+    assert p.stderr.count("\n") == 1 and "cannot connect to ZooKeeper 127.0.0.1:1" in p.stderr
     assert "Traceback" not in p.stderr and p.stdout == ""
     assert elapsed < 2 + 5  # the timeout plus interpreter start-up, never the 10 s default
+
+
+def test_every_member_refusing_or_not_resolving_is_said_at_once():
+    """Issue 21 §2: kazoo retries a refused connection until the time-out; kadmin says "refused" at once when
+    every member refuses or does not resolve, naming the default port it used for a member without one."""
+    start = time.monotonic()
+    p = subprocess.run([sys.executable, "-m", "kadmin", "brokers", "list", "-z", "127.0.0.1,nosuchhost.invalid:2181",
+                        "--connect-timeout", "30"], capture_output=True, text=True, timeout=60)
+    elapsed = time.monotonic() - start
+    assert p.returncode == 4 and p.stderr.count("\n") == 1, p.stderr
+    assert "127.0.0.1 (port 2181, the default) refused the connection" in p.stderr, p.stderr
+    assert "nosuchhost.invalid:2181 does not resolve" in p.stderr, p.stderr
+    assert elapsed < 15  # never the 30 s time-out (start-up and a busy machine included)
 
 
 def test_digest_acls_need_zk_auth(zk_server, chroot, tmp_path, run_nozk):

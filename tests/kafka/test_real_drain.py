@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import uuid
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -196,7 +197,9 @@ def test_zk_drain_then_undrain(kafka: RealCluster, tmp_path: Path, via: str) -> 
         assert r.exit_code == 0, r.stderr
         saved = Path(r.stdout.strip())
         assert saved.parent == Path(os.environ["XDG_STATE_HOME"]) / "kadmin" / "drain" and saved.is_file()
-        assert "leads no partition" in r.stderr and f"undrain 1 --from {saved}" in r.stderr
+        assert "it now leads none" in r.stderr and f"undrain 1 --from {saved}" in r.stderr
+        # issue 21 §2: how many leaderships it moved, not only the end state
+        assert re.search(r"moved (\d+) leaderships? off broker 1", r.stderr), r.stderr
     else:
         code, doc, err = kafka.run.json("brokers", "drain", "1", "--save", str(saved), *extra)
         assert code == 0, err

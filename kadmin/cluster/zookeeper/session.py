@@ -50,6 +50,9 @@ class ZkConnection:
         return f"ZooKeeper {self.hosts}" + (f" (chroot {self.chroot})" if self.chroot else "")
 
 
+REFUSED_AFTER = 0.3  # s: a session not up by then is checked for members that all refuse or do not resolve
+
+
 class ZkSession:
     """One kazoo session (and the bulk reader's, opened on first use) with the clock and sleep it runs on."""
 
@@ -97,7 +100,16 @@ class ZkSession:
                 # kazoo warns when the chroot does not exist; kadmin says so itself, as an error
                 warnings.filterwarnings("ignore", message="No chroot path exists")
                 # kazoo's start() = start_async + wait + (on a time-out) a stop that blocks; see below
-                self.zk.start_async().wait(timeout=self.conn.timeout)
+                started = self.zk.start_async()
+                first = min(REFUSED_AFTER, self.conn.timeout)
+                if not started.wait(timeout=first) and not self.zk.connected:
+                    # kazoo retries a refused connection until the time-out: when every member refuses or
+                    # does not resolve, say so now instead of after --connect-timeout
+                    refused = self._refusals(self.conn.timeout - first)
+                    if refused:
+                        threading.Thread(target=self._quiet_stop, name="kadmin-zk-stop", daemon=True).start()
+                        raise ClusterUnreachable(f"cannot connect to {self.conn.where}: {refused}")
+                    started.wait(timeout=self.conn.timeout - first)
                 if not self.zk.connected:
                     raise KazooTimeoutError("Connection time-out")
                 if self.zk.chroot:
@@ -122,6 +134,29 @@ class ZkSession:
         self._started = True
         self.zk.add_listener(self._report_state)
         return self
+
+    def _refusals(self, budget: float) -> str | None:
+        """Why no member can be reached, when each one refuses the connection or its name does not resolve
+        (said at once); None when any member might still answer (it accepts a connection, or does not answer
+        within the budget: then the time-out decides). A member without a port is named with the default."""
+        import socket
+
+        said = []
+        for hp in self.conn.hosts.split(","):
+            (host, port), = parse_hosts(hp)
+            raw = hp.strip()
+            has_port = bool(raw.rpartition(":")[0]) and (not raw.startswith("[") or "]:" in raw)
+            shown = raw if has_port else f"{raw} (port {port}, the default)"
+            try:
+                with socket.create_connection((host, port), timeout=max(0.1, min(1.0, budget))):
+                    return None  # something listens: kazoo's own attempt decides
+            except ConnectionRefusedError:
+                said.append(f"{shown} refused the connection")
+            except socket.gaierror as e:
+                said.append(f"{shown} does not resolve ({e.strerror or e})")
+            except OSError:
+                return None  # no answer yet (a slow or filtered host): the time-out decides
+        return "; ".join(said) if said else None
 
     def _tls_refusal(self, timeout: float = 2.0) -> str | None:
         """Why TLS failed, when kazoo gave up without saying: kazoo retries a certificate it refuses
