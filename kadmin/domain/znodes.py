@@ -11,18 +11,6 @@ from typing import Any, TypedDict
 from kadmin.domain.models import Controller, Registration
 
 
-class BrokerZnode(TypedDict, total=False):
-    version: int
-    host: str | None
-    port: int
-    endpoints: list[str]
-    jmx_port: int
-    timestamp: str
-    rack: str
-    listener_security_protocol_map: dict[str, str]
-    features: dict[str, dict[str, int]]
-
-
 class ZnodeFormatError(ValueError):
     """The znode's content is not what Kafka writes."""
 

@@ -35,7 +35,7 @@ def load(spark: Any, directory: str, cluster: str | None, since_ms: int | None, 
     return df
 
 
-def _history(df: Any) -> g.History:
+def broker_history(df: Any) -> g.History:
     """Generations and fence episodes from the lifecycle events. What ends a generation besides a
     deregistration: in KRaft, the start of a controlled shutdown, or a fence that no unfence of the same
     registration follows (one that is followed is a fence episode: kadmin.domain.fences)."""
@@ -54,11 +54,11 @@ def _history(df: Any) -> g.History:
 
 
 def _generations(df: Any) -> list[h.Generation]:
-    return _history(df).generations
+    return broker_history(df).generations
 
 
 def report(spark: Any, df: Any, kind: str) -> list[dict[str, Any]]:
-    hist = _history(df)
+    hist = broker_history(df)
     gens = hist.generations
     if kind == "generations":
         return [{"broker_id": x.broker_id, "epoch": x.epoch, "start": iso(x.start_ms), "end": iso(x.end_ms),

@@ -171,7 +171,7 @@ def report(directory: str, kind: str, cluster: str | None, since_ms: int | None,
             df = reports.load(spark, directory, cluster, since_ms, until_ms)
             rows = reports.report(spark, df, kind)
             if png:
-                hist = reports._history(df)
+                hist = reports.broker_history(df)
                 if not hist.generations:
                     raise ConditionNotMet(f"--png {png}: no broker generations to draw")
                 title = "broker generations" + (f" of {cluster}" if cluster else "")
