@@ -29,7 +29,7 @@ import time
 import traceback
 from collections.abc import Callable
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -41,6 +41,9 @@ from kadmin.exit_codes import CHECK_COMMANDS, ExitCode, Verdict, verdict
 from kadmin.render import Renderer
 from kadmin.render.views import ViewFn
 from kadmin.results import Result
+
+if TYPE_CHECKING:
+    from kadmin.domain.partitions import TopicFilter
 
 
 class Output(StrEnum):
@@ -132,7 +135,7 @@ TopicPatterns = Annotated[list[str] | None, typer.Option(
          "the brokers' log dirs.")]
 
 
-def topic_filter(patterns: list[str] | None) -> Any:
+def topic_filter(patterns: list[str] | None) -> TopicFilter | None:
     """The domain's TopicFilter for --topic (None: every topic). Imported here lazily: start-up stays light."""
     if not patterns:
         return None

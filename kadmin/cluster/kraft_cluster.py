@@ -30,7 +30,6 @@ from kadmin.results import Problem, Progress
 
 PAGE_PARTITIONS = 2000  # DescribeTopicPartitions' ResponsePartitionLimit (Kafka's default)
 UNKNOWN_TOPIC_OR_PARTITION = 3
-CLUSTER_AUTHORIZATION_FAILED = 31
 LOG_DIRS_FIRST_WITH_ERROR = 3  # DescribeLogDirs v3+ (Kafka 3.0) says CLUSTER_AUTHORIZATION_FAILED; older: empty
 NEEDS_CLUSTER_DESCRIBE = ("the principal needs Describe on the Cluster resource to list the partitions a broker "
                           "hosts whatever the topic ACLs")

@@ -220,6 +220,7 @@ class StopVerdict:
     # what kept the verdict from seeing every partition the broker hosts: (broker id, why its log dirs could
     # not be listed)
     unseen: tuple[tuple[int, str], ...] = ()
+    listed: bool = False  # the coverage's DescribeCluster lists the broker: it exists, whatever the scan saw
 
     @property
     def safe(self) -> bool:
@@ -288,7 +289,8 @@ def can_stop(partitions: Iterable[PartitionState], broker_id: int, live: Set[int
         hidden, unread = unseen_partitions(coverage, seen, [broker_id], wanted)
         blocking += [Blocker(t, p, hidden_reason(t, brokers)) for (t, p), brokers in hidden]
         unseen = tuple(sorted(unread.items()))
-    return StopVerdict(broker_id, hosted, tuple(blocking), unseen=unseen)
+    return StopVerdict(broker_id, hosted, tuple(blocking), unseen=unseen,
+                       listed=coverage is not None and broker_id in coverage.listed)
 
 
 def out_of_sync(partitions: Iterable[PartitionState], broker_id: int) -> list[PartitionState]:

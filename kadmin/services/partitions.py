@@ -73,10 +73,10 @@ def scan(cluster: Cluster, topics: list[str] | None, progress: Progress | None,
     return cluster.scan_partitions(topics, progress=progress, min_isr_default=min_isr_default)
 
 
-def stream(cluster: Cluster, topic: str | None, progress: Progress | None, min_isr_default: int | None,
-           topics: list[str] | None = None) -> PartitionStream:
+def stream(cluster: Cluster, topics: list[str] | None, progress: Progress | None,
+           min_isr_default: int | None) -> PartitionStream:
     """The scan as a stream (ZooKeeper: each state znode decoded as it arrives and dropped once judged)."""
-    return cluster.iter_partitions([topic] if topic else topics, progress=progress, min_isr_default=min_isr_default)
+    return cluster.iter_partitions(topics, progress=progress, min_isr_default=min_isr_default)
 
 
 def covering(cluster: Cluster, wanted: rules.TopicFilter | None,
@@ -88,10 +88,9 @@ def covering(cluster: Cluster, wanted: rules.TopicFilter | None,
     return cluster.coverage(brokers)
 
 
-def unseen_json(unread: dict[int, str] | Iterable[tuple[int, str]]) -> list[dict[str, Any]]:
+def unseen_json(unread: Iterable[tuple[int, str]]) -> list[dict[str, Any]]:
     """The JSON `unseen` list: each broker whose log dirs could not be listed, and why (what would let kadmin)."""
-    items = unread.items() if isinstance(unread, dict) else unread
-    return [{"broker_id": b, "reason": why} for b, why in sorted(items)]
+    return [{"broker_id": b, "reason": why} for b, why in sorted(unread)]
 
 
 def recorded(parts: Iterable[PartitionState], seen: set[rules.Key], named: set[int]) -> Iterable[PartitionState]:
@@ -125,11 +124,13 @@ def split_warnings(s: PartitionScan) -> tuple[PartitionScan, list[str]]:
     return dataclasses.replace(s, problems=problems), said
 
 
-def require_known_broker(s: PartitionScan, broker_id: int) -> None:
+def require_known_broker(s: PartitionScan, broker_id: int, listed: bool = False) -> None:
     """A broker that is neither registered nor named by any assignment does not exist: say so (exit 1)
     rather than answer for it ("can stop: all 0 partitions"). While a topic is unreadable it may be
-    named there, so then the caller's verdict (not safe) stands instead."""
-    _require_known(broker_id, s.live, lambda: rules.names_broker(s.partitions, broker_id), s.unreadable)
+    named there, so then the caller's verdict (not safe) stands instead; and a broker DescribeCluster
+    lists (`listed`, from the coverage) exists, whatever partitions the principal sees of it."""
+    if not listed:
+        _require_known(broker_id, s.live, lambda: rules.names_broker(s.partitions, broker_id), s.unreadable)
 
 
 def _require_known(broker_id: int, live: frozenset[int], named: Callable[[], bool], unreadable: dict[str, str]) -> None:
@@ -155,7 +156,7 @@ def verdict_problems(s: PartitionScan, broker_id: int) -> tuple[list[Problem], l
 def list_partitions(
     cluster: Cluster, filters: Filters, progress: Progress | None = None, min_isr_default: int | None = None
 ) -> Result:
-    s = stream(cluster, filters.topic, progress, min_isr_default)
+    s = stream(cluster, [filters.topic] if filters.topic else None, progress, min_isr_default)
     rows = []  # the rows only (they are printed), never every PartitionState as well
     named = False
     for p in s.partitions:
@@ -175,7 +176,7 @@ def check(cluster: Cluster, progress: Progress | None = None, min_isr_default: i
     partition the principal may not see is a finding (CRITICAL), and a broker whose log dirs could not be
     listed (unseen) makes a check that would otherwise pass UNKNOWN (3): it cannot be shown to cover all."""
     cov = covering(cluster, wanted)
-    s = stream(cluster, None, progress, min_isr_default, topics=wanted.names if wanted else None)
+    s = stream(cluster, wanted.names if wanted else None, progress, min_isr_default)
     seen: set[rules.Key] = set()
     named: set[int] = set()
     parts: Iterable[PartitionState] = s.partitions
@@ -207,7 +208,7 @@ def check(cluster: Cluster, progress: Progress | None = None, min_isr_default: i
         "findings": [{"topic": f.topic, "partition": f.partition, "reasons": list(f.reasons)} for f in found],
         "deleting": deleting,  # topics queued for deletion: not checked, as Kafka's controller skips them
         # added: brokers whose log dirs could not be listed (KRaft), so the check cannot show it saw every partition
-        "unseen": unseen_json(unread),
+        "unseen": unseen_json(unread.items()),
     }
     bad = sum(1 for f in found if f.partition is not None)
     unreadable = f"; {plural(len(s.unreadable), 'topic')} unreadable" if s.unreadable else ""
@@ -263,11 +264,8 @@ def verdict_summary(v: rules.StopVerdict) -> str:
 
 def can_stop(cluster: Cluster, broker_id: int, progress: Progress | None = None, min_isr_default: int | None = None,
              wanted: rules.TopicFilter | None = None) -> Result:
-    cov = covering(cluster, wanted, [broker_id])
-    s = scan(cluster, wanted.names if wanted else None, progress, min_isr_default)
-    v = rules.can_stop(s.partitions, broker_id, s.live, s.unreadable, cov, wanted)
-    if cov is None or broker_id not in cov.listed:  # a listed broker exists, whatever the principal sees of it
-        require_known_broker(s, broker_id)
+    v, s = stop_verdict(cluster, broker_id, progress, min_isr_default, wanted)
+    require_known_broker(s, broker_id, v.listed)
     relevant, other = verdict_problems(s, broker_id)
     warnings = [] if broker_id in s.live else [f"broker {broker_id} is not registered now"]
     warnings += [e.message for e in other]
@@ -314,8 +312,8 @@ def wait_in_sync(
     start = clock()
     cov = cluster.coverage([broker_id])
     s, _ = split_warnings(scan(cluster, None, progress, 1))  # min ISR plays no part in being in sync
-    if cov is None or broker_id not in cov.listed:
-        require_known_broker(s, broker_id)  # a broker not registered yet but named by assignments is waited for
+    # a broker not registered yet but named by assignments is waited for
+    require_known_broker(s, broker_id, cov is not None and broker_id in cov.listed)
     # an unreadable topic may hold partitions the broker is not in sync with: the answer is partial then
     unread = [e for e in s.problems if e.topic is not None and e.topic in s.unreadable]
     waiting = {(p.topic, p.partition) for p in rules.out_of_sync(s.partitions, broker_id)}
@@ -375,7 +373,7 @@ def wait_in_sync(
         # added: whether the broker may lead (KRaft: unfenced), and what kept the wait from seeing every
         # partition the broker hosts (its log dirs not listed; a partition its log dirs list, not visible)
         "live": live,
-        "unseen": unseen_json(blind) + [{"broker_id": broker_id, "topic": t, "partition": p,
+        "unseen": unseen_json(blind.items()) + [{"broker_id": broker_id, "topic": t, "partition": p,
                                           "reason": rules.hidden_reason(t, on)} for (t, p), on in hidden],
     }
     if hidden:
