@@ -47,7 +47,7 @@ CONTEXT_KEYS = {
     "connect-timeout",
     "timeout",  # the deprecated name of connect-timeout (until 1.0)
 }
-# The keys that name the cluster and so choose the mode (kadmin/cluster/connect.py open_cluster).
+# The keys that name the cluster and so choose the mode (kadmin/cluster/connect.py open_backend).
 ADDRESS_KEYS = ("zookeeper", "bootstrap-server", "bootstrap-controller")
 
 

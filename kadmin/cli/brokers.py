@@ -30,12 +30,6 @@ app = typer.Typer(name="brokers", help="Broker registrations, broker epochs (KIP
 BrokerId = BrokerIdArg  # 0 to 2^31-1, else exit 2
 
 
-def _kraft(inv: Invocation) -> bool:
-    """The cluster is reached over the Kafka protocol (KRaft): --bootstrap-server without --zookeeper."""
-    return not inv.settings.get("zookeeper") and bool(inv.settings.get("bootstrap-server")
-                                                      or inv.settings.get("bootstrap-controller"))
-
-
 MetadataDir = Annotated[Path | None, typer.Option(
     "--metadata-dir", metavar="DIR", show_default=False,
     help="Offline, on a KRaft controller host: read the registrations from this metadata.log.dir "
@@ -59,10 +53,7 @@ def list_(inv: Invocation, metadata_dir: MetadataDir = None) -> int:
     """
     if metadata_dir is not None:
         return inv.emit(svc.list_metadata_dir(metadata_dir), views.brokers_list)
-    if _kraft(inv):
-        client = inv.kraft()
-        return inv.emit(svc.list_kraft_brokers(client), views.brokers_list)
-    return inv.emit(svc.list_brokers(inv.cluster()), views.brokers_list)
+    return inv.emit(svc.list_brokers(inv.backend().registrations), views.brokers_list)
 
 
 @command(app, "show")
@@ -72,11 +63,7 @@ def show(inv: Invocation, broker_id: BrokerId) -> int:
     Exit 1 when the broker is not registered. KRaft (--bootstrap-server) keeps registrations in the
     metadata log, not in znodes: exit 3, naming `brokers list` and `brokers list --metadata-dir`.
     """
-    inv.zookeeper_only("it shows the registration znode /brokers/ids/ID (its JSON, raw data and stat), and KRaft "
-                       "keeps registrations in the metadata log, not in znodes",
-                       "use `kadmin brokers list` (DescribeCluster: endpoint, rack, fenced) or, on a controller "
-                       "host, `kadmin brokers list --metadata-dir DIR` (epoch, incarnation id)")
-    return inv.emit(svc.show_broker(inv.cluster(), broker_id), views.key_values)
+    return inv.emit(svc.show_broker(inv.backend().epochs, broker_id), views.key_values)
 
 
 @command(app, "max-epoch")
@@ -86,10 +73,7 @@ def max_epoch(inv: Invocation) -> int:
     Exit 1 when no broker is registered. KRaft (--bootstrap-server): exit 3, as DescribeCluster carries
     no broker epoch (`brokers list --metadata-dir DIR` on a controller host shows each one).
     """
-    inv.zookeeper_only("the broker epoch is the czxid of /brokers/ids/ID, and KRaft serves no broker epoch over "
-                       "the Kafka protocol (DescribeCluster has none)",
-                       "on a controller host `kadmin brokers list --metadata-dir DIR` shows each broker's epoch")
-    return inv.emit(svc.max_epoch(inv.cluster()), views.max_epoch)
+    return inv.emit(svc.max_epoch(inv.backend().epochs), views.max_epoch)
 
 
 @command(app, "diff")
@@ -112,28 +96,14 @@ def diff(
     """
     if metadata_dir is not None and to is not None:
         raise UsageError("give at most one of --metadata-dir, --to")
-    if metadata_dir is not None or to is not None:
-        before_regs = svc.load_saved_registrations(since)
-        if to is not None:
-            return inv.emit(svc.diff_registrations(before_regs, svc.load_saved_registrations(to),
-                                                   exit_code_on_change=exit_code), views.brokers_diff)
-        from kadmin.domain.kraft_registrations import Saved
-        from kadmin.results import Problem
-
-        assert metadata_dir is not None
-        regs, damage, _ = svc.read_registrations(metadata_dir)
-        after = {i: Saved(r.epoch, r.incarnation_id) for i, r in regs.items()}
-        return inv.emit(svc.diff_registrations(before_regs, after, exit_code_on_change=exit_code,
-                                               errors=[Problem("damaged_metadata_log", d) for d in damage]),
-                        views.brokers_diff)
-    if _kraft(inv):
-        from kadmin.errors import ConfigError
-
-        raise ConfigError("brokers diff needs broker epochs to tell a bounce, and DescribeCluster (KRaft) carries "
-                          "none: on KRaft, diff offline listings "
-                          "(`brokers list --metadata-dir DIR -o json`) with --metadata-dir DIR or --to FILE")
+    if to is not None:
+        return inv.emit(svc.diff_saved(since, to, exit_code_on_change=exit_code), views.brokers_diff)
+    if metadata_dir is not None:
+        return inv.emit(svc.diff_metadata_dir(since, metadata_dir, exit_code_on_change=exit_code), views.brokers_diff)
+    backend = inv.backend()
+    backend.require("epochs")  # KRaft: exit 3 before the file is read
     before = svc.load_saved_epochs(since)
-    return inv.emit(svc.diff(inv.cluster(), before, exit_code_on_change=exit_code), views.brokers_diff)
+    return inv.emit(svc.diff(backend.epochs, before, exit_code_on_change=exit_code), views.brokers_diff)
 
 
 @command(app, "watch")
@@ -161,12 +131,8 @@ def watch(
     r = inv.renderer
     events: list[dict[str, object]] = []
     code = ExitCode.OK
-    if _kraft(inv):
-        stream = svc.kraft_watch(inv.kraft(), count=count, timeout=_left(deadline), initial=initial,
-                                 on_note=r.note, asked=timeout)
-    else:
-        stream = svc.watch(inv.cluster(deadline), count=count, timeout=_left(deadline), initial=initial,
-                           on_resync=r.note, asked=timeout)
+    stream = svc.watch(inv.backend(deadline).registrations, count=count, timeout=_left(deadline), initial=initial,
+                       on_note=r.note, asked=timeout)
     try:
         for ev in stream:
             r.stream_item(ev, views.broker_events, first=not events)
@@ -229,36 +195,24 @@ def wait(
         raise UsageError("give exactly one of --registered, --gone, --fenced, --unfenced, --epoch-gt EPOCH, "
                          "--in-sync")
     deadline = time.monotonic() + timeout  # the whole wait, connecting included
-    if not in_sync and _kraft(inv):
-        from kadmin.errors import ConfigError
-
-        if epoch_gt is not None:
-            raise ConfigError("brokers wait --epoch-gt needs the broker epoch, which DescribeCluster does not "
-                              "carry (KRaft): on KRaft "
-                              "wait --fenced then --unfenced after a restart (or read epochs offline with "
-                              "`brokers list --metadata-dir`)", code="no_broker_epoch")
-        kkind = "registered" if registered else "gone" if gone else "fenced" if fenced else "unfenced"
-        kcond = svc.KraftWaitCondition(kkind, broker_id)  # type: ignore[arg-type]
-        return inv.emit(svc.kraft_wait(inv.kraft(), kcond, timeout, on_note=inv.renderer.note, asked=timeout),
-                        views.brokers_wait)
-    if fenced or unfenced:
-        from kadmin.errors import ConfigError
-
-        raise ConfigError(f"{chosen[0]} is a KRaft broker state: give --bootstrap-server (in ZooKeeper mode a "
-                          "broker is registered or not)", code="kraft_only")
+    backend = inv.backend(deadline)
     if in_sync:
         from kadmin.render.progress import ScanProgress
         from kadmin.services.partitions import wait_in_sync
 
         with ScanProgress() as progress:
-            cluster = inv.cluster(deadline)
-            result = wait_in_sync(cluster, broker_id, _left(deadline) or timeout, on_status=inv.renderer.note,
-                                  progress=progress, asked=timeout)
-        return inv.emit(result, views.brokers_wait)
-    kind = "registered" if registered else "gone" if gone else "epoch_gt"
+            result = wait_in_sync(backend.partitions, broker_id, _left(deadline) or timeout,
+                                  on_status=inv.renderer.note, progress=progress, asked=timeout)
+        return inv.emit(result, views.brokers_wait_in_sync)
+    if epoch_gt is not None:
+        backend.require("epochs")  # KRaft: exit 3 before anything is asked
+    if fenced or unfenced:
+        backend.require("fencing")  # ZooKeeper mode: the same
+    kind = ("registered" if registered else "gone" if gone else "fenced" if fenced else "unfenced" if unfenced
+            else "epoch_gt")
     cond = svc.WaitCondition(kind, broker_id, epoch_gt)  # type: ignore[arg-type]
-    cluster = inv.cluster(deadline)
-    return inv.emit(svc.wait(cluster, cond, _left(deadline) or timeout, asked=timeout), views.brokers_wait)
+    return inv.emit(svc.wait(backend.registrations, cond, _left(deadline) or timeout, on_note=inv.renderer.note,
+                             asked=timeout), views.brokers_wait)
 
 
 @command(app, "can-stop")
@@ -284,15 +238,9 @@ def can_stop(
     from kadmin.services.partitions import can_stop as check
 
     with ScanProgress() as progress:
-        result = check(inv.cluster(), broker_id, progress=progress, min_isr_default=min_isr_default,
+        result = check(inv.backend().partitions, broker_id, progress=progress, min_isr_default=min_isr_default,
                        wanted=topic_filter(topics))
     return inv.emit(result, views.can_stop)
-
-
-SHUTDOWN_WHY = ("it sends the epoch-fenced ControlledShutdown request to a ZooKeeper-mode controller, and KRaft has "
-                "no such request (a KRaft broker shuts down through its own heartbeats to the controller quorum)")
-SHUTDOWN_INSTEAD = ("move its leaderships with `kadmin brokers drain ID`, then stop the broker itself (SIGTERM runs "
-                    "Kafka's own controlled shutdown)")
 
 
 @command(app, "shutdown")
@@ -333,21 +281,16 @@ def shutdown(
     speaks only ControlledShutdown v1 (Kafka 2.0/2.1) gets no epoch: fencing does not apply (a warning
     says so). With --wait, a controller that dies is followed to its successor (re-reading /controller).
     """
-    from kadmin.cluster.kafka import client_config
-    from kadmin.config import read_properties
     from kadmin.render.progress import ScanProgress
-    from kadmin.services.shutdown import kafka_connect
     from kadmin.services.shutdown import shutdown as run
 
     if timeout <= 0:
         raise UsageError("--timeout must be positive")
-    inv.zookeeper_only(SHUTDOWN_WHY, SHUTDOWN_INSTEAD)
-    path = inv.settings.get("command-config")
-    cfg = client_config(read_properties(path) if path else {})
+    backend = inv.backend(time.monotonic() + timeout)
+    links = backend.controller_links  # KRaft: exit 3 before anything is asked
     with ScanProgress() as progress:
-        result = run(inv.cluster(), broker_id, epoch=epoch, wait=wait_, timeout=timeout, dry_run=dry_run, force=force,
-                     connect=kafka_connect(cfg, min(timeout, inv.settings.connect_timeout)),
-                     security_protocol=cfg["security_protocol"], listener=listener, progress=progress)
+        result = run(backend.epochs, links, broker_id, epoch=epoch, wait=wait_, timeout=timeout, dry_run=dry_run,
+                     force=force, listener=listener, progress=progress)
     return inv.emit(result, views.shutdown)
 
 
@@ -368,38 +311,11 @@ def unregister(
     """
     if yes:
         inv.deprecated("--yes", "unregister asks for no confirmation (an active broker is refused without --force)")
-    if inv.settings.get("zookeeper") and not (inv.settings.get("bootstrap-server")
-                                              or inv.settings.get("bootstrap-controller")):
-        from kadmin.errors import ConfigError
-
-        raise ConfigError("unregister is a KRaft operation (UnregisterBroker): give --bootstrap-server; in "
-                          "ZooKeeper mode a registration goes when the broker's session ends")
-    return inv.emit(svc.unregister(inv.kraft(), broker_id, force, dry_run), views.key_values)
+    return inv.emit(svc.unregister(inv.backend().unregistration, broker_id, force, dry_run), views.key_values)
 
 
 # ---------------------------------------------------------------------------------------------------
 # Leadership drain: `drain` / `undrain`, both modes (kadmin/services/drain.py)
-
-
-def _drain_backend(inv: Invocation, timeout: float) -> object:
-    """The Kafka protocol with --bootstrap-server (KRaft, or ZooKeeper mode too); else Kafka's admin znodes."""
-    from kadmin.errors import ConfigError
-
-    if inv.settings.get("bootstrap-controller") and not inv.settings.get("bootstrap-server"):
-        raise ConfigError(f"{inv.command} talks to brokers (Metadata, AlterPartitionReassignments, ElectLeaders), "
-                          "which the controllers (--bootstrap-controller) do not serve: give --bootstrap-server, not "
-                          "--bootstrap-controller", code="needs_bootstrap_server")
-    if inv.settings.get("bootstrap-server"):
-        from kadmin.cluster.drain import AdminDrain
-        from kadmin.cluster.kafka import client_config
-        from kadmin.config import read_properties
-
-        path = inv.settings.get("command-config")
-        cfg = client_config(read_properties(path) if path else {})
-        return AdminDrain(str(inv.settings.get("bootstrap-server")), cfg, min(timeout, inv.settings.connect_timeout))
-    from kadmin.cluster.drain import ZkDrain
-
-    return ZkDrain(inv.cluster())
 
 
 DrainTimeout = Annotated[float, typer.Option("--timeout", metavar="SECONDS", parser=seconds,
@@ -439,12 +355,8 @@ def drain(
 
     if timeout <= 0:
         raise UsageError("--timeout must be positive")
-    backend = _drain_backend(inv, timeout)
-    try:
-        return inv.emit(run(backend, broker_id, save=save, dry_run=dry_run, force=force,  # type: ignore[arg-type]
-                            timeout=timeout), views.drain)
-    finally:
-        backend.close()  # type: ignore[attr-defined]
+    moves = inv.backend(time.monotonic() + timeout).leadership
+    return inv.emit(run(moves, broker_id, save=save, dry_run=dry_run, force=force, timeout=timeout), views.drain)
 
 
 @command(app, "undrain")
@@ -472,9 +384,5 @@ def undrain(
     if timeout <= 0:
         raise UsageError("--timeout must be positive")
     read_file(source, broker_id)  # a bad file is exit 2 before anything is contacted
-    backend = _drain_backend(inv, timeout)
-    try:
-        return inv.emit(run(backend, broker_id, source, dry_run=dry_run, force=force,  # type: ignore[arg-type]
-                            timeout=timeout), views.key_values)
-    finally:
-        backend.close()  # type: ignore[attr-defined]
+    moves = inv.backend(time.monotonic() + timeout).leadership
+    return inv.emit(run(moves, broker_id, source, dry_run=dry_run, force=force, timeout=timeout), views.key_values)

@@ -16,11 +16,9 @@ app = typer.Typer(name="cluster", help="Cluster identity: the cluster id and met
 
 
 def live_id(inv: Invocation) -> tuple[str | None, str]:
-    if inv.settings.get("zookeeper"):
-        return inv.cluster().cluster_id(), "zookeeper /cluster/id"
-    if inv.settings.get("bootstrap-server") or inv.settings.get("bootstrap-controller"):
-        return inv.kraft().describe_cluster().cluster_id, "DescribeCluster"
-    return inv.cluster().cluster_id(), "zookeeper /cluster/id"  # raises the "no cluster given" error
+    """The live cluster's id and where it was read (ZooKeeper's /cluster/id, or DescribeCluster)."""
+    identity = inv.backend().identity
+    return identity.cluster_id(), identity.source
 
 
 @command(app, "id")

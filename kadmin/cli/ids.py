@@ -23,13 +23,6 @@ ReservedOpt = Annotated[int, typer.Option("--reserved-max", metavar="N", min=0,
                                           help="reserved.broker.max.id (new ids are seqid version + N).")]
 
 
-def zk_cluster(inv: Invocation):  # type: ignore[no-untyped-def]
-    inv.zookeeper_only("broker-id assignment keeps host-to-id mappings (/brokers/hosts) and /brokers/seqid in "
-                       "ZooKeeper, and KRaft has neither: node ids are static in KRaft mode (KIP-631 drops "
-                       "automatic broker-id assignment)", "set node.id in each node's configuration", code="config")
-    return inv.cluster()
-
-
 def _progress():  # type: ignore[no-untyped-def]
     from kadmin.render.progress import ScanProgress
 
@@ -49,7 +42,7 @@ def resolve(inv: Invocation, host: HostOpt, config_id: ConfigId = None, meta_pro
     from kadmin.services import ids as svc
 
     with _progress() as progress:
-        return inv.emit(svc.resolve(zk_cluster(inv), host, config_id, meta_properties, reserved_max, progress),
+        return inv.emit(svc.resolve(inv.backend().broker_ids, host, config_id, meta_properties, reserved_max, progress),
                         views.ids_decision)
 
 
@@ -66,7 +59,7 @@ def claim(inv: Invocation, host: HostOpt, config_id: ConfigId = None, meta_prope
     from kadmin.services import ids as svc
 
     with _progress() as progress:
-        return inv.emit(svc.claim(zk_cluster(inv), host, config_id, meta_properties, reserved_max, dry_run,
+        return inv.emit(svc.claim(inv.backend().broker_ids, host, config_id, meta_properties, reserved_max, dry_run,
                                   progress), views.ids_decision)
 
 
@@ -76,7 +69,7 @@ def missing(inv: Invocation) -> int:
     from kadmin.services import ids as svc
 
     with _progress() as progress:
-        return inv.emit(svc.missing(zk_cluster(inv), progress), views.ids_missing)
+        return inv.emit(svc.missing(inv.backend().broker_ids, progress), views.ids_missing)
 
 
 @command(app, "hosts")
@@ -84,7 +77,7 @@ def hosts(inv: Invocation) -> int:
     """Every host mapping: its id, whether that id is registered now, and from which host."""
     from kadmin.services import ids as svc
 
-    return inv.emit(svc.hosts(zk_cluster(inv)), views.ids_hosts)
+    return inv.emit(svc.hosts(inv.backend().broker_ids), views.ids_hosts)
 
 
 @command(app, "map")
@@ -96,7 +89,7 @@ def map_(inv: Invocation, host: Annotated[str, typer.Argument(metavar="HOST")],
     """Point HOST at broker ID. Refuses (exit 7) an id registered from another host unless --force."""
     from kadmin.services import ids as svc
 
-    return inv.emit(svc.map_host(zk_cluster(inv), host, broker_id, force, dry_run), views.key_values)
+    return inv.emit(svc.map_host(inv.backend().broker_ids, host, broker_id, force, dry_run), views.key_values)
 
 
 @command(app, "unmap")
@@ -105,7 +98,7 @@ def unmap(inv: Invocation, host: Annotated[str, typer.Argument(metavar="HOST")],
     """Delete HOST's mapping (version-checked)."""
     from kadmin.services import ids as svc
 
-    return inv.emit(svc.unmap_host(zk_cluster(inv), host, dry_run), views.key_values)
+    return inv.emit(svc.unmap_host(inv.backend().broker_ids, host, dry_run), views.key_values)
 
 
 @command(app, "gc")
@@ -126,4 +119,4 @@ def gc(inv: Invocation,
             from kadmin.errors import UsageError
 
             raise UsageError("give --dry-run or --apply, not both (--apply is the default now)")
-    return inv.emit(svc.gc(zk_cluster(inv), not dry_run), views.ids_gc)
+    return inv.emit(svc.gc(inv.backend().broker_ids, not dry_run), views.ids_gc)

@@ -20,12 +20,10 @@ until the next release, and change nothing.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import inspect
 import math
 import sys
-import time
 import traceback
 from collections.abc import Callable
 from enum import StrEnum
@@ -36,13 +34,14 @@ import typer
 from kadmin import interrupts
 from kadmin.cli.help import HelpCommand
 from kadmin.config import MAX_TIMEOUT, ConnectionSettings, Sourced, resolve
-from kadmin.errors import ConfigError, KadminError, UsageError
+from kadmin.errors import KadminError, UsageError
 from kadmin.exit_codes import CHECK_COMMANDS, ExitCode, Verdict, verdict
 from kadmin.render import Renderer
 from kadmin.render.views import ViewFn
 from kadmin.results import Result
 
 if TYPE_CHECKING:
+    from kadmin.cluster.connect import Backend
     from kadmin.domain.partitions import TopicFilter
 
 
@@ -234,8 +233,7 @@ class Invocation:
         self._given = given
         self._context = context
         self._settings: ConnectionSettings | None = None
-        self._cluster: Any = None
-        self._kraft: Any = None
+        self._backend: Backend | None = None
 
     @property
     def settings(self) -> ConnectionSettings:
@@ -253,43 +251,17 @@ class Invocation:
                     self.renderer.note(line)
         return self._settings
 
-    def kraft_mode(self) -> bool:
-        """The settings reach a cluster over the Kafka protocol only (--bootstrap-server or
-        --bootstrap-controller without --zookeeper): a KRaft cluster, as open_cluster chooses."""
-        s = self.settings
-        return not s.get("zookeeper") and bool(s.get("bootstrap-server") or s.get("bootstrap-controller"))
+    def backend(self, deadline: float | None = None) -> Backend:
+        """The cluster's capabilities, in the mode the settings name (kadmin/cluster/connect.py decides it),
+        each opened on first use and closed with the invocation. `deadline` (time.monotonic()) bounds
+        connecting: a wait's --timeout covers reaching the cluster too. Lost and regained connections are
+        said on stderr."""
+        if self._backend is None:
+            from kadmin.cluster.connect import open_backend
 
-    def zookeeper_only(self, why: str, instead: str | None = None, code: str = "kraft_unsupported") -> None:
-        """Exit 3 in one line naming this command when the cluster is reached as KRaft: `why` says what the
-        command reads or writes in ZooKeeper that KRaft has no counterpart for, `instead` what to use."""
-        if self.kraft_mode():
-            raise ConfigError(f"{self.command} needs ZooKeeper mode (--zookeeper): {why}"
-                              + (f"; {instead}" if instead else ""), code=code)
-
-    def cluster(self, deadline: float | None = None) -> Any:
-        """The cluster, opened on first use. `deadline` (time.monotonic()) bounds connecting: a wait's
-        --timeout covers reaching the cluster too. Lost and regained connections are said on stderr."""
-        if self._cluster is None:
-            from kadmin.cluster.connect import open_cluster
-
-            s = self.settings
-            if s.get("bootstrap-controller") and not s.get("bootstrap-server") and not s.get("zookeeper"):
-                raise ConfigError(f"{self.command} reads partitions, topic configs and live brokers, which only "
-                                  "brokers serve: the controllers (--bootstrap-controller) do not answer for them "
-                                  "(KIP-919); give --bootstrap-server", code="needs_bootstrap_server")
-
-            timeout = None if deadline is None else max(deadline - time.monotonic(), 0.001)
-            self._cluster = open_cluster(self.settings, log=self.renderer.note if self.verbose else None,
-                                         timeout=timeout, on_connection=self.renderer.note)
-        return self._cluster
-
-    def kraft(self) -> Any:
-        """A KRaft client for --bootstrap-server / --bootstrap-controller, closed with the invocation."""
-        if self._kraft is None:
-            from kadmin.cluster.connect import kraft_client
-
-            self._kraft = kraft_client(self.settings, log=self.renderer.note if self.verbose else None)
-        return self._kraft
+            self._backend = open_backend(self.settings, self.command, log=self.renderer.note if self.verbose else None,
+                                         deadline=deadline, on_connection=self.renderer.note)
+        return self._backend
 
     def deprecated(self, option: str, instead: str) -> None:
         """One line on stderr: `option` still works for one more release; `instead` says what to do now."""
@@ -303,14 +275,9 @@ class Invocation:
         return int(self.renderer.emit(result, view))
 
     def close(self) -> None:
-        if self._kraft is not None:
-            with contextlib.suppress(Exception):
-                self._kraft.close()
-            self._kraft = None
-        if self._cluster is not None:
-            with contextlib.suppress(Exception):  # closing must never mask the result
-                self._cluster.close()
-            self._cluster = None
+        if self._backend is not None:
+            self._backend.close()  # each capability's close; never masks the result
+            self._backend = None
 
 
 def _old_timeout(inv: Invocation, both: bool) -> None:

@@ -49,7 +49,7 @@ def list_(
     """
     f = svc.Filters(topic, broker, under_replicated, offline, under_min_isr, at_min_isr)
     with ScanProgress() as progress:
-        result = svc.list_partitions(inv.cluster(), f, progress=progress, min_isr_default=min_isr_default)
+        result = svc.list_partitions(inv.backend().partitions, f, progress=progress, min_isr_default=min_isr_default)
     return inv.emit(result, views.partitions_list)
 
 
@@ -65,6 +65,6 @@ def check(inv: Invocation, topics: TopicPatterns = None, min_isr_default: MinIsr
     could not be read. Topics queued for deletion are left out, as Kafka's controller leaves them out.
     """
     with ScanProgress() as progress:
-        result = svc.check(inv.cluster(), progress=progress, min_isr_default=min_isr_default,
+        result = svc.check(inv.backend().partitions, progress=progress, min_isr_default=min_isr_default,
                            wanted=topic_filter(topics))
     return inv.emit(result, views.partitions_check)

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from enum import Enum
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from kadmin.cli.options import INT64_MAX, Invocation, command
-from kadmin.errors import ConfigError, UsageError
+from kadmin.errors import UsageError
 from kadmin.render import views
 from kadmin.render.quorum_text import DEFAULT_TOOL_FORMAT, TOOL_FORMATS
+
+if TYPE_CHECKING:
+    from kadmin.domain.quorum import QuorumState
 
 ToolFormat = Enum("ToolFormat", {"v" + f.replace(".", "_"): f for f in TOOL_FORMATS}, type=str)  # type: ignore[misc]
 
@@ -18,17 +21,9 @@ app = typer.Typer(name="quorum", help="Metadata quorum status and replication la
                   no_args_is_help=True)
 
 
-def load(inv: Invocation) -> tuple[Any, int]:
+def load(inv: Invocation) -> tuple[QuorumState, int]:
     """(QuorumState, now in ms) from the ZooKeeper ensemble or the KRaft cluster the settings name."""
-    from kadmin.cluster import connect
-
-    log = inv.renderer.note if inv.verbose else None
-    if inv.settings.get("zookeeper"):
-        return connect.zookeeper_quorum(inv.settings, log)
-    if inv.settings.get("bootstrap-server") or inv.settings.get("bootstrap-controller"):
-        return inv.kraft().describe_quorum()  # type: ignore[no-any-return]
-    raise ConfigError("You must specify either --bootstrap-controller or --bootstrap-server "
-                      "(or --zookeeper for a ZooKeeper ensemble)")
+    return inv.backend().quorum.describe_quorum()
 
 
 @command(app, "describe")

@@ -1,12 +1,24 @@
-"""The interface the services use. Implementations return domain models, never library objects."""
+"""The seam between the services and a cluster: typed capabilities, and the Backend that holds a mode's.
+
+A service names in its signature the capability it needs (a Protocol below: Partitions, Registrations,
+BrokerEpochs, LeadershipMoves, ControllerLinks, BrokerIds, QuorumSource, Unregistration,
+ClusterIdentity). kadmin/cluster/connect.py's `open_backend` decides the mode, once, and builds a
+Backend whose properties hand out that mode's implementations, opened on first use. A capability the
+mode (or the address given) lacks is absent: asking for it raises the one exit-3 error naming the
+command and what to use instead. Implementations return domain values, never library objects.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+import contextlib
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Literal, Protocol, TypeVar
 
-from kadmin.domain.models import Broker, Controller, Coverage, Generation, PartitionState, Stat
+from kadmin.domain.drain import Key, PartitionView
+from kadmin.domain.models import Broker, Controller, Coverage, Generation, PartitionState, Registered, Stat
+from kadmin.domain.quorum import QuorumState
+from kadmin.errors import ConfigError
 from kadmin.results import Problem, Progress
 
 
@@ -74,15 +86,63 @@ class Contention(Exception):
     """A conditional write lost a race (a version or existence check failed): read again and retry."""
 
 
-class Cluster(Protocol):
+Mode = Literal["zookeeper", "kraft"]
+# a Problem code that is a warning, not a read error: no broker answered DescribeConfigs, so min ISR
+# came from ZooKeeper and --min-isr-default (ZooKeeper mode with --bootstrap-server)
+MIN_ISR_FALLBACK = "min_isr_fallback"
+Note = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class RegistrationTick:
+    """The registered brokers at one moment (`resynced`: read again whole after a lost connection).
+    `fencing`: "none" in ZooKeeper mode (no such state), "listed" when fenced brokers are listed with
+    their state (DescribeCluster v2+), "unlisted" when only unfenced ones are (DescribeCluster v0-v1)."""
+
+    brokers: dict[int, Registered]
+    fencing: Literal["none", "listed", "unlisted"]
+    version: int | None = None  # the DescribeCluster version (KRaft)
+    problems: list[Problem] = field(default_factory=list)
+    resynced: bool = False
+
+
+@dataclass(frozen=True)
+class KraftBroker:
+    id: int
+    host: str
+    port: int
+    rack: str | None
+    fenced: bool | None  # None: unknown (DescribeCluster below v2 lists only unfenced brokers: False)
+
+
+@dataclass(frozen=True)
+class ClusterDescription:
+    cluster_id: str | None
+    controller_id: int
+    brokers: list[KraftBroker]
+    version: int
+
+
+def error_name(code: int) -> str:
+    """Kafka's name for an error code (`STALE_BROKER_EPOCH`), read from kafka-python on first use."""
+    from kadmin.cluster.kafka import error_name as name
+
+    return name(code)
+
+
+@dataclass(frozen=True)
+class ShutdownReply:
+    version: int
+    error_code: int
+    remaining: list[tuple[str, int]]
+
+
+# ---------------------------------------------------------------------------------------------- capabilities
+class Partitions(Protocol):
+    """Partition state, live brokers and the controller: both modes (KRaft: through brokers)."""
+
     mode: str
     description: str
-
-    def list_brokers(self) -> BrokerListing: ...
-
-    def get_broker(self, broker_id: int) -> tuple[Broker | None, list[Problem]]: ...
-
-    def watch_brokers(self, timeout: float | None) -> Iterator[WatchTick]: ...
 
     # min_isr_default: the operator's --min-isr-default (None: not given). ZooKeeper mode takes it (else 1) as
     # the brokers' static level, which ZooKeeper does not keep; KRaft only for a broker whose levels it cannot read
@@ -101,10 +161,9 @@ class Cluster(Protocol):
     # The registered brokers that may lead (ZooKeeper: registered; KRaft: registered and unfenced), read now
     def live_brokers(self, fresh: bool = True) -> frozenset[int]: ...
 
-    # What the rolling-bounce commands read in both modes (ZkCluster: ZooKeeper; KraftCluster: the Kafka
-    # protocol). watch_states yields every key's ISR now, then as it changes (ZooKeeper: watches; KRaft:
-    # polling with backoff); None for a partition that cannot be read. A key whose ISR is `settled` is
-    # yielded that once and no longer followed (neither re-read nor polled).
+    # watch_states yields every key's ISR now, then as it changes (ZooKeeper: watches; KRaft: polling with
+    # backoff); None for a partition that cannot be read. A key whose ISR is `settled` is yielded that once
+    # and no longer followed (neither re-read nor polled).
     def watch_states(self, keys: Sequence[tuple[str, int]], timeout: float | None,
                      settled: Callable[[tuple[int, ...]], bool] | None = None,
                      ) -> Iterator[list[tuple[tuple[str, int], tuple[int, ...] | None]]]: ...
@@ -113,4 +172,193 @@ class Cluster(Protocol):
 
     def controller(self) -> tuple[Controller | None, list[Problem]]: ...
 
+
+class Registrations(Protocol):
+    """Broker registrations in both modes (ZooKeeper: /brokers/ids and watches on it; KRaft: DescribeCluster
+    with fenced brokers, polled with backoff). `epochs`: a registration carries its broker epoch;
+    `fencing`: it carries a fenced state."""
+
+    epochs: bool
+    fencing: bool
+
+    def registrations(self) -> RegistrationTick: ...
+
+    # The registrations now, then as they change, until `timeout` (None: forever). The first read must
+    # succeed; `on_note` hears how the changes are followed (KRaft: the polling interval, a failed poll).
+    def watch_registrations(self, timeout: float | None, on_note: Note | None = None) -> Iterator[RegistrationTick]:
+        ...
+
+
+class BrokerEpochs(Protocol):
+    """ZooKeeper mode: the registration znodes with their epochs (czxid) and /controller."""
+
+    description: str
+
+    def list_brokers(self) -> BrokerListing: ...
+
+    def get_broker(self, broker_id: int) -> tuple[Broker | None, list[Problem]]: ...
+
+    def watch_brokers(self, timeout: float | None) -> Iterator[WatchTick]: ...
+
+    def controller(self) -> tuple[Controller | None, list[Problem]]: ...
+
+
+class EpochsAndPartitions(BrokerEpochs, Partitions, Protocol):
+    """What a ZooKeeper-mode controlled shutdown reads: the registrations, /controller and the partitions."""
+
+
+class LeadershipMoves(Protocol):
+    """Reorder replicas and elect preferred leaders (`brokers drain`/`undrain`): the Kafka protocol through
+    brokers (AdminDrain), or Kafka's admin znodes in ZooKeeper mode (ZkDrain)."""
+
+    mode: str  # how the moves are asked for, recorded in the drain file: "protocol" or "zookeeper"
+    where: str
+
+    def partitions(self, in_flight: bool = True) -> list[PartitionView]: ...
+
+    def reassign(self, plan: Mapping[Key, tuple[int, ...]]) -> dict[Key, str]: ...
+
+    def reassigned(self, keys: Iterable[Key]) -> bool: ...
+
+    def elect_preferred(self, keys: Iterable[Key]) -> dict[Key, str]: ...
+
+    # Whether a new election may be asked for now (ZooKeeper: /admin/preferred_replica_election is gone)
+    def election_free(self) -> bool: ...
+
     def close(self) -> None: ...
+
+
+class ControllerLink(Protocol):
+    def controlled_shutdown(self, broker_id: int, broker_epoch: int) -> ShutdownReply: ...
+
+    def close(self) -> None: ...
+
+
+class ControllerLinks(Protocol):
+    """ZooKeeper mode: connections to the active controller for ControlledShutdown (API key 7)."""
+
+    security_protocol: str
+
+    def connect(self, address: str, node_id: int) -> ControllerLink: ...
+
+
+class BrokerIds(Protocol):
+    """ZooKeeper mode: broker-id assignment state (/brokers/hosts, /brokers/seqid) and its writes."""
+
+    def id_state(self, with_assignments: bool = True, progress: Progress | None = None) -> IdState: ...
+
+    # One ZooKeeper multi: bump /brokers/hosts (version-checked), optionally consume /brokers/seqid versions,
+    # then create, update or (broker_id None) delete /brokers/hosts/<host>. Contention when a check fails.
+    def write_mapping(self, host: str, broker_id: int | None, *, hosts_version: int, mapping_version: int | None,
+                      seqid_version: int | None = None, seqid_steps: int = 1) -> None: ...
+
+
+class QuorumSource(Protocol):
+    """The metadata quorum: KRaft's DescribeQuorum, or the ZooKeeper ensemble's four-letter words."""
+
+    def describe_quorum(self) -> tuple[QuorumState, int]: ...
+
+
+class Unregistration(Protocol):
+    """KRaft: UnregisterBroker (KIP-631), and the registrations to check first."""
+
+    controllers: bool  # reached through --bootstrap-controller (which cannot list the brokers, KIP-919)
+
+    def describe_brokers(self) -> ClusterDescription: ...
+
+    def unregister_broker(self, broker_id: int) -> None: ...
+
+
+class ClusterIdentity(Protocol):
+    source: str  # where the id is read: "zookeeper /cluster/id", "DescribeCluster"
+
+    def cluster_id(self) -> str | None: ...
+
+
+# ---------------------------------------------------------------------------------------------- the backend
+@dataclass(frozen=True)
+class Missing:
+    """Why a mode lacks a capability, for the exit-3 message: "<command> <why>; <instead>"."""
+
+    why: str
+    instead: str = ""
+    code: str = "kraft_unsupported"
+
+    def error(self, command: str) -> ConfigError:
+        return ConfigError(f"{command} {self.why}" + (f"; {self.instead}" if self.instead else ""), code=self.code)
+
+
+T = TypeVar("T")
+Maker = Callable[[], object]
+
+
+class Backend:
+    """A mode's capabilities, opened on first use and closed together. Built only by connect.open_backend."""
+
+    def __init__(self, mode: Mode, command: str, makers: Mapping[str, Maker],
+                 missing: Mapping[str, Missing]) -> None:
+        self.mode = mode
+        self.command = command
+        self._makers = dict(makers)
+        self._missing = dict(missing)
+        self._open: dict[str, object] = {}
+
+    def _get(self, name: str, kind: type[T]) -> T:
+        if name not in self._open:
+            if name not in self._makers:
+                raise self._missing.get(name, Missing(f"cannot use this cluster for {name}")).error(self.command)
+            self._open[name] = self._makers[name]()
+        return self._open[name]  # type: ignore[return-value]
+
+    @property
+    def partitions(self) -> Partitions:
+        return self._get("partitions", Partitions)  # type: ignore[type-abstract]
+
+    @property
+    def registrations(self) -> Registrations:
+        return self._get("registrations", Registrations)  # type: ignore[type-abstract]
+
+    @property
+    def epochs(self) -> EpochsAndPartitions:
+        return self._get("epochs", EpochsAndPartitions)  # type: ignore[type-abstract]
+
+    @property
+    def leadership(self) -> LeadershipMoves:
+        return self._get("leadership", LeadershipMoves)  # type: ignore[type-abstract]
+
+    @property
+    def controller_links(self) -> ControllerLinks:
+        return self._get("controller_links", ControllerLinks)  # type: ignore[type-abstract]
+
+    @property
+    def broker_ids(self) -> BrokerIds:
+        return self._get("broker_ids", BrokerIds)  # type: ignore[type-abstract]
+
+    @property
+    def quorum(self) -> QuorumSource:
+        return self._get("quorum", QuorumSource)  # type: ignore[type-abstract]
+
+    @property
+    def unregistration(self) -> Unregistration:
+        return self._get("unregistration", Unregistration)  # type: ignore[type-abstract]
+
+    @property
+    def identity(self) -> ClusterIdentity:
+        return self._get("identity", ClusterIdentity)  # type: ignore[type-abstract]
+
+    def require(self, name: str) -> None:
+        """Raise the exit-3 error now when the mode lacks `name` (a check before any work is done): a capability,
+        or "fencing" (registrations with a fenced state: KRaft)."""
+        if name not in self._makers:
+            raise self._missing.get(name, Missing(f"cannot use this cluster for {name}")).error(self.command)
+
+    def close(self) -> None:
+        """Close what was opened (each at most once: one object may serve several capabilities)."""
+        seen: set[int] = set()
+        for cap in reversed(list(self._open.values())):
+            close = getattr(cap, "close", None)
+            if close is not None and id(cap) not in seen:
+                seen.add(id(cap))
+                with contextlib.suppress(Exception):  # closing must never mask the result
+                    close()
+        self._open.clear()

@@ -1,16 +1,19 @@
-"""Choose and open a cluster backend from the connection settings; say which and why with -v."""
+"""Open a cluster backend from the connection settings (the one place the mode is decided); say which with -v."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from kadmin.cluster.base import Backend, Missing
 from kadmin.config import ConnectionSettings, parse_auth
 from kadmin.errors import ConfigError, KadminError, UsageError, WrongChroot
 
 if TYPE_CHECKING:
-    from kadmin.cluster.base import Cluster
+    from kadmin.cluster.base import ControllerLink, Partitions
+    from kadmin.cluster.kraft import KraftClient
     from kadmin.cluster.zookeeper import ZkConnection
+    from kadmin.domain.quorum import QuorumState
 
 
 def split_connect_string(value: str) -> tuple[str, str]:
@@ -69,58 +72,214 @@ def _sasl_available() -> bool:
         return False
 
 
-def open_cluster(settings: ConnectionSettings, log: Callable[[str], None] | None = None,
-                 timeout: float | None = None, on_connection: Callable[[str], None] | None = None) -> Cluster:
-    """Open the backend the settings name: THE one place the mode is chosen. ZooKeeper mode when a
-    ZooKeeper is given, else the Kafka protocol (KraftCluster) with --bootstrap-server; commands the
-    Kafka-protocol backend does not serve yet fail there with exit 3, naming themselves. The settings
-    hold the address of one source only (kadmin.config resolve: a flag-given --bootstrap-server is not
-    overruled by KADMIN_ZOOKEEPER), so "a ZooKeeper is given" means given where it takes precedence.
+ZK_ONLY = "needs ZooKeeper mode (--zookeeper): "
+# What a KRaft cluster lacks, said per command where the command has its own reason (else per capability)
+EPOCHS_BY_COMMAND = {
+    "brokers show": Missing(ZK_ONLY + "it shows the registration znode /brokers/ids/ID (its JSON, raw data and "
+                            "stat), and KRaft keeps registrations in the metadata log, not in znodes",
+                            "use `kadmin brokers list` (DescribeCluster: endpoint, rack, fenced) or, on a controller "
+                            "host, `kadmin brokers list --metadata-dir DIR` (epoch, incarnation id)"),
+    "brokers max-epoch": Missing(ZK_ONLY + "the broker epoch is the czxid of /brokers/ids/ID, and KRaft serves no "
+                                 "broker epoch over the Kafka protocol (DescribeCluster has none)",
+                                 "on a controller host `kadmin brokers list --metadata-dir DIR` shows each broker's "
+                                 "epoch"),
+    "brokers diff": Missing("needs broker epochs to tell a bounce, and DescribeCluster (KRaft) carries none: on "
+                            "KRaft, diff offline listings (`brokers list --metadata-dir DIR -o json`) with "
+                            "--metadata-dir DIR or --to FILE", code="config"),
+    "brokers wait": Missing("--epoch-gt needs the broker epoch, which DescribeCluster does not carry (KRaft): on "
+                            "KRaft wait --fenced then --unfenced after a restart (or read epochs offline with "
+                            "`brokers list --metadata-dir`)", code="no_broker_epoch"),
+    "brokers shutdown": Missing(ZK_ONLY + "it sends the epoch-fenced ControlledShutdown request to a ZooKeeper-mode "
+                                "controller, and KRaft has no such request (a KRaft broker shuts down through its own "
+                                "heartbeats to the controller quorum)",
+                                "move its leaderships with `kadmin brokers drain ID`, then stop the broker itself "
+                                "(SIGTERM runs Kafka's own controlled shutdown)"),
+}
+EPOCHS_MISSING = Missing(ZK_ONLY + "it reads the registration znodes /brokers/ids/* (with their epochs), which KRaft "
+                         "does not keep (registrations live in the controllers' metadata log)",
+                         "use `kadmin brokers list` (DescribeCluster) or `brokers list --metadata-dir DIR`")
+IDS_MISSING = Missing(ZK_ONLY + "broker-id assignment keeps host-to-id mappings (/brokers/hosts) and /brokers/seqid in "
+                      "ZooKeeper, and KRaft has neither: node ids are static in KRaft mode (KIP-631 drops automatic "
+                      "broker-id assignment)", "set node.id in each node's configuration", code="config")
+BROKERS_ONLY = Missing("reads partitions, topic configs and live brokers, which only brokers serve: the controllers "
+                       "(--bootstrap-controller) do not answer for them (KIP-919); give --bootstrap-server",
+                       code="needs_bootstrap_server")
+DRAIN_BROKERS_ONLY = Missing("talks to brokers (Metadata, AlterPartitionReassignments, ElectLeaders), which the "
+                             "controllers (--bootstrap-controller) do not serve: give --bootstrap-server, not "
+                             "--bootstrap-controller", code="needs_bootstrap_server")
+NO_DESCRIBE = Missing("cannot list the brokers through the controllers: the controllers (--bootstrap-controller) do "
+                      "not describe the brokers (KIP-919: a controller lists only the controllers); use "
+                      "--bootstrap-server", code="controllers_list_no_brokers")
+UNREGISTER_KRAFT_ONLY = Missing("is a KRaft operation (UnregisterBroker): give --bootstrap-server; in ZooKeeper mode "
+                                "a registration goes when the broker's session ends", code="config")
+NO_FENCING = Missing("--fenced and --unfenced wait for a KRaft broker state: give --bootstrap-server (in ZooKeeper "
+                     "mode a broker is registered or not)", code="kraft_only")
+NO_CLUSTER = ("no cluster given: use --bootstrap-server/-b HOST:PORT[,...] or KADMIN_BOOTSTRAP_SERVER (KRaft), "
+              "--zookeeper/-z HOST:PORT[/chroot] or KADMIN_ZOOKEEPER (ZooKeeper mode), or --context NAME")
 
-    `timeout` (a command's own deadline) caps the connection timeout; `on_connection` hears, in one
-    line each, that the connection was lost and that it is back.
+
+def open_backend(settings: ConnectionSettings, command: str, log: Callable[[str], None] | None = None,
+                 deadline: float | None = None, on_connection: Callable[[str], None] | None = None) -> Backend:
+    """The backend the settings name: THE one place the mode is decided. ZooKeeper mode when a ZooKeeper is
+    given, else KRaft over the Kafka protocol (--bootstrap-server, or --bootstrap-controller for what the
+    controllers serve). The settings hold the address of one source only (kadmin.config resolve: a
+    flag-given --bootstrap-server is not overruled by KADMIN_ZOOKEEPER), so "a ZooKeeper is given" means
+    given where it takes precedence. Nothing is contacted until a capability is first used.
+
+    `deadline` (time.monotonic(); a command's own) caps each connection's timeout; `on_connection` hears,
+    in one line each, that a ZooKeeper connection was lost and that it is back. `command` names the
+    command in the exit-3 error of a capability the mode lacks.
     """
-    zk = settings.get("zookeeper")
-    if zk:
-        from kadmin.cluster.zookeeper import ZkCluster
+    import time
 
-        conn = zk_connection(settings, timeout)
-        if log:
-            log(f"backend: ZooKeeper mode, {conn.where}, because zookeeper came from {settings.source('zookeeper')}")
-        # With --bootstrap-server too, min.insync.replicas comes from the brokers (DescribeConfigs: their
-        # static server.properties value included), ZooKeeper and --min-isr-default when none answers.
-        kafka = None
-        if settings.get("bootstrap-server"):
-            import dataclasses
+    def left() -> float | None:
+        return None if deadline is None else max(deadline - time.monotonic(), 0.001)
 
-            brokers_only = {k: v for k, v in settings.values.items() if k != "bootstrap-controller"}
-            kafka = kraft_client(dataclasses.replace(settings, values=brokers_only))
-            if log:
-                log(f"min.insync.replicas: DescribeConfigs via --bootstrap-server {settings.get('bootstrap-server')} "
-                    f"(from {settings.source('bootstrap-server')}), else ZooKeeper and --min-isr-default")
-        try:
-            return ZkCluster(conn, on_connection=on_connection, kafka=kafka).start()
-        except BaseException:
-            if kafka is not None:
-                kafka.close()
-            raise
+    def capped() -> float:
+        t = left()
+        return settings.connect_timeout if t is None else min(settings.connect_timeout, t)
+
+    server, controller = settings.get("bootstrap-server"), settings.get("bootstrap-controller")
+    opened: dict[str, object] = {}
+
+    def once(name: str, make: Callable[[], object]) -> Callable[[], object]:
+        def get() -> object:
+            if name not in opened:
+                opened[name] = make()
+            return opened[name]
+        return get
+
+    kraft = once("kraft", lambda: kraft_client(settings, log=log))
+    missing: dict[str, Missing] = {"epochs": EPOCHS_BY_COMMAND.get(command, EPOCHS_MISSING),
+                                   "controller_links": EPOCHS_BY_COMMAND.get(command, EPOCHS_MISSING),
+                                   "broker_ids": IDS_MISSING}
+    if settings.get("zookeeper"):
+        zk = once("zk", lambda: _zk_cluster(settings, log, left(), on_connection))
+
+        def drain() -> object:
+            if server:
+                from kadmin.cluster.drain import AdminDrain
+
+                return AdminDrain(str(server), _client_config(settings), capped())
+            from kadmin.cluster.drain import ZkDrain
+
+            return ZkDrain(zk())  # type: ignore[arg-type]  # zk() is typed object: it opens lazily
+
+        makers: dict[str, Callable[[], object]] = {
+            "partitions": zk, "registrations": zk, "epochs": zk, "broker_ids": zk, "identity": zk,
+            "leadership": drain,
+            "controller_links": lambda: _controller_links(settings, capped()),
+            "quorum": lambda: ZkEnsemble(settings, log),
+        }
+        if server or controller:
+            makers["unregistration"] = kraft
+        else:
+            missing["unregistration"] = UNREGISTER_KRAFT_ONLY
+        missing["fencing"] = NO_FENCING
+        return Backend("zookeeper", command, makers, missing)
+    if server:
+        def cluster() -> object:
+            from kadmin.cluster.kraft_cluster import KraftCluster
+
+            return KraftCluster(kraft())  # type: ignore[arg-type]
+
+        def registrations() -> object:
+            from kadmin.cluster.kraft_cluster import KraftRegistrations
+
+            return KraftRegistrations(kraft())  # type: ignore[arg-type]
+
+        def admin_drain() -> object:
+            from kadmin.cluster.drain import AdminDrain
+
+            return AdminDrain(str(server), _client_config(settings), capped())
+
+        regs = once("registrations", registrations)
+        makers = {"partitions": once("cluster", cluster), "registrations": regs, "fencing": regs,
+                  "leadership": admin_drain, "quorum": kraft, "unregistration": kraft, "identity": kraft}
+        return Backend("kraft", command, makers, missing)
+    if controller:
+        missing.update(partitions=BROKERS_ONLY, registrations=NO_DESCRIBE, fencing=NO_DESCRIBE,
+                       leadership=DRAIN_BROKERS_ONLY)
+        return Backend("kraft", command, {"quorum": kraft, "unregistration": kraft, "identity": kraft}, missing)
+    raise ConfigError(NO_CLUSTER)
+
+
+def open_cluster(settings: ConnectionSettings, log: Callable[[str], None] | None = None,
+                 timeout: float | None = None, on_connection: Callable[[str], None] | None = None) -> Partitions:
+    """The partitions capability alone, for library use and tests: `open_backend(...).partitions`, opened
+    now (closing it closes its connections)."""
+    import time
+
+    deadline = None if timeout is None else time.monotonic() + timeout
+    return open_backend(settings, "this command", log, deadline, on_connection).partitions
+
+
+def _client_config(settings: ConnectionSettings) -> dict[str, Any]:
+    """kafka-python's configuration from --command-config (Kafka's client properties)."""
+    from kadmin.cluster.kafka import client_config
+    from kadmin.config import read_properties
+
+    path = settings.get("command-config")
+    return client_config(read_properties(path) if path else {})
+
+
+def _zk_cluster(settings: ConnectionSettings, log: Callable[[str], None] | None, timeout: float | None,
+                on_connection: Callable[[str], None] | None) -> object:
+    from kadmin.cluster.zookeeper import ZkCluster
+
+    conn = zk_connection(settings, timeout)
+    if log:
+        log(f"backend: ZooKeeper mode, {conn.where}, because zookeeper came from {settings.source('zookeeper')}")
+    # With --bootstrap-server too, min.insync.replicas comes from the brokers (DescribeConfigs: their
+    # static server.properties value included), ZooKeeper and --min-isr-default when none answers.
+    kafka = None
     if settings.get("bootstrap-server"):
-        # KRaft (or any cluster reached over the Kafka protocol): partition state from the brokers.
-        from kadmin.cluster.kraft_cluster import KraftCluster
+        import dataclasses
 
-        return KraftCluster(kraft_client(settings, log=log))
-    if settings.get("bootstrap-controller"):
-        raise ConfigError(
-            "this command reads what the brokers serve (partitions, configs, live brokers); controllers "
-            "(--bootstrap-controller) do not answer it: give --bootstrap-server", code="needs_bootstrap_server"
-        )
-    raise ConfigError(
-        "no cluster given: use --bootstrap-server/-b HOST:PORT[,...] or KADMIN_BOOTSTRAP_SERVER (KRaft), "
-        "--zookeeper/-z HOST:PORT[/chroot] or KADMIN_ZOOKEEPER (ZooKeeper mode), or --context NAME"
-    )
+        brokers_only = {k: v for k, v in settings.values.items() if k != "bootstrap-controller"}
+        kafka = kraft_client(dataclasses.replace(settings, values=brokers_only))
+        if log:
+            log(f"min.insync.replicas: DescribeConfigs via --bootstrap-server {settings.get('bootstrap-server')} "
+                f"(from {settings.source('bootstrap-server')}), else ZooKeeper and --min-isr-default")
+    try:
+        return ZkCluster(conn, on_connection=on_connection, kafka=kafka).start()
+    except BaseException:
+        if kafka is not None:
+            kafka.close()
+        raise
 
 
-def zookeeper_quorum(settings: ConnectionSettings, log: Callable[[str], None] | None = None) -> tuple[Any, int]:
+class KafkaControllerLinks:
+    """ControlledShutdown connections to the active controller, configured by --command-config."""
+
+    def __init__(self, config: dict[str, Any], timeout: float) -> None:
+        self.config = config
+        self.timeout = timeout
+        self.security_protocol = str(config["security_protocol"])
+
+    def connect(self, address: str, node_id: int) -> ControllerLink:
+        from kadmin.cluster.kafka import ControllerConnection
+
+        return ControllerConnection(address, node_id, self.config, self.timeout)
+
+
+def _controller_links(settings: ConnectionSettings, timeout: float) -> KafkaControllerLinks:
+    return KafkaControllerLinks(_client_config(settings), timeout)
+
+
+class ZkEnsemble:
+    """The ZooKeeper ensemble as a metadata quorum (QuorumSource): each member's four-letter words."""
+
+    def __init__(self, settings: ConnectionSettings, log: Callable[[str], None] | None) -> None:
+        self.settings = settings
+        self.log = log
+
+    def describe_quorum(self) -> tuple[QuorumState, int]:
+        return zookeeper_quorum(self.settings, self.log)
+
+
+def zookeeper_quorum(settings: ConnectionSettings, log: Callable[[str], None] | None = None,
+                     ) -> tuple[QuorumState, int]:
     """The ZooKeeper ensemble named by --zookeeper as a metadata quorum, and the time it was read (ms).
 
     Every member of the connection string is asked `srvr` and `conf` (and `mntr`) on its own
@@ -173,21 +332,42 @@ def zookeeper_quorum(settings: ConnectionSettings, log: Callable[[str], None] | 
     return dataclasses.replace(q, cluster_id=cluster_id), now_ms
 
 
-def kraft_client(settings: ConnectionSettings, log: Callable[[str], None] | None = None) -> Any:
+def kraft_client(settings: ConnectionSettings, log: Callable[[str], None] | None = None) -> KraftClient:
     """A KRaftClient for --bootstrap-server or --bootstrap-controller (exactly one)."""
-    from kadmin.cluster.kafka import client_config
     from kadmin.cluster.kraft import KraftClient
-    from kadmin.config import read_properties
 
     server, controller = settings.get("bootstrap-server"), settings.get("bootstrap-controller")
     if server and controller:
         raise UsageError("give only one of --bootstrap-server and --bootstrap-controller")
     if not server and not controller:
-        raise ConfigError("You must specify either --bootstrap-controller or --bootstrap-server.")
-    path = settings.get("command-config")
-    cfg = client_config(read_properties(path) if path else {})
+        raise ConfigError(NO_CLUSTER)
+    cfg = _client_config(settings)
     if log:
         which = "bootstrap-controller" if controller else "bootstrap-server"
         log(f"backend: KRaft via {which} {server or controller} (from {settings.source(which)})")
     return KraftClient(str(server or controller), cfg, settings.connect_timeout, controllers=bool(controller))
 
+
+
+if TYPE_CHECKING:  # mypy proves each implementation has the capability the backend hands it out as
+    from kadmin.cluster.base import (
+        BrokerIds,
+        ClusterIdentity,
+        EpochsAndPartitions,
+        LeadershipMoves,
+        QuorumSource,
+        Registrations,
+        Unregistration,
+    )
+    from kadmin.cluster.base import ControllerLinks as _Links
+    from kadmin.cluster.drain import AdminDrain, ZkDrain
+    from kadmin.cluster.kraft_cluster import KraftCluster, KraftRegistrations
+    from kadmin.cluster.zookeeper import ZkCluster
+
+    def _conforms(zk: ZkCluster, kraft: KraftClient, kc: KraftCluster, kr: KraftRegistrations, admin: AdminDrain,
+                  zkd: ZkDrain, links: KafkaControllerLinks, ensemble: ZkEnsemble) -> None:
+        _zk: tuple[Partitions, Registrations, EpochsAndPartitions, BrokerIds, ClusterIdentity] = (zk, zk, zk, zk, zk)
+        _kraft: tuple[Partitions, Registrations, QuorumSource, Unregistration, ClusterIdentity] = (
+            kc, kr, kraft, kraft, kraft)
+        _moves: tuple[LeadershipMoves, LeadershipMoves] = (admin, zkd)
+        _other: tuple[_Links, QuorumSource] = (links, ensemble)

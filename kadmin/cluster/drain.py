@@ -1,12 +1,13 @@
 """Leadership drain: the cluster side (reorder replicas, elect preferred leaders, read leaders).
 
-Two backends with one interface (`DrainBackend` in kadmin/services/drain.py):
+Two implementations of the LeadershipMoves capability (kadmin/cluster/base.py):
 - `AdminDrain`: the Kafka protocol through kafka-python 3.x's admin client (Metadata,
   ListPartitionReassignments 46, AlterPartitionReassignments 45, ElectLeaders 43). KRaft, and ZooKeeper
   mode when --bootstrap-server is given (Kafka 2.4+ serves these APIs in ZooKeeper mode too).
 - `ZkDrain`: ZooKeeper mode with --zookeeper only: Kafka's admin znodes /admin/reassign_partitions and
   /admin/preferred_replica_election (JSON `{"version":1,"partitions":[{"topic","partition"}]}`), which
-  the 3.9 controller still watches.
+  the 3.9 controller still watches; read and created through the ZkCluster's retried, translated znode
+  methods (`ZkAdminZnodes`), never a kazoo handle: a refused or lost znode is a kadmin error (exit 4).
 """
 
 from __future__ import annotations
@@ -14,11 +15,14 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from kadmin.cluster.kafka import _translate, bootstrap_failures, bootstrap_reason, error_name
+from kadmin.cluster.kafka import bootstrap_failures, bootstrap_reason, error_name, translate
 from kadmin.domain.drain import Key, PartitionView
-from kadmin.errors import ClusterUnreachable, KadminError
+from kadmin.errors import KadminError, Unsupported
+
+if TYPE_CHECKING:
+    from kadmin.cluster.base import PartitionScan
 
 REASSIGN_ZNODE = "/admin/reassign_partitions"
 ELECTION_ZNODE = "/admin/preferred_replica_election"
@@ -43,20 +47,18 @@ class AdminDrain:
                                               bootstrap_timeout_ms=self.timeout_ms, **config)
             except KafkaError as e:
                 why = bootstrap_reason(failures, sasl=str(config.get("security_protocol", "")).startswith("SASL"))
-                raise (why(bootstrap) if why else _translate(e, bootstrap)) from e
+                raise (why(bootstrap) if why else translate(e, bootstrap)) from e
             except OSError as e:
-                raise ClusterUnreachable(f"cannot reach {bootstrap}: {e}") from e
+                raise translate(e, bootstrap) from e
 
     def _call(self, what: str, fn: Any, *args: Any, **kw: Any) -> Any:
         from kafka.errors import KafkaError
 
         try:
             return fn(*args, **kw)
-        except KafkaError as e:
-            err = _translate(e, self.where)
+        except (KafkaError, OSError) as e:
+            err = translate(e, self.where, what, lacks=Unsupported)
             raise type(err)(f"{what}: {err.message}") from e
-        except OSError as e:
-            raise ClusterUnreachable(f"{what}: lost {self.where}: {e}") from e
 
     def partitions(self, in_flight: bool = True) -> list[PartitionView]:
         """Every partition's replicas, ISR, leader and offline replicas (Metadata v5+: fenced, unregistered or
@@ -91,6 +93,9 @@ class AdminDrain:
     def reassigned(self, keys: Iterable[Key]) -> bool:
         return not (set(keys) & self.in_flight())
 
+    def election_free(self) -> bool:
+        return True  # ElectLeaders may be asked at any time
+
     def elect_preferred(self, keys: Iterable[Key]) -> dict[Key, str]:
         """ElectLeaders (PREFERRED): {key: error name} except NONE and ELECTION_NOT_NEEDED."""
         by_topic: dict[str, list[int]] = {}
@@ -114,14 +119,33 @@ class AdminDrain:
             self.admin.close()
 
 
+class ZkAdminZnodes(Protocol):
+    """What ZkDrain needs of a ZkCluster: the partition scan and Kafka's admin znodes, each read and write
+    retried and its errors translated to kadmin's (kadmin/cluster/zookeeper/reads.py)."""
+
+    @property
+    def description(self) -> str: ...
+
+    def scan_partitions(self) -> PartitionScan: ...
+
+    def read_znode(self, path: str) -> bytes | None: ...
+
+    def znode_exists(self, path: str) -> bool: ...
+
+    def create_znode(self, path: str, data: bytes) -> bool: ...
+
+
+def _doc(partitions: list[dict[str, Any]]) -> bytes:
+    return json.dumps({"version": 1, "partitions": partitions}, separators=(",", ":")).encode()
+
+
 class ZkDrain:
-    """ZooKeeper mode through Kafka's admin znodes (a ZkCluster's kazoo client)."""
+    """ZooKeeper mode through Kafka's admin znodes (a ZkCluster's retried, translated znode methods)."""
 
     mode = "zookeeper"
 
-    def __init__(self, cluster: Any) -> None:
+    def __init__(self, cluster: ZkAdminZnodes) -> None:
         self.cluster = cluster
-        self.zk = cluster.zk
         self.where = cluster.description
 
     def partitions(self, in_flight: bool = True) -> list[PartitionView]:
@@ -142,11 +166,8 @@ class ZkDrain:
         return {p.key for p in self.partitions() if p.reassigning}
 
     def _znode_partitions(self) -> set[Key]:
-        from kazoo.exceptions import NoNodeError
-
-        try:
-            data, _ = self.zk.get(REASSIGN_ZNODE)
-        except NoNodeError:
+        data = self.cluster.read_znode(REASSIGN_ZNODE)
+        if data is None:
             return set()
         try:
             return {(str(x["topic"]), int(x["partition"])) for x in json.loads(data or b"{}").get("partitions", [])}
@@ -155,39 +176,30 @@ class ZkDrain:
 
     def reassign(self, plan: Mapping[Key, tuple[int, ...]]) -> dict[Key, str]:
         """Create /admin/reassign_partitions (Kafka's JSON); it exists already → a reassignment is in flight."""
-        from kazoo.exceptions import NodeExistsError
-
         if not plan:
             return {}
-        doc = {"version": 1, "partitions": [{"topic": t, "partition": p, "replicas": list(r)}
-                                            for (t, p), r in sorted(plan.items())]}
-        try:
-            self.zk.create(REASSIGN_ZNODE, json.dumps(doc, separators=(",", ":")).encode(), makepath=True)
-        except NodeExistsError:
+        doc = _doc([{"topic": t, "partition": p, "replicas": list(r)} for (t, p), r in sorted(plan.items())])
+        if not self.cluster.create_znode(REASSIGN_ZNODE, doc):
             return {k: "REASSIGNMENT_IN_PROGRESS (/admin/reassign_partitions exists)" for k in plan}
         return {}
 
     def reassigned(self, keys: Iterable[Key]) -> bool:
         """The controller deletes /admin/reassign_partitions once it has applied (or completed) it."""
-        return self.zk.exists(REASSIGN_ZNODE) is None
+        return not self.cluster.znode_exists(REASSIGN_ZNODE)
 
     def elect_preferred(self, keys: Iterable[Key]) -> dict[Key, str]:
         """Create /admin/preferred_replica_election; the controller deletes it when done. Kafka gives no
         per-partition answer here: what did not move is seen when the leaders are read again."""
-        from kazoo.exceptions import NodeExistsError
-
         ks = sorted(keys)
         if not ks:
             return {}
-        doc = {"version": 1, "partitions": [{"topic": t, "partition": p} for t, p in ks]}
-        try:
-            self.zk.create(ELECTION_ZNODE, json.dumps(doc, separators=(",", ":")).encode(), makepath=True)
-        except NodeExistsError:
+        if not self.cluster.create_znode(ELECTION_ZNODE, _doc([{"topic": t, "partition": p} for t, p in ks])):
             return {k: "ELECTION_IN_PROGRESS (/admin/preferred_replica_election exists)" for k in ks}
         return {}
 
-    def elected(self) -> bool:
-        return self.zk.exists(ELECTION_ZNODE) is None
+    def election_free(self) -> bool:
+        """One /admin/preferred_replica_election at a time: free once the controller has deleted it."""
+        return not self.cluster.znode_exists(ELECTION_ZNODE)
 
     def close(self) -> None:
         pass  # the ZkCluster is the invocation's, closed with it

@@ -10,10 +10,10 @@ import contextlib
 import functools
 import logging
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from kadmin.errors import AuthFailed, ClusterUnreachable, KadminError, Unsupported
+from kadmin.cluster.base import ShutdownReply
+from kadmin.errors import AuthFailed, ClusterUnreachable, KadminError, Rejected, Unsupported
 
 _log = logging.getLogger("kafka")
 _log.addHandler(logging.NullHandler())
@@ -136,13 +136,6 @@ def bootstrap_reason(failures: list[BaseException], sasl: bool) -> Callable[[str
     return None
 
 
-@dataclass(frozen=True)
-class ShutdownReply:
-    version: int
-    error_code: int
-    remaining: list[tuple[str, int]]
-
-
 class ControllerConnection:
     """A connection to one broker (the active controller), for ZooKeeper-mode controller APIs."""
 
@@ -164,9 +157,9 @@ class ControllerConnection:
                 )
             except KafkaError as e:
                 why = bootstrap_reason(failures, sasl=str(config.get("security_protocol", "")).startswith("SASL"))
-                raise (why(bootstrap) if why else _translate(e, bootstrap)) from e
+                raise (why(bootstrap) if why else translate(e, bootstrap, peer="the controller")) from e
             except OSError as e:
-                raise ClusterUnreachable(f"cannot reach the controller at {bootstrap}: {e}") from e
+                raise translate(e, bootstrap, peer="the controller") from e
 
     def controlled_shutdown(self, broker_id: int, broker_epoch: int) -> ShutdownReply:
         """Send ControlledShutdown at the highest version both sides speak (v1-v3; v2+ carry the epoch)."""
@@ -181,10 +174,13 @@ class ControllerConnection:
         m = self.admin._manager
         try:
             resp = m.run(m.send, req, self.node_id)
-        except KafkaError as e:
-            raise _translate(e, self.bootstrap) from e
-        except OSError as e:
-            raise ClusterUnreachable(f"lost the controller at {self.bootstrap}: {e}") from e
+        except (KafkaError, OSError) as e:
+            err = translate(e, self.bootstrap, "ControlledShutdown", peer="the controller")
+            if err.code == "unsupported_version":
+                err = Unsupported(f"the broker at {self.bootstrap} does not support ControlledShutdown (Kafka 4.0 "
+                                  "removed it; KRaft clusters shut down through BrokerHeartbeat)",
+                                  code="unsupported_version")
+            raise err from e
         remaining = [(p.topic_name, p.partition_index) for p in resp.remaining_partitions]
         return ShutdownReply(int(req.API_VERSION or resp.API_VERSION or 0), int(resp.error_code), remaining)
 
@@ -193,14 +189,23 @@ class ControllerConnection:
             self.admin.close()
 
 
-def _translate(e: Exception, where: str) -> KadminError:
+def translate(e: BaseException, where: str, api: str | None = None, peer: str = "",
+              lacks: type[KadminError] = Rejected) -> KadminError:
+    """THE translation of a kafka-python (or socket) exception into kadmin's errors, for every Kafka-protocol
+    client of kadmin: KRaft reads and min ISR (kraft.py), drain (drain.py) and controlled shutdown (here).
+    `where` is the address, `api` the request (for "does not support"), `peer` who is there ("the
+    controller"), for the message. Unreachable, timed out or lost: ClusterUnreachable (exit 4); refused
+    authentication or authorization: AuthFailed (exit 4); an API the node lacks: `lacks` (Rejected, exit 6,
+    for reads that may fall back; Unsupported, exit 8, for an operation) with code `unsupported_version`;
+    anything else: KadminError."""
     from kafka import errors as ke
 
-    if isinstance(e, (ke.KafkaConnectionError, ke.NodeNotReadyError, ke.KafkaTimeoutError, ke.RequestTimedOutError)):
-        return ClusterUnreachable(f"cannot reach the controller at {where}: {type(e).__name__}")
+    at = f"{peer} at {where}" if peer else where
+    if isinstance(e, (OSError, ke.KafkaConnectionError, ke.NodeNotReadyError, ke.KafkaTimeoutError,
+                      ke.RequestTimedOutError)):
+        return ClusterUnreachable(f"cannot reach {at}: {type(e).__name__} {e}".rstrip())
     if isinstance(e, (ke.SaslAuthenticationFailedError, ke.ClusterAuthorizationFailedError)):
-        return AuthFailed(f"the controller at {where} refused us: {e}")
+        return AuthFailed(f"{at} refused us: {e}")
     if isinstance(e, ke.IncompatibleBrokerVersion):
-        return Unsupported(f"the broker at {where} does not support ControlledShutdown (Kafka 4.0 removed it; "
-                           "KRaft clusters shut down through BrokerHeartbeat)", code="unsupported_version")
-    return KadminError(f"the controller at {where} failed: {type(e).__name__}: {e}")
+        return lacks(f"{at} does not support {api or 'this request'}", code="unsupported_version")
+    return KadminError(f"{at}: {type(e).__name__}: {e}")

@@ -13,10 +13,10 @@ import contextlib
 import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from kadmin.cluster.kafka import ERROR_NAMES, error_name
+from kadmin.cluster.base import ClusterDescription, KraftBroker
+from kadmin.cluster.kafka import ERROR_NAMES, error_name, translate
 from kadmin.domain.addresses import host_port
 from kadmin.domain.quorum import QuorumState, ReplicaState
 from kadmin.errors import AuthFailed, ClusterUnreachable, ConfigError, KadminError, NotFound, Rejected
@@ -37,7 +37,8 @@ def uuid_text(value: Any) -> str | None:
     text; text already in Kafka's form is kept. The zero Uuid prints as Kafka prints it,
     `AAAAAAAAAAAAAAAAAAAAAA`; None (kafka-python reads a zero Uuid off the wire as None) stays
     None. A caller whose contract says null for the zero Uuid checks for ZERO_UUID_TEXT itself.
-    The one Uuid formatter of kadmin (metadata records use it too)."""
+    Metadata records use it too; the history pipeline's columnar reader (kraft_fast.py) formats the
+    same text inline, for speed."""
     if value is None:
         return None
     if isinstance(value, uuid.UUID):
@@ -55,23 +56,6 @@ def uuid_text(value: Any) -> str | None:
 
 def endpoint_text(name: str, host: str, port: int) -> str:
     return f"{name}://[{host}]:{port}" if ":" in host else f"{name}://{host}:{port}"
-
-
-@dataclass(frozen=True)
-class KraftBroker:
-    id: int
-    host: str
-    port: int
-    rack: str | None
-    fenced: bool | None  # None: unknown (DescribeCluster below v2 lists only unfenced brokers: False)
-
-
-@dataclass(frozen=True)
-class ClusterDescription:
-    cluster_id: str | None
-    controller_id: int
-    brokers: list[KraftBroker]
-    version: int
 
 
 class _Connection:
@@ -107,16 +91,8 @@ class _Connection:
 
         try:
             return self.manager.run(go, request)
-        except (ke.KafkaConnectionError, ke.NodeNotReadyError, ke.KafkaTimeoutError, ke.RequestTimedOutError,
-                OSError) as e:
-            raise ClusterUnreachable(f"cannot reach {self.address}: {type(e).__name__} {e}".rstrip()) from e
-        except (ke.SaslAuthenticationFailedError, ke.ClusterAuthorizationFailedError) as e:
-            raise AuthFailed(f"{self.address} refused us: {e}") from e
-        except ke.IncompatibleBrokerVersion as e:
-            raise Rejected(f"{self.address} does not support {type(request).__name__.removesuffix('Request')}",
-                           code="unsupported_version") from e
-        except ke.KafkaError as e:
-            raise KadminError(f"{self.address}: {type(e).__name__}: {e}") from e
+        except (ke.KafkaError, OSError) as e:
+            raise translate(e, self.address, type(request).__name__.removesuffix("Request")) from e
 
     def close(self) -> None:
         try:
@@ -130,6 +106,8 @@ class KraftClient:
     """A KRaft cluster reached through brokers (`--bootstrap-server`) or controllers
     (`--bootstrap-controller`)."""
 
+    source = "DescribeCluster"  # where cluster_id() reads the id (ClusterIdentity)
+
     def __init__(self, bootstrap: str, config: Mapping[str, Any], timeout: float, controllers: bool) -> None:
         self.addresses = [a.strip() for a in bootstrap.split(",") if a.strip()]
         self.config = dict(config)
@@ -137,17 +115,21 @@ class KraftClient:
         self.controllers = controllers
         self._conns: dict[str, _Connection] = {}
 
-    def _conn(self, address: str) -> _Connection:
+    def _conn(self, address: str) -> _Connection:  # one connection per address, reused
         if address not in self._conns:
             self._conns[address] = _Connection(address, self.config, self.timeout)
         return self._conns[address]
 
-    def _send_any(self, make: Any) -> tuple[str, Any]:
+    def send_to(self, address: str, request: Any) -> Any:
+        """Send `request` to the node at `address` (not a bootstrap address: a broker's advertised one)."""
+        return self._conn(address).send(request)
+
+    def send_any(self, make: Any) -> tuple[str, Any]:
         """Send to the first bootstrap address that answers (a new request object each time)."""
         last: Exception | None = None
         for address in self.addresses:
             try:
-                return address, self._conn(address).send(make())
+                return address, self.send_to(address, make())
             except ClusterUnreachable as e:
                 last = e
         raise ClusterUnreachable(f"no bootstrap {'controller' if self.controllers else 'server'} answered "
@@ -170,9 +152,9 @@ class KraftClient:
                 return DescribeClusterRequest(min_version=1, **kw)
             return DescribeClusterRequest(include_fenced_brokers=True, **kw)
 
-        address, resp = self._send_any(make)
+        address, resp = self.send_any(make)
         if resp.error_code:
-            raise self._error(resp.error_code, getattr(resp, "error_message", None), address, "DescribeCluster")
+            raise self.rejected(resp.error_code, getattr(resp, "error_message", None), address, "DescribeCluster")
         version = int(resp.version)
         # Below v2 (Kafka 3.x) a broker lists only the brokers that are alive, i.e. unfenced (KRaft
         # metadata cache's getAliveBrokerNodes), and controllers list themselves: a listed node is
@@ -184,6 +166,9 @@ class KraftClient:
         ]
         return ClusterDescription(resp.cluster_id, int(resp.controller_id), brokers, version)
 
+    def cluster_id(self) -> str | None:
+        return self.describe_cluster().cluster_id
+
     def describe_brokers(self) -> ClusterDescription:
         """The brokers' registrations (with fenced ones from DescribeCluster v2). Through controllers it
         asks for the BROKER endpoint type; the controllers refuse (MISMATCHED_ENDPOINT_TYPE, KIP-919: they
@@ -192,7 +177,7 @@ class KraftClient:
             return self.describe_cluster()
         from kafka.protocol.admin.cluster import DescribeClusterRequest
 
-        address, resp = self._send_any(lambda: DescribeClusterRequest(
+        address, resp = self.send_any(lambda: DescribeClusterRequest(
             min_version=1, include_cluster_authorized_operations=False, endpoint_type=ENDPOINT_BROKERS,
             include_fenced_brokers=True))
         if resp.error_code == MISMATCHED_ENDPOINT_TYPE:
@@ -200,7 +185,7 @@ class KraftClient:
                               "answered DescribeCluster with MISMATCHED_ENDPOINT_TYPE (KIP-919: a controller lists "
                               "only the controllers); use --bootstrap-server", code="controllers_list_no_brokers")
         if resp.error_code:
-            raise self._error(resp.error_code, getattr(resp, "error_message", None), address, "DescribeCluster")
+            raise self.rejected(resp.error_code, getattr(resp, "error_message", None), address, "DescribeCluster")
         version = int(resp.version)
         brokers = [KraftBroker(int(b.broker_id), str(b.host), int(b.port), b.rack,
                                bool(b.is_fenced) if version >= 2 else False) for b in resp.brokers]
@@ -219,7 +204,7 @@ class KraftClient:
         last_error: KadminError | None = None
         for address in addresses:
             try:
-                resp = self._conn(address).send(_quorum_request())
+                resp = self.send_to(address, _quorum_request())
             except ClusterUnreachable as e:
                 last_error = e
                 continue
@@ -236,7 +221,7 @@ class KraftClient:
     def _quorum_state(self, resp: Any, cluster_id: str | None, address: str) -> QuorumState:
         version = int(resp.version)
         if resp.error_code:
-            raise self._error(resp.error_code, getattr(resp, "error_message", None) if version >= 2 else None,
+            raise self.rejected(resp.error_code, getattr(resp, "error_message", None) if version >= 2 else None,
                               address, "DescribeQuorum")
         topics = [t for t in resp.topics if t.topic_name == METADATA_TOPIC]
         parts = [p for t in topics for p in t.partitions if p.partition_index == 0]
@@ -245,7 +230,7 @@ class KraftClient:
         p = parts[0]
         if p.error_code:
             msg = getattr(p, "error_message", None) if version >= 2 else None
-            raise self._error(p.error_code, msg, address, "DescribeQuorum")
+            raise self.rejected(p.error_code, msg, address, "DescribeQuorum")
         endpoints: dict[int, tuple[str, ...]] = {}
         if version >= 2:
             for n in resp.nodes:
@@ -284,15 +269,16 @@ class KraftClient:
     def unregister_broker(self, broker_id: int) -> None:
         from kadmin.cluster.messages import UnregisterBrokerRequest
 
-        address, resp = self._send_any(lambda: UnregisterBrokerRequest(broker_id=broker_id))
+        address, resp = self.send_any(lambda: UnregisterBrokerRequest(broker_id=broker_id))
         if resp.error_code == BROKER_ID_NOT_REGISTERED:  # an unknown id: exit 1 as everywhere, not "rejected"
             raise NotFound(f"UnregisterBroker at {address}: {error_name(resp.error_code)}: broker {broker_id} is not "
                            "registered", code="broker_id_not_registered")
         if resp.error_code:
-            raise self._error(resp.error_code, resp.error_message, address, "UnregisterBroker")
+            raise self.rejected(resp.error_code, resp.error_message, address, "UnregisterBroker")
 
     @staticmethod
-    def _error(code: int, message: str | None, address: str, api: str) -> KadminError:
+    def rejected(code: int, message: str | None, address: str, api: str) -> KadminError:
+        """The error for an error code in an answer: AuthFailed for an authorization error, else Rejected."""
         detail = f"{api} at {address}: {error_name(code)}" + (f" ({message})" if message else "")
         if code in AUTH_ERRORS:
             return AuthFailed(detail)

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from kadmin.cluster.base import BrokerListing, PartitionScan, PartitionStream, WatchTick
+from kadmin.cluster.base import PartitionScan, PartitionStream, RegistrationTick
 from kadmin.cluster.kafka import error_name
 from kadmin.cluster.kraft import ClusterDescription, KraftClient, uuid_text
 from kadmin.cluster.min_isr import min_isr_levels as min_isr_levels  # re-exported
@@ -24,8 +24,8 @@ from kadmin.cluster.min_isr import read_min_isr
 from kadmin.cluster.min_isr import source_name as source_name  # re-exported
 from kadmin.domain import partitions as rules
 from kadmin.domain.addresses import host_port
-from kadmin.domain.models import Broker, Controller, Coverage, MinIsrConfig, PartitionState
-from kadmin.errors import AuthFailed, ConfigError, KadminError, Rejected
+from kadmin.domain.models import Controller, Coverage, MinIsrConfig, PartitionState, Registered
+from kadmin.errors import AuthFailed, ClusterUnreachable, KadminError, Rejected
 from kadmin.results import Problem, Progress
 
 PAGE_PARTITIONS = 2000  # DescribeTopicPartitions' ResponsePartitionLimit (Kafka's default)
@@ -43,9 +43,10 @@ def replica_list(value: Any) -> tuple[int, ...] | None:
 
 
 class KraftCluster:
-    """A KRaft cluster read through its brokers (`--bootstrap-server`)."""
+    """A KRaft cluster's partitions, read through its brokers (`--bootstrap-server`): the Partitions capability."""
 
     mode = "kraft"
+
     def __init__(self, client: KraftClient) -> None:
         self.client = client
         self.description = f"KRaft via --bootstrap-server {','.join(client.addresses)}"
@@ -73,31 +74,6 @@ class KraftCluster:
     def live_brokers(self, fresh: bool = False) -> frozenset[int]:
         """Registered and unfenced brokers: those TopicCommand counts as live (DescribeCluster's nodes)."""
         return frozenset(b.id for b in self.describe(fresh).brokers if not b.fenced)
-
-    # ------------------------------------------------------------------ registrations: not on this seam yet
-    def _unsupported(self, what: str, instead: str = "") -> ConfigError:
-        """Exit 3 in one line. It starts "this command", which the CLI replaces with the command's name."""
-        return ConfigError(f"this command needs ZooKeeper mode (--zookeeper): it reads {what}, which KRaft does not "
-                           "keep (registrations live in the controllers' metadata log)"
-                           + (f"; {instead}" if instead else ""), code="kraft_unsupported")
-
-    def __getattr__(self, name: str) -> Any:
-        """Any other ZooKeeper-mode operation (znodes, id mappings, controlled shutdown): exit 3, one line."""
-        if name.startswith("__"):
-            raise AttributeError(name)
-        raise self._unsupported(f"ZooKeeper znodes ({name.replace('_', ' ')})")
-
-    def list_brokers(self) -> BrokerListing:
-        raise self._unsupported("the registration znodes /brokers/ids/* (with their epochs)",
-                                "use `kadmin brokers list` (DescribeCluster) or `brokers list --metadata-dir DIR`")
-
-    def get_broker(self, broker_id: int) -> tuple[Broker | None, list[Problem]]:
-        raise self._unsupported(f"the registration znode /brokers/ids/{broker_id} (its epoch is the znode's czxid)",
-                                "use `kadmin brokers list` (DescribeCluster) or `brokers list --metadata-dir DIR`")
-
-    def watch_brokers(self, timeout: float | None) -> Iterator[WatchTick]:
-        raise self._unsupported("ZooKeeper watches on /brokers/ids",
-                                "`kadmin brokers watch --bootstrap-server` polls DescribeCluster instead")
 
     # ------------------------------------------------------------------ coverage
     def coverage(self, brokers: Sequence[int] | None = None) -> Coverage:
@@ -132,7 +108,7 @@ class KraftCluster:
         """Every partition in the log dirs of the broker at `address` (future replicas included)."""
         from kafka.protocol.admin.cluster import DescribeLogDirsRequest as Req
 
-        resp = self.client._conn(address).send(Req(topics=None))
+        resp = self.client.send_to(address, Req(topics=None))
         version = int(resp.version)
         code = int(getattr(resp, "error_code", 0) or 0)
         if code:
@@ -168,7 +144,7 @@ class KraftCluster:
                 return Req(**kw)
 
             try:
-                address, resp = self.client._send_any(make)
+                address, resp = self.client.send_any(make)
             except Rejected as e:
                 if e.code != "unsupported_version" or cursor is not None:
                     raise
@@ -200,16 +176,16 @@ class KraftCluster:
             topics = [Req.MetadataRequestTopic(name=n) for n in names] if names else Req.ALL_TOPICS
             return Req(topics=topics, allow_auto_topic_creation=False)
 
-        return self.client._send_any(make)
+        return self.client.send_any(make)
 
     def reassignments(self) -> dict[tuple[str, int], tuple[tuple[int, ...], tuple[int, ...]]]:
         """Reassignments in flight: (topic, partition) -> (adding, removing)."""
         from kafka.protocol.admin.topics import ListPartitionReassignmentsRequest as Req
 
-        address, resp = self.client._send_any(
+        address, resp = self.client.send_any(
             lambda: Req(timeout_ms=int(self.client.timeout * 1000), topics=None))
         if resp.error_code:
-            raise self.client._error(resp.error_code, resp.error_message, address, "ListPartitionReassignments")
+            raise self.client.rejected(resp.error_code, resp.error_message, address, "ListPartitionReassignments")
         return {(t.name, int(p.partition_index)): (tuple(p.adding_replicas), tuple(p.removing_replicas))
                 for t in resp.topics for p in t.partitions}
 
@@ -336,6 +312,57 @@ class KraftCluster:
             pause = max(0.0, due - at)
             sleep(pause if left is None else min(pause, left))
             interval = min(interval * 2, POLL_MAX)
+
+    def close(self) -> None:
+        self.client.close()
+
+
+class KraftRegistrations:
+    """Broker registrations over the Kafka protocol (the Registrations capability): DescribeCluster with fenced
+    brokers (v2, KIP-1073), polled with backoff for a watch or a wait. No broker epoch (DescribeCluster
+    has none); below v2 a fenced broker is not listed at all."""
+
+    epochs = False
+    fencing = True
+
+    def __init__(self, client: KraftClient, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep, first: float = 0.25, ceiling: float = 2.0) -> None:
+        self.client = client
+        self._clock = clock
+        self._sleep = sleep
+        self._first = first
+        self._ceiling = ceiling
+
+    def registrations(self) -> RegistrationTick:
+        d = self.client.describe_brokers()
+        return RegistrationTick({b.id: Registered(b.id, host=b.host, port=b.port, rack=b.rack, fenced=b.fenced)
+                                 for b in d.brokers}, "listed" if d.version >= 2 else "unlisted", d.version)
+
+    def watch_registrations(self, timeout: float | None,
+                            on_note: Callable[[str], None] | None = None) -> Iterator[RegistrationTick]:
+        """DescribeCluster answers, the first at once, then polled with backoff (`first` ×1.5 up to `ceiling`
+        seconds) until `timeout` (None: forever). The first look must succeed; a later one that fails (a
+        bootstrap broker went away) is said through `on_note` and retried."""
+        from kadmin.domain.kraft_registrations import backoff
+
+        start = self._clock()
+        yield self.registrations()
+        if on_note is not None:
+            on_note(f"polling DescribeCluster every {self._first:g}s, backing off to every {self._ceiling:g}s")
+        interval: float | None = None
+        while True:
+            interval = backoff(interval, self._first, self._ceiling)
+            if timeout is not None:
+                left = timeout - (self._clock() - start)
+                if left <= 0:
+                    return
+                interval = min(interval, left)
+            self._sleep(interval)
+            try:
+                yield self.registrations()
+            except ClusterUnreachable as e:
+                if on_note is not None:
+                    on_note(f"DescribeCluster failed, retrying: {e.message}")
 
     def close(self) -> None:
         self.client.close()

@@ -106,14 +106,6 @@ class MetadataRecordDecoder:
         self.empty: dict[int, Mapping[str, Any]] = {int(s["apiKey"]): s for s in EMPTY_RECORDS}
         self.controls: dict[int, type[ApiData]] = dict(CONTROL_RECORDS)
 
-    def record_name(self, api_key: int) -> str | None:
-        """The schema name of a metadata record api key, whatever its version; None if unknown."""
-        if api_key in self.records:
-            return str(self.records[api_key].name)
-        if api_key in self.empty:
-            return str(self.empty[api_key]["name"])
-        return None
-
     def __call__(self, api_key: int, version: int, body: bytes) -> DecodedValue | None:
         return self.decode_record(api_key, version, body)
 

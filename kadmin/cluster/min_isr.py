@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kadmin.cluster.base import MIN_ISR_FALLBACK
 from kadmin.cluster.kafka import error_name
 from kadmin.domain.addresses import host_port
 from kadmin.domain.models import MinIsrConfig
@@ -25,7 +26,7 @@ TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKE
 STATIC_SOURCE = "static"  # the brokers' static value, as they report it: no --min-isr-default needed
 # a Problem code that is a warning, not a read error: no broker answered DescribeConfigs, so min ISR
 # came from ZooKeeper and --min-isr-default (ZooKeeper mode with --bootstrap-server)
-FALLBACK = "min_isr_fallback"
+FALLBACK = MIN_ISR_FALLBACK
 
 
 def source_name(source: int, broker_id: int | None) -> str | None:
@@ -69,9 +70,9 @@ def describe_configs(client: Any, address: str | None, resources: list[tuple[int
                               for rt, name in resources], include_synonyms=True)
 
     if address is None:
-        _, resp = client._send_any(make)
+        _, resp = client.send_any(make)
     else:
-        resp = client._conn(address).send(make())
+        resp = client.send_to(address, make())
     return list(resp.results)
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
-from kadmin.domain.models import Generation
+from kadmin.domain.models import Generation, Registered
 
 
 @dataclass(frozen=True)
@@ -109,3 +109,29 @@ def registration_events(
                 events.append(RegistrationEvent("updated", bid, cur.epoch, old.epoch))
     return events
 
+
+
+def registration_changes(before: Mapping[int, Registered], after: Mapping[int, Registered],
+                         last_epochs: Mapping[int, int] | None = None) -> list[dict[str, Any]]:
+    """`brokers watch`'s events between two readings of the registrations, in both modes (without `at`).
+
+    Registrations with a broker epoch (ZooKeeper mode) follow KIP-380 (registration_events: registered,
+    deregistered, bounced, updated); those without one (KRaft, DescribeCluster) follow their fenced
+    state and endpoint (kraft_registrations.poll_events: registered, unregistered, fenced, unfenced,
+    endpoint_changed), with `epoch` and `old_epoch` null and the state's keys after them."""
+    from kadmin.domain.addresses import host_port
+    from kadmin.domain.kraft_registrations import Seen, poll_events
+
+    if any(r.epoch is not None for r in (*before.values(), *after.values())):
+        def generations(regs: Mapping[int, Registered]) -> dict[int, Generation]:
+            return {i: Generation(r.epoch, r.mzxid or 0) for i, r in regs.items() if r.epoch is not None}
+
+        return [{"event": e.event, "id": e.id, "epoch": e.epoch, "old_epoch": e.old_epoch}
+                for e in registration_events(generations(before), generations(after), last_epochs)]
+
+    def seen(regs: Mapping[int, Registered]) -> dict[int, Seen]:
+        return {i: Seen(r.fenced, host_port(r.host or "", r.port or 0), r.rack) for i, r in regs.items()}
+
+    return [{"event": ev["event"], "id": ev["id"], "epoch": None, "old_epoch": None,
+             **{k: v for k, v in ev.items() if k not in ("event", "id")}}
+            for ev in poll_events(seen(before), seen(after))]

@@ -83,6 +83,23 @@ class Broker:
 
 
 @dataclass(frozen=True)
+class Registered:
+    """One broker registration as both modes show it. ZooKeeper mode: the registration znode (`broker`),
+    its czxid as the broker `epoch` (KIP-380) and its mzxid (a changed registration); `fenced` is None,
+    as ZooKeeper mode has no such state. KRaft over the Kafka protocol (DescribeCluster): `fenced`
+    (KIP-631), host, port and rack; `epoch` is None, as DescribeCluster serves none."""
+
+    id: int
+    host: str | None = None
+    port: int | None = None
+    rack: str | None = None
+    epoch: int | None = None
+    fenced: bool | None = None
+    mzxid: int | None = None
+    broker: Broker | None = None
+
+
+@dataclass(frozen=True)
 class Controller:
     """The content of /controller (ControllerZNode v1/v2)."""
 

@@ -126,13 +126,16 @@ def broker_events(data: list[dict[str, Any]]) -> View:
     )
 
 
+def brokers_wait_in_sync(data: dict[str, Any]) -> View:
+    """`brokers wait --in-sync`: the partitions still waiting for the broker. Plain output is one line:
+    `ID<TAB>in_sync<TAB>met|not-met<TAB>WAITING` (how many partitions still wait)."""
+    v = View(["TOPIC", "PARTITION"], [[w["topic"], w["partition"]] for w in data["waiting"]])
+    v.text = f"{data['broker_id']}\tin_sync\t{'met' if data['in_sync'] else 'not-met'}\t{len(data['waiting'])}\n"
+    return v
+
+
 def brokers_wait(data: dict[str, Any]) -> View:
-    """Plain output is one line: `ID<TAB>CONDITION<TAB>met|not-met<TAB>EPOCH` (--in-sync: the partitions still
-    waiting instead of the epoch)."""
-    if "in_sync" in data:  # --in-sync: the partitions still waiting for the broker
-        v = View(["TOPIC", "PARTITION"], [[w["topic"], w["partition"]] for w in data["waiting"]])
-        v.text = f"{data['broker_id']}\tin_sync\t{'met' if data['in_sync'] else 'not-met'}\t{len(data['waiting'])}\n"
-        return v
+    """Plain output is one line: `ID<TAB>CONDITION<TAB>met|not-met<TAB>EPOCH`."""
     v = key_values(data)
     v.text = (f"{data['broker_id']}\t{data['condition']}\t{'met' if data['met'] else 'not-met'}\t"
               f"{cell(data['epoch'])}\n")
@@ -146,7 +149,7 @@ def sandbox(data: dict[str, Any]) -> View:
         # real JVMs: one row per process (an epoch exists only in ZooKeeper mode)
         v = View(["ROLE", "ID", "PID", "PORT", "ALIVE", "REGISTERED", "EPOCH"],
                  [[p["role"], p["id"], p["pid"], p["port"], p["alive"], p["registered"],
-                   data["brokers"].get(p["id"], data["brokers"].get(str(p["id"]))) if p["role"] == "broker" else None]
+                   data["brokers"].get(p["id"]) if p["role"] == "broker" else None]
                   for p in data["processes"]])
     else:
         v = View(["ID", "EPOCH", "CONTROLLER"],

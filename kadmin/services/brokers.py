@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 from kadmin import interrupts
-from kadmin.cluster.base import Cluster
+from kadmin.cluster.base import BrokerEpochs, Registrations, RegistrationTick, Unregistration
 from kadmin.domain import epochs
 from kadmin.domain.addresses import host_port
-from kadmin.domain.models import Broker, Generation
+from kadmin.domain.models import Broker, Registered
 from kadmin.domain.znodes import INT32_MAX, INT64_MAX, INT64_MIN, loads_strict, show_value
-from kadmin.errors import ConditionNotMet, NotFound, UsageError
+from kadmin.errors import ConditionNotMet, ConfigError, NotFound, UsageError
 from kadmin.exit_codes import ExitCode
 from kadmin.results import Result
 
@@ -23,7 +23,7 @@ Clock = Callable[[], float]
 
 
 def broker_json(b: Broker) -> dict[str, Any]:
-    """The `brokers list` row: a JSON contract (keys pinned by a test)."""
+    """A registration znode as the `brokers list` row: a JSON contract (keys pinned by a test)."""
     r = b.registration
     return {
         "id": b.id,
@@ -43,20 +43,46 @@ def broker_json(b: Broker) -> dict[str, Any]:
     }
 
 
-def _warn_chroot_empty(brokers: list[Broker]) -> list[str]:
-    return [] if brokers else ["no brokers are registered (is the cluster down, or the chroot wrong?)"]
+def registration_json(r: Registered) -> dict[str, Any]:
+    """The `brokers list` row in both modes: the registration znode in full (ZooKeeper mode), or what
+    DescribeCluster serves (KRaft) with the same keys. DescribeCluster does not expose the broker epoch,
+    the registration's version, JMX port, listener names or features: those are null. `is_controller`
+    is null because KRaft brokers report a random alive broker as the controller (the active controller
+    is `kadmin quorum describe`'s leader). `state` is `fenced` or `active` there."""
+    if r.broker is not None:
+        return broker_json(r.broker)
+    return {
+        "id": r.id,
+        "host": r.host,
+        "port": r.port,
+        "rack": r.rack,
+        "endpoints": [host_port(r.host or "", r.port or 0)],
+        "listener_security_protocol_map": {},
+        "jmx_port": None,
+        "version": None,
+        "timestamp_ms": None,
+        "features": {},
+        "epoch": None,
+        "session": None,
+        "is_controller": None,
+        "state": "fenced" if r.fenced else "active",
+    }
 
 
-def list_brokers(cluster: Cluster) -> Result:
-    listing = cluster.list_brokers()
-    return Result(
-        data=[broker_json(b) for b in listing.brokers],
-        errors=listing.problems,
-        warnings=_warn_chroot_empty(listing.brokers),
-    )
+def list_brokers(regs: Registrations) -> Result:
+    """`brokers list`: every registration (KRaft: fenced ones too from DescribeCluster v2)."""
+    tick = regs.registrations()
+    warnings = []
+    if tick.fencing == "unlisted":
+        warnings.append(f"the cluster answers DescribeCluster v{tick.version}: fenced brokers are not listed "
+                        "(KIP-1073, Kafka 4.0+)")
+    if tick.fencing == "none" and not tick.brokers:
+        warnings.append("no brokers are registered (is the cluster down, or the chroot wrong?)")
+    rows = [registration_json(tick.brokers[i]) for i in sorted(tick.brokers)]
+    return Result(data=rows, errors=tick.problems, warnings=warnings)
 
 
-def show_broker(cluster: Cluster, broker_id: int) -> Result:
+def show_broker(cluster: BrokerEpochs, broker_id: int) -> Result:
     broker, problems = cluster.get_broker(broker_id)
     if broker is None:
         raise NotFound(f"broker {broker_id} is not registered")
@@ -69,7 +95,7 @@ def show_broker(cluster: Cluster, broker_id: int) -> Result:
     return Result(data=data, errors=problems)
 
 
-def max_epoch(cluster: Cluster) -> Result:
+def max_epoch(cluster: BrokerEpochs) -> Result:
     listing = cluster.list_brokers()
     found = epochs.max_broker_epoch({b.id: b.epoch for b in listing.brokers})
     data = {
@@ -130,7 +156,7 @@ def parse_saved_epochs(text: str, name: str) -> dict[int, int]:
     return out
 
 
-def diff(cluster: Cluster, before: Mapping[int, int], exit_code_on_change: bool = False) -> Result:
+def diff(cluster: BrokerEpochs, before: Mapping[int, int], exit_code_on_change: bool = False) -> Result:
     listing = cluster.list_brokers()
     after = {b.id: b.epoch for b in listing.brokers}
     d = epochs.classify(before, after)
@@ -165,89 +191,130 @@ def iso(ts: float) -> str:
 
 
 def watch(
-    cluster: Cluster,
+    regs: Registrations,
     count: int | None = None,
     timeout: float | None = None,
     initial: bool = False,
     clock: Clock = time.time,
-    on_resync: Callable[[str], None] | None = None,
+    on_note: Callable[[str], None] | None = None,
     asked: float | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """Registration events as they happen. Stops after `count` events or `timeout` seconds.
-
-    `asked` is the --timeout the user gave, for messages (`timeout` is what is left of it after connecting).
+    """Registration events as they happen, in both modes (kadmin.domain.epochs.registration_changes). Stops
+    after `count` events or `timeout` seconds. `asked` is the --timeout the user gave, for messages
+    (`timeout` is what is left of it after connecting).
 
     Raises ConditionNotMet when `count` was asked for and not reached in time.
     """
     emitted = 0
-    before: dict[int, Generation] | None = None
+    before: dict[int, Registered] | None = None
     last_epochs: dict[int, int] = {}
-    for tick in cluster.watch_brokers(timeout):
+    warned = False
+    for tick in regs.watch_registrations(timeout, on_note):
+        if tick.resynced and on_note is not None:
+            on_note("reconnected: re-read every registration")
+        if tick.fencing == "unlisted" and not warned and on_note is not None:
+            on_note(f"the cluster answers DescribeCluster v{tick.version}: fenced brokers are not listed, so a fence "
+                    "shows as unregistered and an unfence as registered")
+            warned = True
         if before is None:
-            before = {} if initial else tick.generations
-        if tick.resynced and on_resync is not None:
-            on_resync("reconnected: re-read every registration")
-        events = epochs.registration_events(before, tick.generations, last_epochs)
-        last_epochs.update({b: g.epoch for b, g in before.items()})
-        last_epochs.update({b: g.epoch for b, g in tick.generations.items()})
+            before = {} if initial else tick.brokers
+        events = epochs.registration_changes(before, tick.brokers, last_epochs)
+        last_epochs.update({b: r.epoch for b, r in before.items() if r.epoch is not None})
+        last_epochs.update({b: r.epoch for b, r in tick.brokers.items() if r.epoch is not None})
         for ev in events:
-            yield {"event": ev.event, "id": ev.id, "epoch": ev.epoch, "old_epoch": ev.old_epoch, "at": iso(clock())}
+            head = {k: ev[k] for k in ("event", "id", "epoch", "old_epoch")}
+            yield {**head, "at": iso(clock()), **{k: v for k, v in ev.items() if k not in head}}
             emitted += 1
             if count is not None and emitted >= count:
                 return
-        before = tick.generations
+        before = tick.brokers
     if count is not None:
         raise ConditionNotMet(f"saw {emitted} of {count} events before the timeout ({asked or timeout:g}s)")
 
 
-WaitKind = Literal["registered", "gone", "epoch_gt"]
+WaitKind = Literal["registered", "gone", "epoch_gt", "fenced", "unfenced"]
 
 
 @dataclass(frozen=True)
 class WaitCondition:
+    """What `brokers wait` waits for, over the registrations of either mode."""
+
     kind: WaitKind
     broker_id: int
     epoch: int | None = None
 
-    def holds(self, gens: Mapping[int, Generation]) -> bool:
-        g = gens.get(self.broker_id)
+    def holds(self, regs: Mapping[int, Registered]) -> bool:
+        r = regs.get(self.broker_id)
         if self.kind == "registered":
-            return g is not None
+            return r is not None
         if self.kind == "gone":
-            return g is None
+            return r is None
+        if self.kind == "fenced":
+            return r is not None and r.fenced is True
+        if self.kind == "unfenced":
+            return r is not None and r.fenced is False
         assert self.epoch is not None
-        return g is not None and g.epoch > self.epoch
+        return r is not None and r.epoch is not None and r.epoch > self.epoch
 
     def describe(self) -> str:
-        if self.kind == "registered":
-            return f"broker {self.broker_id} registered"
-        if self.kind == "gone":
-            return f"broker {self.broker_id} gone"
-        return f"broker {self.broker_id} registered with an epoch greater than {self.epoch}"
+        if self.kind == "epoch_gt":
+            return f"broker {self.broker_id} registered with an epoch greater than {self.epoch}"
+        return f"broker {self.broker_id} {self.kind}"
 
-    def missing(self, gens: Mapping[int, Generation]) -> str:
-        g = gens.get(self.broker_id)
-        if self.kind == "gone":
-            return f"broker {self.broker_id} is still registered (epoch {g.epoch if g else '?'})"
-        if g is None:
+    def missing(self, tick: RegistrationTick) -> str:
+        r = tick.brokers.get(self.broker_id)
+        if tick.fencing == "none":  # ZooKeeper mode: registered or not, with an epoch
+            if self.kind == "gone":
+                return f"broker {self.broker_id} is still registered (epoch {r.epoch if r else '?'})"
+            if r is None:
+                return f"broker {self.broker_id} is not registered"
+            return f"broker {self.broker_id} is registered with epoch {r.epoch}, not greater than {self.epoch}"
+        if r is None and tick.fencing == "unlisted":
+            return (f"broker {self.broker_id} is not listed (DescribeCluster v{tick.version} lists only unfenced "
+                    "brokers: it is fenced or not registered)")
+        if r is None:
             return f"broker {self.broker_id} is not registered"
-        return f"broker {self.broker_id} is registered with epoch {g.epoch}, not greater than {self.epoch}"
+        return f"broker {self.broker_id} is registered and {'fenced' if r.fenced else 'active (unfenced)'}"
 
 
-def wait(cluster: Cluster, cond: WaitCondition, timeout: float, clock: Clock = time.monotonic,
-         asked: float | None = None) -> Result:
-    """`asked`: the --timeout the user gave, for messages (`timeout` is what is left of it after connecting)."""
+def wait(regs: Registrations, cond: WaitCondition, timeout: float, clock: Clock = time.monotonic,
+         on_note: Callable[[str], None] | None = None, asked: float | None = None) -> Result:
+    """`brokers wait --registered/--gone/--epoch-gt/--fenced/--unfenced` in both modes: ZooKeeper watches, or
+    DescribeCluster polled with backoff (v2 lists fenced brokers). `asked`: the --timeout the user gave, for
+    messages (`timeout` is what is left of it after connecting).
+
+    Below DescribeCluster v2 a fenced broker is not listed at all: "not listed" cannot tell fenced from gone,
+    so --fenced and --gone exit 3 there; --registered then means registered and unfenced."""
+    if cond.kind == "epoch_gt" and not regs.epochs:
+        raise ConfigError("brokers wait --epoch-gt needs the broker epoch, which these registrations do not carry",
+                          code="no_broker_epoch")
+    if cond.kind in ("fenced", "unfenced") and not regs.fencing:
+        raise ConfigError(f"--{cond.kind} is a KRaft broker state: give --bootstrap-server (in ZooKeeper mode a "
+                          "broker is registered or not)", code="kraft_only")
     start = clock()
-    last: Mapping[int, Generation] = {}
+    last: RegistrationTick | None = None
     met = False
-    for tick in cluster.watch_brokers(timeout):
-        last = tick.generations
-        if cond.holds(last):
+    warnings: list[str] = []
+    for tick in regs.watch_registrations(timeout, on_note):
+        if tick.fencing == "unlisted":
+            if cond.kind in ("fenced", "gone"):
+                raise ConfigError(f"--{cond.kind} needs DescribeCluster v2 (Kafka 4.0+, KIP-1073): this cluster "
+                                  f"answers v{tick.version}, which does not list fenced brokers, so a fenced broker "
+                                  "and a gone one look the same", code="describe_cluster_no_fenced")
+            if not warnings:
+                warnings.append(f"the cluster answers DescribeCluster v{tick.version}: only unfenced brokers are "
+                                f"listed, so --{cond.kind} waits for broker {cond.broker_id} registered and unfenced")
+        last = tick
+        if cond.holds(tick.brokers):
             met = True
             break
-    g = last.get(cond.broker_id)
-    return wait_result(cond.broker_id, cond.kind, {"epoch": g.epoch if g else None}, int((clock() - start) * 1000),
-                       cond.describe() if met else None, lambda: cond.missing(last), asked or timeout)
+    r = None if last is None else last.brokers.get(cond.broker_id)
+    fields: dict[str, Any] = {"epoch": None if r is None else r.epoch}
+    if regs.fencing:
+        fields["fenced"] = None if r is None else r.fenced
+    return wait_result(cond.broker_id, cond.kind, fields, int((clock() - start) * 1000),
+                       cond.describe() if met else None,
+                       lambda: cond.missing(last or RegistrationTick({}, "none")), asked or timeout, warnings)
 
 
 def wait_result(broker_id: int, kind: str, fields: Mapping[str, Any], waited_ms: int, done: str | None,
@@ -261,48 +328,10 @@ def wait_result(broker_id: int, kind: str, fields: Mapping[str, Any], waited_ms:
                   message=f"timed out after {timeout:g}s: {missing()}")
 
 
-# ---------------------------------------------------------------------------- KRaft mode
-def kraft_broker_json(b: Any) -> dict[str, Any]:
-    """A KRaft registration as a `brokers list` row: the same keys as ZooKeeper mode.
-
-    DescribeCluster does not expose the broker epoch, the registration's version, JMX port,
-    listener names or features: those are null. `is_controller` is null because KRaft brokers
-    report a random alive broker as the controller (the active controller is `kadmin quorum
-    describe`'s leader). `state` is `fenced` or `active`.
-    """
-    return {
-        "id": b.id,
-        "host": b.host,
-        "port": b.port,
-        "rack": b.rack,
-        "endpoints": [host_port(b.host, b.port)],
-        "listener_security_protocol_map": {},
-        "jmx_port": None,
-        "version": None,
-        "timestamp_ms": None,
-        "features": {},
-        "epoch": None,
-        "session": None,
-        "is_controller": None,
-        "state": "fenced" if b.fenced else "active",
-    }
-
-
-def list_kraft_brokers(client: Any) -> Result:
-    """Through --bootstrap-controller: exit 3 (the controllers describe only themselves, KIP-919)."""
-    d = client.describe_brokers()
-    warnings = []
-    if d.version < 2:
-        warnings.append(f"the cluster answers DescribeCluster v{d.version}: fenced brokers are not listed "
-                        "(KIP-1073, Kafka 4.0+)")
-    rows = [kraft_broker_json(b) for b in sorted(d.brokers, key=lambda b: b.id)]
-    return Result(data=rows, warnings=warnings)
-
-
-def unregister(client: Any, broker_id: int, force: bool, dry_run: bool = False) -> Result:
+def unregister(client: Unregistration, broker_id: int, force: bool, dry_run: bool = False) -> Result:
     """UnregisterBroker, after checking the broker is not active (exit 7 unless `force`); `dry_run`
     checks the same and sends nothing."""
-    from kadmin.errors import ConfigError, Unsafe
+    from kadmin.errors import Unsafe
 
     live = {}
     if not (client.controllers and force):  # --force through the controllers: nothing to check, nothing asked
@@ -327,147 +356,8 @@ def unregister(client: Any, broker_id: int, force: bool, dry_run: bool = False) 
     except BaseException:
         interrupts.disarm()  # it failed: nothing to report but the failure (or the interrupt)
         raise
-    return Result(data={"broker_id": broker_id, "unregistered": True,
-                         "was": None if b is None else ("fenced" if b.fenced else
-                                                        "active")},
+    return Result(data={"broker_id": broker_id, "unregistered": True, "was": was},
                   message=f"Broker {broker_id} is no longer registered.")
-
-
-# ---------------------------------------------------------------------------- KRaft: polled DescribeCluster
-KraftWaitKind = Literal["registered", "gone", "fenced", "unfenced"]
-Sleep = Callable[[float], None]
-
-
-def kraft_seen(client: Any) -> tuple[dict[int, Any], int]:
-    """One DescribeCluster answer as broker id -> kraft_registrations.Seen, and its version."""
-    from kadmin.domain.kraft_registrations import Seen
-
-    d = client.describe_brokers()
-    return {b.id: Seen(b.fenced, host_port(b.host, b.port), b.rack) for b in d.brokers}, d.version
-
-
-def poll_describe_cluster(client: Any, timeout: float | None, clock: Clock = time.monotonic,
-                          sleep: Sleep = time.sleep, on_note: Callable[[str], None] | None = None,
-                          first: float = 0.25, ceiling: float = 2.0) -> Iterator[tuple[dict[int, Any], int]]:
-    """DescribeCluster answers, the first at once, then polled with backoff (`first` ×1.5 up to
-    `ceiling` seconds) until `timeout` (None: forever). The first look must succeed; a later one that
-    fails (a bootstrap broker went away) is said on stderr and retried."""
-    from kadmin.domain.kraft_registrations import backoff
-    from kadmin.errors import ClusterUnreachable
-
-    start = clock()
-    yield kraft_seen(client)
-    if on_note is not None:
-        on_note(f"polling DescribeCluster every {first:g}s, backing off to every {ceiling:g}s")
-    interval: float | None = None
-    while True:
-        interval = backoff(interval, first, ceiling)
-        if timeout is not None:
-            left = timeout - (clock() - start)
-            if left <= 0:
-                return
-            interval = min(interval, left)
-        sleep(interval)
-        try:
-            yield kraft_seen(client)
-        except ClusterUnreachable as e:
-            if on_note is not None:
-                on_note(f"DescribeCluster failed, retrying: {e.message}")
-
-
-@dataclass(frozen=True)
-class KraftWaitCondition:
-    kind: KraftWaitKind
-    broker_id: int
-
-    def holds(self, seen: Mapping[int, Any]) -> bool:
-        s = seen.get(self.broker_id)
-        if self.kind == "registered":
-            return s is not None
-        if self.kind == "gone":
-            return s is None
-        if self.kind == "fenced":
-            return s is not None and s.fenced is True
-        return s is not None and s.fenced is False
-
-    def describe(self) -> str:
-        return f"broker {self.broker_id} {self.kind}"
-
-    def missing(self, seen: Mapping[int, Any], version: int = 2) -> str:
-        s = seen.get(self.broker_id)
-        if s is None and version < 2:
-            return (f"broker {self.broker_id} is not listed (DescribeCluster v{version} lists only unfenced "
-                    "brokers: it is fenced or not registered)")
-        if s is None:
-            return f"broker {self.broker_id} is not registered"
-        state = "fenced" if s.fenced else "active (unfenced)"
-        return f"broker {self.broker_id} is registered and {state}"
-
-
-def kraft_wait(client: Any, cond: KraftWaitCondition, timeout: float, clock: Clock = time.monotonic,
-               sleep: Sleep = time.sleep, on_note: Callable[[str], None] | None = None,
-               asked: float | None = None) -> Result:
-    """`brokers wait` with --bootstrap-server: polls DescribeCluster (v2 lists fenced brokers).
-
-    Below v2 a fenced broker is not listed at all: "not listed" cannot tell fenced from gone, so
-    --fenced and --gone exit 3 there; --registered then means registered and unfenced."""
-    from kadmin.errors import ConfigError
-
-    start = clock()
-    last: Mapping[int, Any] = {}
-    met = False
-    warnings: list[str] = []
-    last_version = 2
-    for seen, version in poll_describe_cluster(client, timeout, clock, sleep, on_note):
-        last_version = version
-        if version < 2:
-            if cond.kind in ("fenced", "gone"):
-                raise ConfigError(f"--{cond.kind} needs DescribeCluster v2 (Kafka 4.0+, KIP-1073): this cluster "
-                                  f"answers v{version}, which does not list fenced brokers, so a fenced broker and "
-                                  "a gone one look the same", code="describe_cluster_no_fenced")
-            if not warnings:
-                warnings.append(f"the cluster answers DescribeCluster v{version}: only unfenced brokers are listed, "
-                                f"so --{cond.kind} waits for broker {cond.broker_id} registered and unfenced")
-        last = seen
-        if cond.holds(seen):
-            met = True
-            break
-    s = last.get(cond.broker_id)
-    fields = {"epoch": None,  # DescribeCluster carries no broker epoch
-              "fenced": None if s is None else s.fenced}
-    return wait_result(cond.broker_id, cond.kind, fields, int((clock() - start) * 1000),
-                       cond.describe() if met else None, lambda: cond.missing(last, last_version), asked or timeout,
-                       warnings)
-
-
-def kraft_watch(client: Any, count: int | None = None, timeout: float | None = None, initial: bool = False,
-                clock: Clock = time.time, monotonic: Clock = time.monotonic, sleep: Sleep = time.sleep,
-                on_note: Callable[[str], None] | None = None, asked: float | None = None) -> Iterator[dict[str, Any]]:
-    """`brokers watch` with --bootstrap-server: events between polled DescribeCluster answers
-    (registered, unregistered, fenced, unfenced, endpoint_changed). The ZooKeeper-mode keys (`epoch`,
-    `old_epoch` null: DescribeCluster has no epoch) plus `fenced`, `endpoint` (and `old_endpoint`).
-    A change undone between two polls is not seen."""
-    from kadmin.domain.kraft_registrations import poll_events
-
-    emitted = 0
-    before: dict[int, Any] | None = None
-    warned = False
-    for seen, version in poll_describe_cluster(client, timeout, monotonic, sleep, on_note):
-        if version < 2 and not warned and on_note is not None:
-            on_note(f"the cluster answers DescribeCluster v{version}: fenced brokers are not listed, so a fence "
-                    "shows as unregistered and an unfence as registered")
-            warned = True
-        if before is None:
-            before = {} if initial else seen
-        for ev in poll_events(before, seen):
-            yield {"event": ev["event"], "id": ev["id"], "epoch": None, "old_epoch": None, "at": iso(clock()),
-                   **{k: v for k, v in ev.items() if k not in ("event", "id")}}
-            emitted += 1
-            if count is not None and emitted >= count:
-                return
-        before = seen
-    if count is not None:
-        raise ConditionNotMet(f"saw {emitted} of {count} events before the timeout ({asked or timeout:g}s)")
 
 
 # ---------------------------------------------------------------------------- KRaft: offline metadata log
@@ -595,3 +485,21 @@ def diff_registrations(before: Mapping[int, Any], after: Mapping[int, Any], exit
     code = ExitCode.CONDITION_NOT_MET if (exit_code_on_change and d.changed) else ExitCode.OK
     return Result(data=data, errors=errors or [], warnings=warnings, exit_code=code,
                   message=", ".join(parts))
+
+
+def diff_saved(since: Path, to: Path, exit_code_on_change: bool = False) -> Result:
+    """`brokers diff --since FILE --to FILE`: two saved KRaft listings (`brokers list --metadata-dir -o json`)."""
+    before = load_saved_registrations(since)
+    return diff_registrations(before, load_saved_registrations(to), exit_code_on_change=exit_code_on_change)
+
+
+def diff_metadata_dir(since: Path, metadata_dir: Path, exit_code_on_change: bool = False) -> Result:
+    """`brokers diff --since FILE --metadata-dir DIR`: a saved listing against a controller's metadata log now."""
+    from kadmin.domain.kraft_registrations import Saved
+    from kadmin.results import Problem
+
+    before = load_saved_registrations(since)
+    regs, damage, _ = read_registrations(metadata_dir)
+    after = {i: Saved(r.epoch, r.incarnation_id) for i, r in regs.items()}
+    return diff_registrations(before, after, exit_code_on_change=exit_code_on_change,
+                              errors=[Problem("damaged_metadata_log", d) for d in damage])

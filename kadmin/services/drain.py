@@ -15,11 +15,12 @@ import datetime
 import json
 import os
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from kadmin import interrupts
+from kadmin.cluster.base import LeadershipMoves
 from kadmin.domain import drain as dom
 from kadmin.domain.drain import Key, PartitionView
 from kadmin.domain.text import plural
@@ -34,21 +35,6 @@ ONLY_ISR_NOTE = ("broker {id} is the only in-sync replica of {keys}: no other re
                  "leading them (wait for the followers to catch up: `kadmin partitions list --under-replicated`, "
                  "then drain again)")
 SOLE_REPLICA_NOTE = "broker {id} is the only replica of {keys}: there is nothing to move their leadership to"
-
-
-class DrainBackend(Protocol):
-    mode: str
-    where: str
-
-    def partitions(self, in_flight: bool = True) -> list[PartitionView]: ...
-
-    def reassign(self, plan: Mapping[Key, tuple[int, ...]]) -> dict[Key, str]: ...
-
-    def reassigned(self, keys: Iterable[Key]) -> bool: ...
-
-    def elect_preferred(self, keys: Iterable[Key]) -> dict[Key, str]: ...
-
-    def close(self) -> None: ...
 
 
 def default_dir(env: Mapping[str, str] | None = None) -> Path:
@@ -93,7 +79,7 @@ def read_file(path: Path, broker_id: int) -> dict[Key, tuple[int, ...]]:
         raise UsageError(f"--from {path}: {e}") from e
 
 
-def _poll(backend: DrainBackend, left: Callable[[], float], done: Callable[[list[PartitionView]], bool],
+def _poll(backend: LeadershipMoves, left: Callable[[], float], done: Callable[[list[PartitionView]], bool],
           reelect: Callable[[list[PartitionView]], None] | None, sleep: Callable[[float], None],
           clock: Callable[[], float]) -> list[PartitionView]:
     """Read the partitions until `done` holds or time is up; the last reading."""
@@ -110,7 +96,7 @@ def _poll(backend: DrainBackend, left: Callable[[], float], done: Callable[[list
         interval = min(interval * POLL_GROWTH, POLL_MAX)
 
 
-def _wait_reassigned(backend: DrainBackend, keys: list[Key], left: Callable[[], float],
+def _wait_reassigned(backend: LeadershipMoves, keys: list[Key], left: Callable[[], float],
                      sleep: Callable[[float], None]) -> bool:
     interval = POLL_FIRST
     while not backend.reassigned(keys):
@@ -121,13 +107,10 @@ def _wait_reassigned(backend: DrainBackend, keys: list[Key], left: Callable[[], 
     return True
 
 
-def _wait_election_free(backend: DrainBackend, left: Callable[[], float], sleep: Callable[[float], None]) -> bool:
+def _wait_election_free(backend: LeadershipMoves, left: Callable[[], float], sleep: Callable[[float], None]) -> bool:
     """ZooKeeper mode: one /admin/preferred_replica_election at a time (the controller deletes it when done)."""
-    elected = getattr(backend, "elected", None)
-    if elected is None:
-        return True
     interval = POLL_FIRST
-    while not elected():
+    while not backend.election_free():
         if left() <= 0 or interrupts.pending():
             return False
         sleep(min(interval, max(left(), 0.0)))
@@ -135,7 +118,7 @@ def _wait_election_free(backend: DrainBackend, left: Callable[[], float], sleep:
     return True
 
 
-def _elect(backend: DrainBackend, keys: list[Key], left: Callable[[], float],
+def _elect(backend: LeadershipMoves, keys: list[Key], left: Callable[[], float],
            sleep: Callable[[float], None]) -> dict[Key, str]:
     if not keys:
         return {}
@@ -153,7 +136,7 @@ def _reorder_json(plan: Mapping[Key, tuple[int, ...]], before: Mapping[Key, tupl
             for (t, p), r in sorted(plan.items())]
 
 
-def drain(backend: DrainBackend, broker_id: int, *, save: Path | None, dry_run: bool, force: bool, timeout: float,
+def drain(backend: LeadershipMoves, broker_id: int, *, save: Path | None, dry_run: bool, force: bool, timeout: float,
           sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic) -> Result:
     deadline = clock() + timeout
 
@@ -235,7 +218,7 @@ def drain(backend: DrainBackend, broker_id: int, *, save: Path | None, dry_run: 
                   f"(undo: kadmin brokers undrain {broker_id} --from {path})")
 
 
-def undrain(backend: DrainBackend, broker_id: int, source: Path, *, dry_run: bool, force: bool, timeout: float,
+def undrain(backend: LeadershipMoves, broker_id: int, source: Path, *, dry_run: bool, force: bool, timeout: float,
             sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic) -> Result:
     deadline = clock() + timeout
 

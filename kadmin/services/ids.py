@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from kadmin.cluster.base import Contention, IdState
+from kadmin.cluster.base import BrokerIds, Contention, IdState
 from kadmin.domain import ids as rules
 from kadmin.domain.text import plural
 from kadmin.errors import ConditionNotMet, ConfigError, InvalidData, KadminError, NotFound, Unsafe, UsageError
@@ -63,7 +63,7 @@ def _decide(inputs: rules.IdInputs) -> rules.Decision:
         raise ConditionNotMet(str(e), code="id_conflict") from e
 
 
-def resolve(cluster: Any, host: str, config_id: int | None, meta: Path | None, reserved_max: int,
+def resolve(cluster: BrokerIds, host: str, config_id: int | None, meta: Path | None, reserved_max: int,
             progress: Progress | None = None) -> Result:
     _check_host(host)
     mid = meta_id(meta)
@@ -76,7 +76,7 @@ def resolve(cluster: Any, host: str, config_id: int | None, meta: Path | None, r
                   message=f"broker id {d.broker_id} for {host} ({d.rule}): {d.detail}")
 
 
-def claim(cluster: Any, host: str, config_id: int | None, meta: Path | None, reserved_max: int, dry_run: bool,
+def claim(cluster: BrokerIds, host: str, config_id: int | None, meta: Path | None, reserved_max: int, dry_run: bool,
           progress: Progress | None = None, sleep: Callable[[float], None] = time.sleep) -> Result:
     """Resolve and make it durable: one multi that version-checks /brokers/hosts (so claims serialize),
     consumes a /brokers/seqid version for a new id, and writes the host mapping. A lost race reads
@@ -119,7 +119,7 @@ def claim(cluster: Any, host: str, config_id: int | None, meta: Path | None, res
     raise KadminError(f"gave up after {MAX_ATTEMPTS} attempts: other claims kept winning the race", code="contention")
 
 
-def missing(cluster: Any, progress: Progress | None = None) -> Result:
+def missing(cluster: BrokerIds, progress: Progress | None = None) -> Result:
     st = cluster.id_state(with_assignments=True, progress=progress)
     ids = rules.missing_ids({b: len(p) for b, p in st.assigned.items()}, st.registered)
     owners = {b: h for h, (b, _) in st.mappings.items()}
@@ -129,14 +129,14 @@ def missing(cluster: Any, progress: Progress | None = None) -> Result:
                   message=plural(len(ids), "missing id") + (f": {', '.join(map(str, ids))}" if ids else ""))
 
 
-def hosts(cluster: Any) -> Result:
+def hosts(cluster: BrokerIds) -> Result:
     st = cluster.id_state(with_assignments=False)
     rows = [{"host": h, "broker_id": b, "registered": b in st.registered, "registered_from": st.registered.get(b)}
             for h, (b, _) in sorted(st.mappings.items())]
     return Result(data=rows, errors=st.problems)
 
 
-def map_host(cluster: Any, host: str, broker_id: int, force: bool, dry_run: bool = False) -> Result:
+def map_host(cluster: BrokerIds, host: str, broker_id: int, force: bool, dry_run: bool = False) -> Result:
     _check_host(host)
     if broker_id < 0:
         raise UsageError("a broker id is not negative")
@@ -173,7 +173,7 @@ def map_host(cluster: Any, host: str, broker_id: int, force: bool, dry_run: bool
     raise KadminError("gave up: the mappings kept changing", code="contention")
 
 
-def unmap_host(cluster: Any, host: str, dry_run: bool = False) -> Result:
+def unmap_host(cluster: BrokerIds, host: str, dry_run: bool = False) -> Result:
     _check_host(host)
     for _ in range(MAX_ATTEMPTS):
         st = cluster.id_state(with_assignments=False)
@@ -204,7 +204,7 @@ def unmap_host(cluster: Any, host: str, dry_run: bool = False) -> Result:
     raise KadminError("gave up: the mappings kept changing", code="contention")
 
 
-def gc(cluster: Any, apply: bool) -> Result:
+def gc(cluster: BrokerIds, apply: bool) -> Result:
     st = cluster.id_state(with_assignments=False)
     found = rules.garbage({h: b for h, (b, _) in st.mappings.items()}, st.registered)
     deleted: list[str] = []

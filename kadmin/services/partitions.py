@@ -8,8 +8,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from kadmin.cluster.base import Cluster, PartitionScan, PartitionStream
-from kadmin.cluster.min_isr import FALLBACK
+from kadmin.cluster.base import MIN_ISR_FALLBACK as FALLBACK
+from kadmin.cluster.base import Partitions, PartitionScan, PartitionStream
 from kadmin.domain import partitions as rules
 from kadmin.domain.models import Coverage, PartitionState
 from kadmin.domain.text import plural
@@ -68,18 +68,18 @@ class Filters:
         return not asked or any(asked)  # health filters combine with OR, like kafka-topics
 
 
-def scan(cluster: Cluster, topics: list[str] | None, progress: Progress | None,
+def scan(cluster: Partitions, topics: list[str] | None, progress: Progress | None,
          min_isr_default: int | None) -> PartitionScan:
     return cluster.scan_partitions(topics, progress=progress, min_isr_default=min_isr_default)
 
 
-def stream(cluster: Cluster, topics: list[str] | None, progress: Progress | None,
+def stream(cluster: Partitions, topics: list[str] | None, progress: Progress | None,
            min_isr_default: int | None) -> PartitionStream:
     """The scan as a stream (ZooKeeper: each state znode decoded as it arrives and dropped once judged)."""
     return cluster.iter_partitions(topics, progress=progress, min_isr_default=min_isr_default)
 
 
-def covering(cluster: Cluster, wanted: rules.TopicFilter | None,
+def covering(cluster: Partitions, wanted: rules.TopicFilter | None,
              brokers: list[int] | None = None) -> Coverage | None:
     """The brokers' log dirs, read before the scan, when a verdict must prove it saw every partition: not when
     the operator named the topics (asked for by name, a topic the principal may not Describe is an error)."""
@@ -154,7 +154,7 @@ def verdict_problems(s: PartitionScan, broker_id: int) -> tuple[list[Problem], l
 
 
 def list_partitions(
-    cluster: Cluster, filters: Filters, progress: Progress | None = None, min_isr_default: int | None = None
+    cluster: Partitions, filters: Filters, progress: Progress | None = None, min_isr_default: int | None = None
 ) -> Result:
     s = stream(cluster, [filters.topic] if filters.topic else None, progress, min_isr_default)
     rows = []  # the rows only (they are printed), never every PartitionState as well
@@ -170,7 +170,7 @@ def list_partitions(
     return Result(data=rows, errors=problems, warnings=warnings)
 
 
-def check(cluster: Cluster, progress: Progress | None = None, min_isr_default: int | None = None,
+def check(cluster: Partitions, progress: Progress | None = None, min_isr_default: int | None = None,
           wanted: rules.TopicFilter | None = None) -> Result:
     """Every partition (or the `wanted` topics) judged; on KRaft held against the brokers' log dirs, so a
     partition the principal may not see is a finding (CRITICAL), and a broker whose log dirs could not be
@@ -241,7 +241,7 @@ def verdict_json(v: rules.StopVerdict) -> dict[str, Any]:
     }
 
 
-def stop_verdict(cluster: Cluster, broker_id: int, progress: Progress | None = None,
+def stop_verdict(cluster: Partitions, broker_id: int, progress: Progress | None = None,
                  min_isr_default: int | None = None,
                  wanted: rules.TopicFilter | None = None) -> tuple[rules.StopVerdict, PartitionScan]:
     cov = covering(cluster, wanted, [broker_id])
@@ -262,7 +262,7 @@ def verdict_summary(v: rules.StopVerdict) -> str:
     return ", ".join(said)
 
 
-def can_stop(cluster: Cluster, broker_id: int, progress: Progress | None = None, min_isr_default: int | None = None,
+def can_stop(cluster: Partitions, broker_id: int, progress: Progress | None = None, min_isr_default: int | None = None,
              wanted: rules.TopicFilter | None = None) -> Result:
     v, s = stop_verdict(cluster, broker_id, progress, min_isr_default, wanted)
     require_known_broker(s, broker_id, v.listed)
@@ -287,7 +287,7 @@ def describe_keys(keys: Iterable[tuple[str, int | None]], limit: int = 8) -> str
 
 
 def wait_in_sync(
-    cluster: Cluster,
+    cluster: Partitions,
     broker_id: int,
     timeout: float,
     on_status: Callable[[str], None] | None = None,

@@ -14,11 +14,21 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import Any
 
 from kadmin import interrupts
-from kadmin.cluster.kafka import ShutdownReply, error_name
+from kadmin.cluster.base import (
+    BrokerEpochs,
+    ControllerLink,
+    ControllerLinks,
+    EpochsAndPartitions,
+    Partitions,
+    ShutdownReply,
+    error_name,
+)
 from kadmin.domain.addresses import host_port
+from kadmin.domain.models import Controller
+from kadmin.domain.partitions import StopVerdict
 from kadmin.domain.text import plural
 from kadmin.domain.znodes import parse_endpoint
 from kadmin.errors import ClusterUnreachable, ConfigError, KadminError, NotFound, Unsupported
@@ -45,24 +55,6 @@ SHUTTING_DOWN_NOTE = (
 )
 
 
-class Connection(Protocol):
-    def controlled_shutdown(self, broker_id: int, broker_epoch: int) -> ShutdownReply: ...
-
-    def close(self) -> None: ...
-
-
-Connect = Callable[[str, int], Connection]  # (host:port, controller id) -> connection
-
-
-def kafka_connect(config: Mapping[str, Any], timeout: float) -> Connect:
-    def connect(bootstrap: str, node_id: int) -> Connection:
-        from kadmin.cluster.kafka import ControllerConnection
-
-        return ControllerConnection(bootstrap, node_id, config, timeout)
-
-    return connect
-
-
 def pick_endpoint(endpoints: tuple[str, ...], protocol_map: Mapping[str, str], security_protocol: str,
                   listener: str | None) -> str:
     """The controller's endpoint for our listener (by name) or else for our security protocol."""
@@ -78,7 +70,8 @@ def pick_endpoint(endpoints: tuple[str, ...], protocol_map: Mapping[str, str], s
 
 
 def shutdown(
-    cluster: Any,
+    cluster: EpochsAndPartitions,
+    links: ControllerLinks,
     broker_id: int,
     *,
     epoch: int | None,
@@ -86,13 +79,13 @@ def shutdown(
     timeout: float,
     dry_run: bool,
     force: bool,
-    connect: Connect,
-    security_protocol: str = "PLAINTEXT",
     listener: str | None = None,
     progress: Progress | None = None,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
 ) -> Result:
+    """`brokers shutdown`: check (can-stop, unless --force), then send ControlledShutdown to the active
+    controller until it is accepted with nothing left, refused, or the deadline passes."""
     deadline = clock() + timeout
     _refuse_kraft_controller(cluster)
     broker, _ = cluster.get_broker(broker_id)
@@ -123,18 +116,7 @@ def shutdown(
             warnings += [e.message for e in relevant]
             relevant = []
     if dry_run:
-        controller_id, endpoint = _controller_endpoint(cluster, security_protocol, listener)
-        data["controller_id"] = controller_id
-        data["dry_run"] = True
-        data["request"] = {"api_key": 7, "versions": "highest of 1-3 the controller supports (v2+ carry the epoch)",
-                           "broker_id": broker_id, "broker_epoch": epoch, "controller": endpoint}
-        data["can_stop"] = verdict_json(verdict) if verdict else None
-        safe = verdict is None or verdict.safe or force
-        msg = (f"would send ControlledShutdown(broker {broker_id}, epoch {epoch}) to controller {controller_id} "
-               f"at {endpoint}; " + ("can-stop: safe" if verdict and verdict.safe else
-                                     "can-stop: NOT safe" + ("" if safe else ", so it would refuse (--force)")))
-        return Result(data=data, warnings=warnings, errors=relevant,
-                      exit_code=ExitCode.OK if safe else ExitCode.UNSAFE, message=msg)
+        return _dry_run(cluster, links, listener, broker_id, epoch, data, warnings, relevant, verdict, force)
     if not force and verdict is not None and not verdict.safe:
         data["error"] = "UNSAFE"
         data["can_stop"] = verdict_json(verdict)
@@ -143,115 +125,170 @@ def shutdown(
                       exit_code=ExitCode.UNSAFE,
                       message=f"refused: broker {broker_id} cannot stop safely: {verdict_summary(verdict)} "
                       f"({describe_keys(blockers)}); see `kadmin brokers can-stop {broker_id}`, or use --force")
-
-    backoff = 0.2
-    conn: Connection | None = None
-    conn_key: tuple[int, str] | None = None
-    data["shutting_down_until_restart"] = False
-    data["epoch_fenced"] = None  # known once the controller answered: False for ControlledShutdown v0/v1
+    sender = _Sender(cluster, links, listener, broker_id, epoch, wait, timeout, deadline, data, warnings, sleep, clock)
     try:
+        return sender.run()
+    finally:
+        sender.disconnect()
+
+
+def _dry_run(cluster: EpochsAndPartitions, links: ControllerLinks, listener: str | None, broker_id: int, epoch: int,
+             data: dict[str, Any], warnings: list[str], relevant: list[Problem], verdict: StopVerdict | None,
+             force: bool) -> Result:
+    """--dry-run: what would be sent, to which controller, and what can-stop says; nothing is sent."""
+    controller_id, endpoint = _controller_endpoint(cluster, links.security_protocol, listener)
+    data["controller_id"] = controller_id
+    data["dry_run"] = True
+    data["request"] = {"api_key": 7, "versions": "highest of 1-3 the controller supports (v2+ carry the epoch)",
+                       "broker_id": broker_id, "broker_epoch": epoch, "controller": endpoint}
+    data["can_stop"] = verdict_json(verdict) if verdict else None
+    safe = verdict is None or verdict.safe or force
+    msg = (f"would send ControlledShutdown(broker {broker_id}, epoch {epoch}) to controller {controller_id} "
+           f"at {endpoint}; " + ("can-stop: safe" if verdict and verdict.safe else
+                                 "can-stop: NOT safe" + ("" if safe else ", so it would refuse (--force)")))
+    return Result(data=data, warnings=warnings, errors=relevant,
+                  exit_code=ExitCode.OK if safe else ExitCode.UNSAFE, message=msg)
+
+
+class _Sender:
+    """Send ControlledShutdown until an answer decides (`run`), following the controller as /controller moves:
+    NOT_CONTROLLER and a lost controller are retried with backoff (up to 2 s) within the deadline."""
+
+    def __init__(self, cluster: EpochsAndPartitions, links: ControllerLinks, listener: str | None, broker_id: int,
+                 epoch: int, wait: bool, timeout: float, deadline: float, data: dict[str, Any], warnings: list[str],
+                 sleep: Callable[[float], None], clock: Callable[[], float]) -> None:
+        self.cluster, self.links, self.listener = cluster, links, listener
+        self.broker_id, self.epoch, self.wait, self.timeout, self.deadline = broker_id, epoch, wait, timeout, deadline
+        self.data, self.warnings = data, warnings
+        self.sleep, self.clock = sleep, clock
+        self.backoff = 0.2
+        self.conn: ControllerLink | None = None
+        self.conn_key: tuple[int, str] | None = None
+        data["shutting_down_until_restart"] = False
+        data["epoch_fenced"] = None  # known once the controller answered: False for ControlledShutdown v0/v1
+
+    def disconnect(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+        self.conn, self.conn_key = None, None
+
+    def _connect(self) -> tuple[int, str, ControllerLink]:
+        controller_id, endpoint = _controller_endpoint(self.cluster, self.links.security_protocol, self.listener)
+        self.data["controller_id"] = controller_id
+        if self.conn is None or self.conn_key != (controller_id, endpoint):
+            self.disconnect()
+            self.conn = self.links.connect(endpoint, controller_id)
+            self.conn_key = (controller_id, endpoint)
+        return controller_id, endpoint, self.conn
+
+    def _pause(self) -> None:
+        self.sleep(self.backoff)
+        self.backoff = min(self.backoff * 2, 2.0)
+
+    def run(self) -> Result:
         while True:
             try:
-                controller_id, endpoint = _controller_endpoint(cluster, security_protocol, listener)
-                data["controller_id"] = controller_id
-                if conn is None or conn_key != (controller_id, endpoint):
-                    if conn is not None:
-                        conn.close()
-                        conn = None
-                    conn = connect(endpoint, controller_id)
-                    conn_key = (controller_id, endpoint)
+                controller_id, endpoint, conn = self._connect()
             except ClusterUnreachable as e:
                 # No controller now (absent between elections) or it cannot be reached: with --wait,
                 # wait until /controller names one that answers; else this is the verdict.
-                if not wait:
+                if not self.wait:
                     raise
-                backoff = _wait_out(e, data, deadline, backoff, timeout, sleep, clock)
+                self.backoff = _wait_out(e, self.data, self.deadline, self.backoff, self.timeout, self.sleep,
+                                         self.clock)
                 continue
-            data["attempts"] += 1
+            self.data["attempts"] += 1
             # From the moment the request is sent the controller may act on it: a Ctrl-C is held back
             # until the outcome is reported (kadmin/interrupts.py), unless the controller refused.
             interrupts.arm()
             try:
-                reply = conn.controlled_shutdown(broker_id, epoch)
+                reply = conn.controlled_shutdown(self.broker_id, self.epoch)
             except ClusterUnreachable as e:
                 interrupts.disarm()
-                conn.close()
-                conn, conn_key = None, None
-                if not wait:  # one more try only if /controller already names another controller
-                    moved = _controller_endpoint(cluster, security_protocol, listener)
-                    if moved == (controller_id, endpoint) or clock() + backoff > deadline:
+                self.disconnect()
+                if not self.wait:  # one more try only if /controller already names another controller
+                    moved = _controller_endpoint(self.cluster, self.links.security_protocol, self.listener)
+                    if moved == (controller_id, endpoint) or self.clock() + self.backoff > self.deadline:
                         raise
-                    sleep(backoff)
+                    self.sleep(self.backoff)
                     continue
-                backoff = _wait_out(e, data, deadline, backoff, timeout, sleep, clock)
+                self.backoff = _wait_out(e, self.data, self.deadline, self.backoff, self.timeout, self.sleep,
+                                         self.clock)
                 continue
-            data["remaining_partitions"] = [{"topic": t, "partition": p} for t, p in reply.remaining]
-            data["epoch_fenced"] = reply.version >= FIRST_EPOCH_VERSION
-            if reply.version < FIRST_EPOCH_VERSION:
-                unfenced = (f"controller {controller_id} speaks ControlledShutdown v{reply.version} only (Kafka "
-                            "before 2.2): the request carries no broker epoch, so epoch fencing does not apply "
-                            "(a delayed or repeated request drains the broker even after it restarts)")
-                if unfenced not in warnings:
-                    warnings.append(unfenced)
-            code = reply.error_code
-            if code == 0:
-                data["shutting_down_until_restart"] = True
-            if code == 0 and not reply.remaining:
-                data["error"] = None  # an earlier attempt's NOT_CONTROLLER is no error of the result
-                return Result(data=data, warnings=warnings,
-                              message=f"controller {controller_id} moved every leadership off broker {broker_id} "
-                              f"(epoch {epoch}, ControlledShutdown v{reply.version}, "
-                              f"{data['attempts']} attempt{'' if data['attempts'] == 1 else 's'}); "
-                              + SHUTTING_DOWN_NOTE.format(id=broker_id))
-            if code != 0:
-                interrupts.disarm()  # refused: nothing was done, so a Ctrl-C that came meanwhile interrupts now
-            if code in NOT_CONTROLLER_CODES:
-                data["error"] = error_name(code)
-                if clock() + backoff > deadline:
-                    return Result(data=data, warnings=warnings,
-                                  exit_code=ExitCode.REJECTED,
-                                  message=f"no controller accepted the request within {timeout:g}s "
-                                  f"(last: broker {controller_id} answered {error_name(code)})")
-                sleep(backoff)
-                backoff = min(backoff * 2, 2.0)
-                continue  # re-read /controller and try the new one
-            if code == STALE_BROKER_EPOCH:
-                data["error"] = error_name(code)
-                return Result(data=data, warnings=warnings, exit_code=ExitCode.REJECTED,
-                              message=f"broker {broker_id} has re-registered since epoch {epoch}: the controller "
-                              "refused a stale controlled shutdown")
-            if code != 0:
-                data["error"] = error_name(code)
-                what = ("the controller says broker is not available" if code == BROKER_NOT_AVAILABLE
-                        else f"the controller answered {error_name(code)}")
-                if code == CLUSTER_AUTHORIZATION_FAILED:
-                    what += " (ControlledShutdown needs the CLUSTER_ACTION permission on the cluster resource)"
-                return Result(data=data, warnings=warnings, exit_code=ExitCode.REJECTED,
-                              message=f"{what} (broker {broker_id}, epoch {epoch})")
-            # Accepted, but the broker still leads some partitions.
-            data["error"] = None
-            keys = reply.remaining
-            if not wait or interrupts.pending() or clock() + backoff > deadline:
-                alone = _led_alone(cluster, broker_id, keys)
-                data["isr_only_this_broker"] = [{"topic": t, "partition": p} for t, p in alone]
-                return Result(data=data, warnings=warnings,
-                              exit_code=ExitCode.CONDITION_NOT_MET,
-                              message=f"broker {broker_id} still leads {plural(len(keys), 'partition')}: "
-                              f"{describe_keys(keys)}"
-                              + ("" if not wait or interrupts.pending() else f" after {timeout:g}s")
-                              + (f"; {describe_keys(alone)} {'has' if len(alone) == 1 else 'have'} only broker "
-                                 f"{broker_id} in the ISR, and the controller refuses to grow an ISR while it is "
-                                 "shutting down: they move only after it restarts (or the controller changes)"
-                                 if alone else "")
-                              + "; " + SHUTTING_DOWN_NOTE.format(id=broker_id))
-            sleep(backoff)
-            backoff = min(backoff * 2, 2.0)
-    finally:
-        if conn is not None:
-            conn.close()
+            result = self._judge(reply, controller_id)
+            if result is not None:
+                return result
+
+    def _judge(self, reply: ShutdownReply, controller_id: int) -> Result | None:
+        """The result this reply decides, or None to send again (after the backoff)."""
+        data, warnings, broker_id, epoch = self.data, self.warnings, self.broker_id, self.epoch
+        data["remaining_partitions"] = [{"topic": t, "partition": p} for t, p in reply.remaining]
+        data["epoch_fenced"] = reply.version >= FIRST_EPOCH_VERSION
+        if reply.version < FIRST_EPOCH_VERSION:
+            unfenced = (f"controller {controller_id} speaks ControlledShutdown v{reply.version} only (Kafka "
+                        "before 2.2): the request carries no broker epoch, so epoch fencing does not apply "
+                        "(a delayed or repeated request drains the broker even after it restarts)")
+            if unfenced not in warnings:
+                warnings.append(unfenced)
+        code = reply.error_code
+        if code == 0:
+            data["shutting_down_until_restart"] = True
+        if code == 0 and not reply.remaining:
+            data["error"] = None  # an earlier attempt's NOT_CONTROLLER is no error of the result
+            return Result(data=data, warnings=warnings,
+                          message=f"controller {controller_id} moved every leadership off broker {broker_id} "
+                          f"(epoch {epoch}, ControlledShutdown v{reply.version}, "
+                          f"{data['attempts']} attempt{'' if data['attempts'] == 1 else 's'}); "
+                          + SHUTTING_DOWN_NOTE.format(id=broker_id))
+        if code != 0:
+            interrupts.disarm()  # refused: nothing was done, so a Ctrl-C that came meanwhile interrupts now
+            return self._refused(code, controller_id)
+        return self._still_leads(reply.remaining)
+
+    def _refused(self, code: int, controller_id: int) -> Result | None:
+        data, broker_id, epoch = self.data, self.broker_id, self.epoch
+        data["error"] = error_name(code)
+        if code in NOT_CONTROLLER_CODES:
+            if self.clock() + self.backoff > self.deadline:
+                return Result(data=data, warnings=self.warnings,
+                              exit_code=ExitCode.REJECTED,
+                              message=f"no controller accepted the request within {self.timeout:g}s "
+                              f"(last: broker {controller_id} answered {error_name(code)})")
+            self._pause()
+            return None  # re-read /controller and try the new one
+        if code == STALE_BROKER_EPOCH:
+            return Result(data=data, warnings=self.warnings, exit_code=ExitCode.REJECTED,
+                          message=f"broker {broker_id} has re-registered since epoch {epoch}: the controller "
+                          "refused a stale controlled shutdown")
+        what = ("the controller says broker is not available" if code == BROKER_NOT_AVAILABLE
+                else f"the controller answered {error_name(code)}")
+        if code == CLUSTER_AUTHORIZATION_FAILED:
+            what += " (ControlledShutdown needs the CLUSTER_ACTION permission on the cluster resource)"
+        return Result(data=data, warnings=self.warnings, exit_code=ExitCode.REJECTED,
+                      message=f"{what} (broker {broker_id}, epoch {epoch})")
+
+    def _still_leads(self, keys: list[tuple[str, int]]) -> Result | None:
+        """Accepted, but the broker still leads some partitions: the verdict, or None to ask again (--wait)."""
+        self.data["error"] = None
+        broker_id, keys_wait = self.broker_id, self.wait
+        if not keys_wait or interrupts.pending() or self.clock() + self.backoff > self.deadline:
+            alone = _led_alone(self.cluster, broker_id, keys)
+            self.data["isr_only_this_broker"] = [{"topic": t, "partition": p} for t, p in alone]
+            return Result(data=self.data, warnings=self.warnings,
+                          exit_code=ExitCode.CONDITION_NOT_MET,
+                          message=f"broker {broker_id} still leads {plural(len(keys), 'partition')}: "
+                          f"{describe_keys(keys)}"
+                          + ("" if not keys_wait or interrupts.pending() else f" after {self.timeout:g}s")
+                          + (f"; {describe_keys(alone)} {'has' if len(alone) == 1 else 'have'} only broker "
+                             f"{broker_id} in the ISR, and the controller refuses to grow an ISR while it is "
+                             "shutting down: they move only after it restarts (or the controller changes)"
+                             if alone else "")
+                          + "; " + SHUTTING_DOWN_NOTE.format(id=broker_id))
+        self._pause()
+        return None
 
 
-def _led_alone(cluster: Any, broker_id: int, keys: list[tuple[str, int]]) -> list[tuple[str, int]]:
+def _led_alone(cluster: Partitions, broker_id: int, keys: list[tuple[str, int]]) -> list[tuple[str, int]]:
     """Which of `keys` have the broker as their whole ISR (per the state znodes). Kafka 3.9's controller
     refuses AlterPartition when the new ISR names a shutting-down broker, the leader itself included,
     so these cannot move until the broker re-registers. Best effort: [] when the read fails."""
@@ -275,18 +312,11 @@ def _wait_out(error: ClusterUnreachable, data: dict[str, Any], deadline: float, 
     return min(backoff * 2, 2.0)
 
 
-def _refuse_kraft_controller(cluster: Any) -> Any:
+def _refuse_kraft_controller(cluster: BrokerEpochs) -> Controller | None:
     """During a ZooKeeper to KRaft migration /controller names the active KRaft controller (KIP-866:
     kraftControllerEpoch >= 0; a ZooKeeper controller writes -1 or, before 3.4, nothing). A KRaft
     controller does not serve ZooKeeper-mode ControlledShutdown: say so, do not try to reach it.
     Returns /controller's content (None when absent or unreadable)."""
-    if getattr(cluster, "mode", "") == "kraft":  # the CLI refuses first (exit 3); a caller of the service too
-        from kadmin.errors import ConfigError
-
-        raise ConfigError("brokers shutdown needs ZooKeeper mode (--zookeeper): KRaft has no client "
-                          "ControlledShutdown (a KRaft broker shuts down through its own heartbeats to the "
-                          "controller quorum); move its leaderships with `kadmin brokers drain ID`, then stop the "
-                          "broker itself (SIGTERM runs Kafka's own controlled shutdown)", code="kraft_unsupported")
     controller, _ = cluster.controller()
     if controller is not None and controller.kraft_controller_epoch >= 0:
         raise Unsupported(
@@ -297,7 +327,7 @@ def _refuse_kraft_controller(cluster: Any) -> Any:
     return controller
 
 
-def _controller_endpoint(cluster: Any, security_protocol: str, listener: str | None) -> tuple[int, str]:
+def _controller_endpoint(cluster: BrokerEpochs, security_protocol: str, listener: str | None) -> tuple[int, str]:
     controller = _refuse_kraft_controller(cluster)
     if controller is None:
         raise ClusterUnreachable("there is no active controller (/controller is absent)")

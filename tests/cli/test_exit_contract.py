@@ -34,7 +34,7 @@ def lines(text: str) -> list[str]:
 @pytest.fixture
 def crash_on_connect(mocker):
     """Opening the cluster raises what no layer expects (a bug): the edge every cluster command crosses."""
-    return mocker.patch("kadmin.cluster.connect.open_cluster", side_effect=RuntimeError("boom\nsecond line"))
+    return mocker.patch("kadmin.cluster.connect.open_backend", side_effect=RuntimeError("boom\nsecond line"))
 
 
 def test_internal_error_exits_70_in_one_line_without_a_traceback(run_nozk, crash_on_connect):
@@ -103,7 +103,7 @@ def test_check_verb_on_an_unreachable_zookeeper_is_unknown(run_nozk, argv):
 
 @pytest.mark.parametrize("argv", CHECKS)
 def test_check_verb_internal_error_is_unknown(run_nozk, mocker, argv):
-    mocker.patch("kadmin.cluster.connect.open_cluster", side_effect=RuntimeError("boom"))
+    mocker.patch("kadmin.cluster.connect.open_backend", side_effect=RuntimeError("boom"))
     mocker.patch("kadmin.cli.quorum.load", side_effect=RuntimeError("boom"))
     r = run_nozk(*argv, "-z", NOWHERE, "-o", "json")
     doc = json.loads(r.stdout)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kadmin.cluster.connect import open_cluster
+from kadmin.cluster.connect import open_backend, open_cluster
 from kadmin.cluster.kraft_cluster import KraftCluster, min_isr_levels, source_name
 from kadmin.config import ConnectionSettings, Sourced
 from kadmin.domain import partitions as rules
@@ -37,14 +37,19 @@ def test_levels_resolve_as_the_leader_does() -> None:
 
 
 def test_bootstrap_server_selects_the_kafka_protocol_backend_without_connecting() -> None:
-    c = open_cluster(settings(bootstrap_server="127.0.0.1:1"))
+    backend = open_backend(settings(bootstrap_server="127.0.0.1:1"), "ids missing")
     try:
-        assert isinstance(c, KraftCluster) and c.mode == "kraft"
-        with pytest.raises(ConfigError) as e:  # a ZooKeeper-only operation: exit 3, one line
-            c.id_state()
+        assert backend.mode == "kraft" and isinstance(backend.partitions, KraftCluster)
+        with pytest.raises(ConfigError) as e:  # a capability KRaft lacks: exit 3, one line naming the command
+            backend.broker_ids  # noqa: B018
         assert e.value.exit_code == ExitCode.CONFIG and "\n" not in e.value.message
+        assert e.value.message.startswith("ids missing needs ZooKeeper mode (--zookeeper)")
+        assert "set node.id" in e.value.message
+        # no catch-all: a name the backend does not have is a programming error, not "needs ZooKeeper mode"
+        with pytest.raises(AttributeError):
+            backend.partitions.id_state  # type: ignore[attr-defined]  # noqa: B018
     finally:
-        c.close()
+        backend.close()
 
 
 def test_bootstrap_controller_cannot_serve_partition_state() -> None:

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from kadmin.cluster.kraft import ClusterDescription, KraftBroker
+from kadmin.cluster.base import ClusterDescription, KraftBroker
+from kadmin.cluster.kraft_cluster import KraftRegistrations
 from kadmin.domain.kraft_registrations import Registration, Saved, Seen, apply, backoff, classify, poll_events
 from kadmin.errors import ClusterUnreachable, ConditionNotMet, ConfigError
 from kadmin.exit_codes import ExitCode
@@ -130,12 +131,17 @@ class Scripted:
                                   self.version)
 
 
+def polled(client: Scripted, t: FakeTime) -> KraftRegistrations:
+    """The KRaft backend's registrations over scripted DescribeCluster answers, on a fake clock."""
+    return KraftRegistrations(client, clock=t, sleep=t.sleep)  # type: ignore[arg-type]
+
+
 def test_wait_fenced_polls_with_backoff_until_it_holds() -> None:
     t = FakeTime()
     notes: list[str] = []
     c = Scripted([{1: False, 2: False}, {1: False, 2: False}, ClusterUnreachable("h:9002 gone"),
                   {1: False, 2: True}])
-    r = brokers.kraft_wait(c, brokers.KraftWaitCondition("fenced", 2), 60, clock=t, sleep=t.sleep,
+    r = brokers.wait(polled(c, t), brokers.WaitCondition("fenced", 2), 60, clock=t,
                            on_note=notes.append)
     assert r.exit_code == ExitCode.OK and r.data["met"] is True and r.data["fenced"] is True
     assert t.slept == [0.25, 0.375, 0.5625]
@@ -145,13 +151,11 @@ def test_wait_fenced_polls_with_backoff_until_it_holds() -> None:
 
 def test_wait_times_out_with_exit_1_and_says_why() -> None:
     t = FakeTime()
-    r = brokers.kraft_wait(Scripted([{2: True}]), brokers.KraftWaitCondition("unfenced", 2), 10, clock=t,
-                           sleep=t.sleep, asked=10)
+    r = brokers.wait(polled(Scripted([{2: True}]), t), brokers.WaitCondition("unfenced", 2), 10, clock=t, asked=10)
     assert r.exit_code == ExitCode.CONDITION_NOT_MET and r.data["met"] is False
     assert r.message == "timed out after 10s: broker 2 is registered and fenced"
     assert sum(t.slept) == pytest.approx(10)
-    r = brokers.kraft_wait(Scripted([{1: False}]), brokers.KraftWaitCondition("registered", 2), 1, clock=t,
-                           sleep=t.sleep)
+    r = brokers.wait(polled(Scripted([{1: False}]), t), brokers.WaitCondition("registered", 2), 1, clock=t)
     assert r.message == "timed out after 1s: broker 2 is not registered"
 
 
@@ -159,13 +163,13 @@ def test_wait_below_describe_cluster_v2() -> None:
     t = FakeTime()
     for kind in ("fenced", "gone"):
         with pytest.raises(ConfigError, match="needs DescribeCluster v2"):
-            brokers.kraft_wait(Scripted([{1: False}], version=1), brokers.KraftWaitCondition(kind, 2), 5,  # type: ignore[arg-type]
-                               clock=t, sleep=t.sleep)
-    r = brokers.kraft_wait(Scripted([{2: False}], version=1), brokers.KraftWaitCondition("registered", 2), 5,
-                           clock=t, sleep=t.sleep)
+            brokers.wait(polled(Scripted([{1: False}], version=1), t), brokers.WaitCondition(kind, 2), 5,  # type: ignore[arg-type]
+                               clock=t)
+    r = brokers.wait(polled(Scripted([{2: False}], version=1), t), brokers.WaitCondition("registered", 2), 5,
+                           clock=t)
     assert r.exit_code == ExitCode.OK and "only unfenced brokers are listed" in r.warnings[0]
-    r = brokers.kraft_wait(Scripted([{1: False}], version=1), brokers.KraftWaitCondition("registered", 2), 5,
-                           clock=t, sleep=t.sleep)
+    r = brokers.wait(polled(Scripted([{1: False}], version=1), t), brokers.WaitCondition("registered", 2), 5,
+                           clock=t)
     assert r.exit_code == ExitCode.CONDITION_NOT_MET
     assert r.message == ("timed out after 5s: broker 2 is not listed (DescribeCluster v1 lists only unfenced "
                          "brokers: it is fenced or not registered)")
@@ -174,16 +178,17 @@ def test_wait_below_describe_cluster_v2() -> None:
 def test_watch_reports_a_bounce_and_counts() -> None:
     t = FakeTime()
     c = Scripted([{1: False, 2: False}, {1: False, 2: True}, {1: False}, {1: False, 2: True}, {1: False, 2: False}])
-    evs = list(brokers.kraft_watch(c, count=4, timeout=60, clock=t, monotonic=t, sleep=t.sleep))
+    evs = list(brokers.watch(polled(c, t), count=4, timeout=60, clock=t))
     assert [(e["event"], e["id"]) for e in evs] == [("fenced", 2), ("unregistered", 2), ("registered", 2),
                                                      ("fenced", 2)]
     assert all(e["epoch"] is None and e["old_epoch"] is None and e["at"].endswith("Z") for e in evs)
     t2 = FakeTime()
     with pytest.raises(ConditionNotMet, match="saw 0 of 1 events"):
-        list(brokers.kraft_watch(Scripted([{1: False}]), count=1, timeout=5, clock=t2, monotonic=t2, sleep=t2.sleep))
+        list(brokers.watch(polled(Scripted([{1: False}]), t2), count=1, timeout=5,
+                           clock=t2))
     t3 = FakeTime()
-    evs = list(brokers.kraft_watch(Scripted([{1: False}]), count=1, timeout=5, initial=True, clock=t3,
-                                   monotonic=t3, sleep=t3.sleep))
+    evs = list(brokers.watch(polled(Scripted([{1: False}]), t3), count=1,
+                             timeout=5, initial=True, clock=t3))
     assert [(e["event"], e["id"]) for e in evs] == [("registered", 1)]
 
 

@@ -81,6 +81,8 @@ def test_plain_rows_keep_their_header():
      "1001\n"),
     (views.brokers_wait, {"broker_id": 3, "condition": "epoch_gt", "met": True, "epoch": 304, "waited_ms": 1},
      "3\tepoch_gt\tmet\t304\n"),
+    (views.brokers_wait_in_sync, {"broker_id": 3, "in_sync": False, "waiting": [{"topic": "t", "partition": 0}]},
+     "3\tin_sync\tnot-met\t1\n"),
     (views.quorum_check, {"findings": [{"level": "WARNING", "code": "voter_lagging", "message": "3002 lags"}]},
      "WARNING\tvoter_lagging\t3002 lags\n"),
     (views.sandbox, {"mode": "kraft", "zookeeper": None, "bootstrap_servers": "127.0.0.1:9092", "brokers": {}},

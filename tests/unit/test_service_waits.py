@@ -13,9 +13,17 @@ from typing import Any
 
 import pytest
 
-from kadmin.cluster.base import Contention, IdState, PartitionScan, WatchTick
-from kadmin.cluster.kafka import ShutdownReply
-from kadmin.domain.models import Broker, Controller, Coverage, Generation, PartitionState, Registration, Stat
+from kadmin.cluster.base import Contention, IdState, PartitionScan, RegistrationTick, ShutdownReply, WatchTick
+from kadmin.domain.models import (
+    Broker,
+    Controller,
+    Coverage,
+    Generation,
+    PartitionState,
+    Registered,
+    Registration,
+    Stat,
+)
 from kadmin.errors import ClusterUnreachable, ConditionNotMet, KadminError
 from kadmin.exit_codes import ExitCode
 from kadmin.services import brokers, ids, partitions, shutdown
@@ -60,12 +68,17 @@ class TickCluster:
     pulled: int = 0
     timeouts: list[float | None] = field(default_factory=list)
 
-    def watch_brokers(self, timeout: float | None) -> Iterator[WatchTick]:
+    epochs = True
+    fencing = False
+
+    def watch_registrations(self, timeout: float | None, on_note: Any = None) -> Iterator[RegistrationTick]:
+        """The ticks as ZooKeeper mode's backend hands them over (kadmin/cluster/zookeeper ZkCluster)."""
         self.timeouts.append(timeout)
         for t in self.ticks:
             self.time.now += self.step
             self.pulled += 1
-            yield t
+            yield RegistrationTick({i: Registered(i, epoch=g.epoch, mzxid=g.mzxid) for i, g in t.generations.items()},
+                                   "none", resynced=t.resynced)
 
     def close(self) -> None:
         pass
@@ -91,7 +104,7 @@ def test_watch_a_broker_it_never_saw_is_registered_even_after_a_resync() -> None
     c = TickCluster([WatchTick(gens(b1=5), reason="initial"),
                      WatchTick(gens(b1=5, b2=20), resynced=True, reason="resync")])
     resyncs: list[str] = []
-    assert events(c, on_resync=resyncs.append) == [("registered", 2, 20, None)]
+    assert events(c, on_note=resyncs.append) == [("registered", 2, 20, None)]
     assert resyncs == ["reconnected: re-read every registration"]
 
 
@@ -182,6 +195,7 @@ class Controllers:
         self.opened: list[tuple[str, int]] = []
         self.closed = 0
         self.requests: list[tuple[int, int, int]] = []  # (controller, broker id, epoch)
+        self.security_protocol = "PLAINTEXT"
 
     def connect(self, endpoint: str, controller_id: int) -> Any:
         self.opened.append((endpoint, controller_id))
@@ -210,8 +224,8 @@ def reply(code: int = 0, remaining: int = 0) -> ShutdownReply:
 
 def run_shutdown(cluster: ControllerCluster, ctl: Controllers, t: FakeTime, *, wait: bool = False,
                  timeout: float = 30.0, epoch: int | None = None) -> Any:
-    return shutdown.shutdown(cluster, 2, epoch=epoch, wait=wait, timeout=timeout, dry_run=False, force=True,
-                             connect=ctl.connect, sleep=t.sleep, clock=t)
+    return shutdown.shutdown(cluster, ctl, 2, epoch=epoch, wait=wait, timeout=timeout,  # type: ignore[arg-type]
+                             dry_run=False, force=True, sleep=t.sleep, clock=t)
 
 
 def test_shutdown_follows_a_controller_that_moved() -> None:

@@ -1,24 +1,38 @@
-"""Reads: one znode, many pipelined, children; /cluster/id, /controller and the broker registrations."""
+"""Reads: one znode, many pipelined, children; /cluster/id, /controller and the broker registrations.
+
+Also the plain znode access of Kafka's admin znodes (`read_znode`, `znode_exists`, `create_znode`): what
+ZooKeeper-mode drain (kadmin/cluster/drain.py) uses, retried and translated like every other read here."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from kazoo.exceptions import ConnectionLoss, NoNodeError
+from kazoo.exceptions import (
+    ConnectionLoss,
+    NoAuthError,
+    NodeExistsError,
+    NoNodeError,
+    OperationTimeoutError,
+    SessionExpiredError,
+)
 from kazoo.handlers.threading import KazooTimeoutError
 
 from kadmin.cluster.base import BrokerListing, Znode
 from kadmin.cluster.zookeeper.session import WINDOW, ZkSession
 from kadmin.domain import znodes
 from kadmin.domain.models import Broker, Controller, Stat
-from kadmin.errors import KadminError, WrongChroot
+from kadmin.errors import AuthFailed, ClusterUnreachable, KadminError, WrongChroot
 from kadmin.results import Problem
 
 IDS = "/brokers/ids"
 TOPICS = "/brokers/topics"
 
 Watch = Callable[[Any], None]  # a kazoo watch: called once with the WatchedEvent
+
+CREATE_TRIES = 3  # a create whose outcome is unknown is read back, then made again, at most this often in all
+# a create's outcome is unknown: the request may or may not have been applied
+_UNKNOWN_OUTCOME = (ConnectionLoss, OperationTimeoutError, SessionExpiredError, KazooTimeoutError)
 
 
 def _stat(s: Any) -> Stat:
@@ -69,6 +83,58 @@ class ZkReads(ZkSession):
         except Exception as e:  # noqa: BLE001
             raise self._translate(path, e) from e
         return Znode(path, data, _stat(stat))
+
+    # ------------------------------------------------------------------ plain znodes (Kafka's admin znodes)
+    def read_znode(self, path: str) -> bytes | None:
+        """`path`'s data (b"" when it has none), None when it does not exist; retried, errors translated."""
+        node = self.get(path)
+        return None if node is None else (node.data or b"")
+
+    def znode_exists(self, path: str) -> bool:
+        """Whether `path` exists (ZooKeeper checks no ACL for this); retried, errors translated."""
+        try:
+            return self.zk.retry(self.zk.exists, path) is not None
+        except Exception as e:  # noqa: BLE001
+            raise self._translate(path, e) from e
+
+    def create_znode(self, path: str, data: bytes) -> bool:
+        """Create the persistent znode `path` holding `data` (its parents as needed, open ACL as kazoo's
+        default): True when this call created it, False when it existed already (someone else's).
+
+        Not blindly retried: a create whose reply was lost (connection loss, time-out, session expiry) may
+        have been applied, and a second create would then fail with NodeExists, which must not be read as
+        another writer's znode. So the znode is read back (a retried read): holding `data`, it is ours;
+        holding anything else, another writer's; absent, the create did not happen and is made again. One
+        ambiguity is left, and harmless for Kafka's admin znodes: applied, then consumed and deleted by
+        the controller before the read back, the create is made again; the same request twice, which asks
+        the controller for what it has just done. Errors are translated as the reads' are."""
+        lost: Exception | None = None
+        for _ in range(CREATE_TRIES):
+            try:
+                self.zk.create(path, data, makepath=True)
+                return True
+            except NodeExistsError:
+                if lost is None:
+                    return False  # nothing of ours was under way: another writer's
+                # an earlier attempt of ours may have been applied after all: read it back
+            except _UNKNOWN_OUTCOME as e:
+                lost = e
+            except Exception as e:  # noqa: BLE001
+                raise self._translate_create(path, e) from e
+            now = self.read_znode(path)  # retried: waits for the connection to come back
+            if now is not None:
+                return now == data
+        assert lost is not None
+        raise self._translate_create(path, lost) from lost
+
+    def _translate_create(self, path: str, e: Exception) -> KadminError:
+        """`_translate` for a create: the same errors and exit codes, the message naming what was refused."""
+        if isinstance(e, NoAuthError):
+            return AuthFailed(f"not authorized to create {path} on {self.conn.where}: check --zk-auth")
+        if isinstance(e, _UNKNOWN_OUTCOME):
+            return ClusterUnreachable(f"lost the connection to {self.conn.where} while creating {path}")
+        err = self._translate(path, e)
+        return type(err)(err.message.replace(f"reading {path}", f"creating {path}", 1), code=err.code)
 
     def get_many(self, paths: Iterable[str], watch: Watch | None = None) -> Iterator[tuple[str, Znode | None]]:
         """Pipelined getData with a bounded in-flight window; reads lost to a reconnect are re-issued.
