@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from kadmin.cluster.base import Backend, Missing
+from kadmin.cluster.base import Backend, Maker, Missing
 from kadmin.config import ConnectionSettings, parse_auth
 from kadmin.errors import ConfigError, KadminError, UsageError, WrongChroot
 
 if TYPE_CHECKING:
     from kadmin.cluster.base import ControllerLink, Partitions
+    from kadmin.cluster.drain import AdminDrain, ZkDrain
     from kadmin.cluster.kraft import KraftClient
-    from kadmin.cluster.zookeeper import ZkConnection
+    from kadmin.cluster.kraft_cluster import KraftCluster, KraftRegistrations
+    from kadmin.cluster.zookeeper import ZkCluster, ZkConnection
     from kadmin.domain.quorum import QuorumState
 
 
@@ -72,6 +74,7 @@ def _sasl_available() -> bool:
         return False
 
 
+T = TypeVar("T")
 ZK_ONLY = "needs ZooKeeper mode (--zookeeper): "
 # What a KRaft cluster lacks, said per command where the command has its own reason (else per capability)
 EPOCHS_BY_COMMAND = {
@@ -130,78 +133,85 @@ def open_backend(settings: ConnectionSettings, command: str, log: Callable[[str]
     in one line each, that a ZooKeeper connection was lost and that it is back. `command` names the
     command in the exit-3 error of a capability the mode lacks.
     """
-    import time
-
-    def left() -> float | None:
-        return None if deadline is None else max(deadline - time.monotonic(), 0.001)
-
-    def capped() -> float:
-        t = left()
-        return settings.connect_timeout if t is None else min(settings.connect_timeout, t)
-
-    server, controller = settings.get("bootstrap-server"), settings.get("bootstrap-controller")
-    opened: dict[str, object] = {}
-
-    def once(name: str, make: Callable[[], object]) -> Callable[[], object]:
-        def get() -> object:
-            if name not in opened:
-                opened[name] = make()
-            return opened[name]
-        return get
-
-    kraft = once("kraft", lambda: kraft_client(settings, log=log))
+    o = _Opener(settings, log, deadline, on_connection)
     missing: dict[str, Missing] = {"epochs": EPOCHS_BY_COMMAND.get(command, EPOCHS_MISSING),
                                    "controller_links": EPOCHS_BY_COMMAND.get(command, EPOCHS_MISSING),
                                    "broker_ids": IDS_MISSING}
     if settings.get("zookeeper"):
-        zk = once("zk", lambda: _zk_cluster(settings, log, left(), on_connection))
-
-        def drain() -> object:
-            if server:
-                from kadmin.cluster.drain import AdminDrain
-
-                return AdminDrain(str(server), _client_config(settings), capped())
-            from kadmin.cluster.drain import ZkDrain
-
-            return ZkDrain(zk())  # type: ignore[arg-type]  # zk() is typed object: it opens lazily
-
-        makers: dict[str, Callable[[], object]] = {
-            "partitions": zk, "registrations": zk, "epochs": zk, "broker_ids": zk, "identity": zk,
-            "leadership": drain,
-            "controller_links": lambda: _controller_links(settings, capped()),
+        makers: dict[str, Maker] = {
+            "partitions": o.zk, "registrations": o.zk, "epochs": o.zk, "broker_ids": o.zk, "identity": o.zk,
+            "leadership": o.admin_drain if o.server else o.zk_drain,
+            "controller_links": lambda: KafkaControllerLinks(_client_config(settings), o.capped()),
             "quorum": lambda: ZkEnsemble(settings, log),
         }
-        if server or controller:
-            makers["unregistration"] = kraft
+        if o.server or o.controller:
+            makers["unregistration"] = o.kraft
         else:
             missing["unregistration"] = UNREGISTER_KRAFT_ONLY
         missing["fencing"] = NO_FENCING
         return Backend("zookeeper", command, makers, missing)
-    if server:
-        def cluster() -> object:
-            from kadmin.cluster.kraft_cluster import KraftCluster
-
-            return KraftCluster(kraft())  # type: ignore[arg-type]
-
-        def registrations() -> object:
-            from kadmin.cluster.kraft_cluster import KraftRegistrations
-
-            return KraftRegistrations(kraft())  # type: ignore[arg-type]
-
-        def admin_drain() -> object:
-            from kadmin.cluster.drain import AdminDrain
-
-            return AdminDrain(str(server), _client_config(settings), capped())
-
-        regs = once("registrations", registrations)
-        makers = {"partitions": once("cluster", cluster), "registrations": regs, "fencing": regs,
-                  "leadership": admin_drain, "quorum": kraft, "unregistration": kraft, "identity": kraft}
+    if o.server:
+        makers = {"partitions": o.kraft_cluster, "registrations": o.kraft_registrations,
+                  "fencing": o.kraft_registrations, "leadership": o.admin_drain, "quorum": o.kraft,
+                  "unregistration": o.kraft, "identity": o.kraft}
         return Backend("kraft", command, makers, missing)
-    if controller:
+    if o.controller:
         missing.update(partitions=BROKERS_ONLY, registrations=NO_DESCRIBE, fencing=NO_DESCRIBE,
                        leadership=DRAIN_BROKERS_ONLY)
-        return Backend("kraft", command, {"quorum": kraft, "unregistration": kraft, "identity": kraft}, missing)
+        return Backend("kraft", command, {"quorum": o.kraft, "unregistration": o.kraft, "identity": o.kraft},
+                       missing)
     raise ConfigError(NO_CLUSTER)
+
+
+class _Opener:
+    """What open_backend's capabilities are made from, each client made once (on first use) and shared."""
+
+    def __init__(self, settings: ConnectionSettings, log: Callable[[str], None] | None, deadline: float | None,
+                 on_connection: Callable[[str], None] | None) -> None:
+        self.settings, self.log, self.deadline, self.on_connection = settings, log, deadline, on_connection
+        self.server = settings.get("bootstrap-server")
+        self.controller = settings.get("bootstrap-controller")
+        self._made: dict[str, object] = {}
+
+    def left(self) -> float | None:
+        import time
+
+        return None if self.deadline is None else max(self.deadline - time.monotonic(), 0.001)
+
+    def capped(self) -> float:
+        t = self.left()
+        return self.settings.connect_timeout if t is None else min(self.settings.connect_timeout, t)
+
+    def _once(self, name: str, make: Callable[[], T]) -> T:
+        if name not in self._made:
+            self._made[name] = make()
+        return self._made[name]  # type: ignore[return-value]
+
+    def zk(self) -> ZkCluster:
+        return self._once("zk", lambda: _zk_cluster(self.settings, self.log, self.left(), self.on_connection))
+
+    def kraft(self) -> KraftClient:
+        return self._once("kraft", lambda: kraft_client(self.settings, log=self.log))
+
+    def kraft_cluster(self) -> KraftCluster:
+        from kadmin.cluster.kraft_cluster import KraftCluster
+
+        return self._once("kraft_cluster", lambda: KraftCluster(self.kraft()))
+
+    def kraft_registrations(self) -> KraftRegistrations:
+        from kadmin.cluster.kraft_cluster import KraftRegistrations
+
+        return self._once("kraft_registrations", lambda: KraftRegistrations(self.kraft()))
+
+    def admin_drain(self) -> AdminDrain:
+        from kadmin.cluster.drain import AdminDrain
+
+        return AdminDrain(str(self.server), _client_config(self.settings), self.capped())
+
+    def zk_drain(self) -> ZkDrain:
+        from kadmin.cluster.drain import ZkDrain
+
+        return ZkDrain(self.zk())
 
 
 def open_cluster(settings: ConnectionSettings, log: Callable[[str], None] | None = None,
@@ -224,7 +234,7 @@ def _client_config(settings: ConnectionSettings) -> dict[str, Any]:
 
 
 def _zk_cluster(settings: ConnectionSettings, log: Callable[[str], None] | None, timeout: float | None,
-                on_connection: Callable[[str], None] | None) -> object:
+                on_connection: Callable[[str], None] | None) -> ZkCluster:
     from kadmin.cluster.zookeeper import ZkCluster
 
     conn = zk_connection(settings, timeout)
@@ -261,10 +271,6 @@ class KafkaControllerLinks:
         from kadmin.cluster.kafka import ControllerConnection
 
         return ControllerConnection(address, node_id, self.config, self.timeout)
-
-
-def _controller_links(settings: ConnectionSettings, timeout: float) -> KafkaControllerLinks:
-    return KafkaControllerLinks(_client_config(settings), timeout)
 
 
 class ZkEnsemble:
@@ -360,9 +366,6 @@ if TYPE_CHECKING:  # mypy proves each implementation has the capability the back
         Unregistration,
     )
     from kadmin.cluster.base import ControllerLinks as _Links
-    from kadmin.cluster.drain import AdminDrain, ZkDrain
-    from kadmin.cluster.kraft_cluster import KraftCluster, KraftRegistrations
-    from kadmin.cluster.zookeeper import ZkCluster
 
     def _conforms(zk: ZkCluster, kraft: KraftClient, kc: KraftCluster, kr: KraftRegistrations, admin: AdminDrain,
                   zkd: ZkDrain, links: KafkaControllerLinks, ensemble: ZkEnsemble) -> None:

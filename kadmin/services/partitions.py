@@ -309,90 +309,122 @@ def wait_in_sync(
     a partition of a topic the principal may not Describe cannot be shown in sync (not met at once), and
     log dirs not yet listable (the broker still starting) are asked for again until the timeout.
     """
-    start = clock()
-    cov = cluster.coverage([broker_id])
-    s, _ = split_warnings(scan(cluster, None, progress, 1))  # min ISR plays no part in being in sync
-    # a broker not registered yet but named by assignments is waited for
-    require_known_broker(s, broker_id, cov is not None and broker_id in cov.listed)
-    # an unreadable topic may hold partitions the broker is not in sync with: the answer is partial then
-    unread = [e for e in s.problems if e.topic is not None and e.topic in s.unreadable]
-    waiting = {(p.topic, p.partition) for p in rules.out_of_sync(s.partitions, broker_id)}
-    hosted = sum(1 for p in s.partitions if broker_id in p.replicas)
-    seen = {(p.topic, p.partition) for p in s.partitions} if cov is not None else set()
-    hidden: list[tuple[rules.Key, tuple[int, ...]]] = []
-    blind: dict[int, str] = {}
-    refused = False  # the broker refused to list its log dirs: asking again will not help
+    w = _InSyncWait(cluster, broker_id, timeout, on_status, clock, sleep)
+    w.first_look(progress)
+    w.follow()
+    w.await_live()
+    return w.result(asked or timeout)
 
-    def look(c: Coverage | None) -> None:
-        nonlocal hidden, blind, refused
+
+class _InSyncWait:
+    """`wait_in_sync`'s state: what still waits, what cannot be seen, and what was last said on stderr."""
+
+    def __init__(self, cluster: Partitions, broker_id: int, timeout: float,
+                 on_status: Callable[[str], None] | None, clock: Callable[[], float],
+                 sleep: Callable[[float], None]) -> None:
+        self.cluster, self.broker_id, self.timeout = cluster, broker_id, timeout
+        self.on_status, self.clock, self.sleep = on_status, clock, sleep
+        self.start = clock()
+        self.hidden: list[tuple[rules.Key, tuple[int, ...]]] = []
+        self.blind: dict[int, str] = {}
+        self.refused = False  # the broker refused to list its log dirs: asking again will not help
+        self.last_said = ""
+        self.live = False
+        self.seen: set[rules.Key] = set()
+
+    def left(self) -> float:
+        return max(0.0, self.timeout - (self.clock() - self.start))
+
+    def say(self, said: str) -> None:
+        if self.on_status and said != self.last_said:
+            self.on_status(said)
+            self.last_said = said
+
+    def look(self, c: Coverage | None) -> None:
         if c is not None:
-            hidden, blind = rules.unseen_partitions(c, seen, [broker_id])
-            refused = broker_id in c.refused
+            self.hidden, self.blind = rules.unseen_partitions(c, self.seen, [self.broker_id])
+            self.refused = self.broker_id in c.refused
 
-    def left() -> float:
-        return max(0.0, timeout - (clock() - start))
+    def first_look(self, progress: Progress | None) -> None:
+        """One full scan: the partitions waiting for the broker, and (KRaft) its log dirs against what was seen."""
+        bid = self.broker_id
+        cov = self.cluster.coverage([bid])
+        s, _ = split_warnings(scan(self.cluster, None, progress, 1))  # min ISR plays no part in being in sync
+        # a broker not registered yet but named by assignments is waited for
+        require_known_broker(s, bid, cov is not None and bid in cov.listed)
+        self.unreadable = len(s.unreadable)
+        # an unreadable topic may hold partitions the broker is not in sync with: the answer is partial then
+        self.unread = [e for e in s.problems if e.topic is not None and e.topic in s.unreadable]
+        self.waiting = {(p.topic, p.partition) for p in rules.out_of_sync(s.partitions, bid)}
+        self.hosted = sum(1 for p in s.partitions if bid in p.replicas)
+        self.seen = {(p.topic, p.partition) for p in s.partitions} if cov is not None else set()
+        self.live = bid in s.live
+        self.look(cov)
 
-    look(cov)
-    last_said = ""
-    if waiting and not hidden and not refused:
-        for changed in cluster.watch_states(sorted(waiting), timeout=left(), settled=lambda isr: broker_id in isr):
+    def follow(self) -> None:
+        """Follow the waiting partitions' ISRs until the broker is in all of them (or a verdict is reached)."""
+        bid = self.broker_id
+        if not self.waiting or self.hidden or self.refused:
+            return
+        for changed in self.cluster.watch_states(sorted(self.waiting), timeout=self.left(),
+                                                 settled=lambda isr: bid in isr):
             for key, isr in changed:
-                if isr is not None and broker_id in isr:
-                    waiting.discard(key)
-            if blind:  # its log dirs not listed yet (still starting): ask again
-                look(cluster.coverage([broker_id]))
-            if not waiting or hidden or refused:
+                if isr is not None and bid in isr:
+                    self.waiting.discard(key)
+            if self.blind:  # its log dirs not listed yet (still starting): ask again
+                self.look(self.cluster.coverage([bid]))
+            if not self.waiting or self.hidden or self.refused:
                 break
-            said = (f"broker {broker_id} not yet in the ISR of {plural(len(waiting), 'partition')}: "
-                    f"{describe_keys(waiting)}")
-            if on_status and said != last_said:
-                on_status(said)
-                last_said = said
-    live = broker_id in s.live
-    pause = 0.25
-    while not waiting and not hidden:  # in every ISR: it must also be live, and its log dirs seen
-        live = broker_id in cluster.live_brokers(fresh=True)
-        if blind and not refused:
-            look(cluster.coverage([broker_id]))
-        if (live and not blind) or hidden or refused or left() <= 0:
-            break
-        said = (f"broker {broker_id} is in every ISR it belongs in but "
-                + ("is not live (fenced)" if not live else f"its log dirs could not be listed: {blind[broker_id]}"))
-        if on_status and said != last_said:
-            on_status(said)
-            last_said = said
-        sleep(min(pause, left()))
-        pause = min(pause * 2, 2.0)
-    met = not waiting and not hidden and not blind and live
-    data = {
-        "broker_id": broker_id,
-        "in_sync": met,
-        "hosted_partitions": hosted,
-        "waiting": [{"topic": t, "partition": p} for t, p in sorted(waiting)],
-        "waited_ms": int((clock() - start) * 1000),
-        # added: whether the broker may lead (KRaft: unfenced), and what kept the wait from seeing every
-        # partition the broker hosts (its log dirs not listed; a partition its log dirs list, not visible)
-        "live": live,
-        "unseen": unseen_json(blind.items()) + [{"broker_id": broker_id, "topic": t, "partition": p,
-                                          "reason": rules.hidden_reason(t, on)} for (t, p), on in hidden],
-    }
-    if hidden:
-        return Result(data=data, exit_code=ExitCode.CONDITION_NOT_MET, errors=unread,
-                      message=f"broker {broker_id} hosts {plural(len(hidden), 'partition')} this principal cannot see "
-                      f"({describe_keys(k for k, _ in hidden)}): whether it is in their ISR is unknown; "
-                      f"{rules.hidden_reason(hidden[0][0][0], hidden[0][1])}")
-    if refused:
-        return Result(data=data, exit_code=ExitCode.CONDITION_NOT_MET, errors=unread,
-                      message=f"broker {broker_id} cannot be shown in sync: {blind[broker_id]}")
-    if waiting:
-        return Result(data=data, exit_code=ExitCode.CONDITION_NOT_MET, errors=unread,
-                      message=f"timed out after {asked or timeout:g}s: broker {broker_id} is still missing from the "
-                      f"ISR of {plural(len(waiting), 'partition')}: {describe_keys(waiting)}")
-    if not met:
-        why = f"its log dirs could not be listed: {blind[broker_id]}" if blind else "it is not live (fenced)"
-        return Result(data=data, exit_code=ExitCode.CONDITION_NOT_MET, errors=unread,
-                      message=f"timed out after {asked or timeout:g}s: broker {broker_id} is in every ISR it belongs "
-                      f"in, but {why}")
-    return Result(data=data, errors=unread,
-                  message=f"broker {broker_id} is in the ISR of all {hosted} partitions it hosts"
-                  + (f" that could be read ({plural(len(s.unreadable), 'topic')} could not)" if unread else ""))
+            self.say(f"broker {bid} not yet in the ISR of {plural(len(self.waiting), 'partition')}: "
+                     f"{describe_keys(self.waiting)}")
+
+    def await_live(self) -> None:
+        """In every ISR: it must also be live, and its log dirs seen."""
+        bid, pause = self.broker_id, 0.25
+        while not self.waiting and not self.hidden:
+            self.live = bid in self.cluster.live_brokers(fresh=True)
+            if self.blind and not self.refused:
+                self.look(self.cluster.coverage([bid]))
+            if (self.live and not self.blind) or self.hidden or self.refused or self.left() <= 0:
+                break
+            self.say(f"broker {bid} is in every ISR it belongs in but "
+                     + ("is not live (fenced)" if not self.live else
+                        f"its log dirs could not be listed: {self.blind[bid]}"))
+            self.sleep(min(pause, self.left()))
+            pause = min(pause * 2, 2.0)
+
+    def result(self, timeout: float) -> Result:
+        bid, hidden, blind, waiting, unread = self.broker_id, self.hidden, self.blind, self.waiting, self.unread
+        met = not waiting and not hidden and not blind and self.live
+        data = {
+            "broker_id": bid,
+            "in_sync": met,
+            "hosted_partitions": self.hosted,
+            "waiting": [{"topic": t, "partition": p} for t, p in sorted(waiting)],
+            "waited_ms": int((self.clock() - self.start) * 1000),
+            # added: whether the broker may lead (KRaft: unfenced), and what kept the wait from seeing every
+            # partition the broker hosts (its log dirs not listed; a partition its log dirs list, not visible)
+            "live": self.live,
+            "unseen": unseen_json(blind.items()) + [{"broker_id": bid, "topic": t, "partition": p,
+                                              "reason": rules.hidden_reason(t, on)} for (t, p), on in hidden],
+        }
+        if hidden:
+            return Result(data=data, exit_code=ExitCode.CONDITION_NOT_MET, errors=unread,
+                          message=f"broker {bid} hosts {plural(len(hidden), 'partition')} this principal cannot see "
+                          f"({describe_keys(k for k, _ in hidden)}): whether it is in their ISR is unknown; "
+                          f"{rules.hidden_reason(hidden[0][0][0], hidden[0][1])}")
+        if self.refused:
+            return Result(data=data, exit_code=ExitCode.CONDITION_NOT_MET, errors=unread,
+                          message=f"broker {bid} cannot be shown in sync: {blind[bid]}")
+        if waiting:
+            return Result(data=data, exit_code=ExitCode.CONDITION_NOT_MET, errors=unread,
+                          message=f"timed out after {timeout:g}s: broker {bid} is still missing from the "
+                          f"ISR of {plural(len(waiting), 'partition')}: {describe_keys(waiting)}")
+        if not met:
+            why = f"its log dirs could not be listed: {blind[bid]}" if blind else "it is not live (fenced)"
+            return Result(data=data, exit_code=ExitCode.CONDITION_NOT_MET, errors=unread,
+                          message=f"timed out after {timeout:g}s: broker {bid} is in every ISR it belongs "
+                          f"in, but {why}")
+        return Result(data=data, errors=unread,
+                      message=f"broker {bid} is in the ISR of all {self.hosted} partitions it hosts"
+                      + (f" that could be read ({plural(self.unreadable, 'topic')} could not)" if unread else ""))
