@@ -23,6 +23,7 @@ from kadmin.errors import AuthFailed, ClusterUnreachable, ConfigError, KadminErr
 
 METADATA_TOPIC = "__cluster_metadata"
 NOT_LEADER_OR_FOLLOWER = 6
+NOT_CONTROLLER = 41
 BROKER_ID_NOT_REGISTERED = 102
 MISMATCHED_ENDPOINT_TYPE = 114
 ENDPOINT_BROKERS, ENDPOINT_CONTROLLERS = 1, 2
@@ -134,6 +135,23 @@ class KraftClient:
                 last = e
         raise ClusterUnreachable(f"no bootstrap {'controller' if self.controllers else 'server'} answered "
                                  f"({', '.join(self.addresses)}): {last}")
+
+    def send_to_controller(self, make: Any) -> tuple[str, Any]:
+        """Send a request only the controller serves (ListPartitionReassignments, ...) where Kafka takes it: a
+        KRaft broker forwards it to the quorum, a ZooKeeper-mode broker that is not the controller answers
+        NOT_CONTROLLER. So it goes to the first bootstrap address, and on NOT_CONTROLLER to the controller that
+        Metadata names (as Kafka's admin client does), once."""
+        address, resp = self.send_any(make)
+        if getattr(resp, "error_code", 0) != NOT_CONTROLLER:
+            return address, resp
+        from kafka.protocol.metadata.metadata import MetadataRequest
+
+        _, meta = self.send_any(lambda: MetadataRequest(topics=[], allow_auto_topic_creation=False))
+        nodes = {int(b.node_id): host_port(str(b.host), int(b.port)) for b in meta.brokers}
+        controller = nodes.get(int(meta.controller_id))
+        if controller is None:
+            return address, resp  # no controller now: NOT_CONTROLLER stands
+        return controller, self.send_to(controller, make())
 
     def close(self) -> None:
         for c in self._conns.values():

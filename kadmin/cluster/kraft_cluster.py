@@ -182,7 +182,7 @@ class KraftCluster:
         """Reassignments in flight: (topic, partition) -> (adding, removing)."""
         from kafka.protocol.admin.topics import ListPartitionReassignmentsRequest as Req
 
-        address, resp = self.client.send_any(
+        address, resp = self.client.send_to_controller(
             lambda: Req(timeout_ms=int(self.client.timeout * 1000), topics=None))
         if resp.error_code:
             raise self.client.rejected(resp.error_code, resp.error_message, address, "ListPartitionReassignments")
