@@ -296,12 +296,13 @@ class Backend:
     """A mode's capabilities, opened on first use and closed together. Built only by connect.open_backend."""
 
     def __init__(self, mode: Mode, command: str, makers: Mapping[str, Maker],
-                 missing: Mapping[str, Missing]) -> None:
+                 missing: Mapping[str, Missing], close: Callable[[], None] | None = None) -> None:
         self.mode = mode
         self.command = command
         self._makers = dict(makers)
         self._missing = dict(missing)
         self._open: dict[str, object] = {}
+        self._close = close  # closes every client the makers made (one may serve several capabilities)
 
     def _get(self, name: str, kind: type[T]) -> T:
         if name not in self._open:
@@ -353,12 +354,15 @@ class Backend:
             raise self._missing.get(name, Missing(f"cannot use this cluster for {name}")).error(self.command)
 
     def close(self) -> None:
-        """Close what was opened (each at most once: one object may serve several capabilities)."""
-        seen: set[int] = set()
-        for cap in reversed(list(self._open.values())):
-            close = getattr(cap, "close", None)
-            if close is not None and id(cap) not in seen:
-                seen.add(id(cap))
-                with contextlib.suppress(Exception):  # closing must never mask the result
-                    close()
+        """Close every connection the capabilities opened (never masks the result: errors are ignored)."""
+        if self._close is not None:
+            self._close()
+        else:
+            seen: set[int] = set()
+            for cap in reversed(list(self._open.values())):
+                close = getattr(cap, "close", None)
+                if close is not None and id(cap) not in seen:
+                    seen.add(id(cap))
+                    with contextlib.suppress(Exception):  # closing must never mask the result
+                        close()
         self._open.clear()

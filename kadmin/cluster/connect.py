@@ -141,25 +141,24 @@ def open_backend(settings: ConnectionSettings, command: str, log: Callable[[str]
         makers: dict[str, Maker] = {
             "partitions": o.zk, "registrations": o.zk, "epochs": o.zk, "broker_ids": o.zk, "identity": o.zk,
             "leadership": o.admin_drain if o.server else o.zk_drain,
-            "controller_links": lambda: KafkaControllerLinks(_client_config(settings), o.capped()),
-            "quorum": lambda: ZkEnsemble(settings, log),
+            "controller_links": o.controller_links, "quorum": o.ensemble,
         }
         if o.server or o.controller:
             makers["unregistration"] = o.kraft
         else:
             missing["unregistration"] = UNREGISTER_KRAFT_ONLY
         missing["fencing"] = NO_FENCING
-        return Backend("zookeeper", command, makers, missing)
+        return Backend("zookeeper", command, makers, missing, o.close)
     if o.server:
         makers = {"partitions": o.kraft_cluster, "registrations": o.kraft_registrations,
                   "fencing": o.kraft_registrations, "leadership": o.admin_drain, "quorum": o.kraft,
                   "unregistration": o.kraft, "identity": o.kraft}
-        return Backend("kraft", command, makers, missing)
+        return Backend("kraft", command, makers, missing, o.close)
     if o.controller:
         missing.update(partitions=BROKERS_ONLY, registrations=NO_DESCRIBE, fencing=NO_DESCRIBE,
                        leadership=DRAIN_BROKERS_ONLY)
         return Backend("kraft", command, {"quorum": o.kraft, "unregistration": o.kraft, "identity": o.kraft},
-                       missing)
+                       missing, o.close)
     raise ConfigError(NO_CLUSTER)
 
 
@@ -206,12 +205,32 @@ class _Opener:
     def admin_drain(self) -> AdminDrain:
         from kadmin.cluster.drain import AdminDrain
 
-        return AdminDrain(str(self.server), _client_config(self.settings), self.capped())
+        return self._once("admin_drain",
+                          lambda: AdminDrain(str(self.server), _client_config(self.settings), self.capped()))
 
     def zk_drain(self) -> ZkDrain:
         from kadmin.cluster.drain import ZkDrain
 
-        return ZkDrain(self.zk())
+        return self._once("zk_drain", lambda: ZkDrain(self.zk()))
+
+    def controller_links(self) -> KafkaControllerLinks:
+        return self._once("links", lambda: KafkaControllerLinks(_client_config(self.settings), self.capped()))
+
+    def ensemble(self) -> ZkEnsemble:
+        return self._once("ensemble", lambda: ZkEnsemble(self.settings, self.log))
+
+    def close(self) -> None:
+        """Close every client made, each once, the last made first; closing never masks the result."""
+        import contextlib
+
+        seen: set[int] = set()
+        for made in reversed(list(self._made.values())):
+            close = getattr(made, "close", None)
+            if close is not None and id(made) not in seen:
+                seen.add(id(made))
+                with contextlib.suppress(Exception):
+                    close()
+        self._made.clear()
 
 
 def open_cluster(settings: ConnectionSettings, log: Callable[[str], None] | None = None,

@@ -171,6 +171,11 @@ class KraftClient:
             return DescribeClusterRequest(include_fenced_brokers=True, **kw)
 
         address, resp = self.send_any(make)
+        if resp.error_code == MISMATCHED_ENDPOINT_TYPE and not self.controllers:
+            raise ConfigError(f"--bootstrap-server {address} is a controller (it answered DescribeCluster with "
+                              "MISMATCHED_ENDPOINT_TYPE): give the brokers' addresses, or --bootstrap-controller for "
+                              "what the controllers serve (quorum, cluster id, unregister)",
+                              code="bootstrap_server_is_a_controller")
         if resp.error_code:
             raise self.rejected(resp.error_code, getattr(resp, "error_message", None), address, "DescribeCluster")
         version = int(resp.version)

@@ -185,3 +185,19 @@ def test_znode_methods_answer_plainly(drain_cluster, cluster):
     assert cluster.read_znode("/admin/new/deeper") == b"x" and cluster.znode_exists("/admin/new/deeper")
     assert cluster.create_znode("/admin/new/deeper", b"x") is False  # exists already: not created here
     assert kz.get("/admin/new/deeper")[0] == b"x"
+
+
+def test_the_backend_closes_the_zookeeper_session_drain_opened(zk: str, fleet: Any) -> None:
+    """The drain capability opens the ZooKeeper session itself (ZkDrain over a ZkCluster): closing the backend,
+    as every command does when it ends, closes that session too (it leaked once the backend opened lazily)."""
+    from kadmin.cluster.connect import open_backend
+    from kadmin.config import ConnectionSettings, Sourced
+    from tests.support.kafka import wait_for
+
+    backend = open_backend(ConnectionSettings({"zookeeper": Sourced(zk, "flag")}), "brokers drain")
+    moves = backend.leadership
+    moves.partitions()  # the session is open and answering
+    session = moves.cluster.zk  # type: ignore[attr-defined]
+    assert session.connected
+    backend.close()  # sends CloseSession; kazoo's own clean-up ends on its thread
+    wait_for(lambda: not session.connected or None, 30, "the drain's ZooKeeper session to end")
