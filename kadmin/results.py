@@ -3,13 +3,16 @@ kadmin.exit_codes only).
 
 `Problem`: something that could not be read or parsed (it makes a result partial). `Progress`: the
 callback long scans report through. `Result`: what every service returns and the renderer prints.
+`Payload`: a command's data, typed; its `to_json()` is the command's JSON contract (each command's payload
+is in kadmin/payloads.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from kadmin import exit_codes
 from kadmin.exit_codes import ExitCode, Verdict
@@ -28,8 +31,11 @@ class Problem:
 Progress = Callable[[str, int | None, int], None]  # (phase, total or None, advance)
 
 
+D = TypeVar("D")  # a result's data: a Payload, a list of them, or (commands not typed yet) plain JSON values
+
+
 @dataclass
-class Result:
+class Result(Generic[D]):
     """What every service returns: data for the renderer, problems, and the exit code they imply.
 
     How it looks (table, plain text) is the renderer's business: the command names its view when it emits
@@ -37,7 +43,7 @@ class Result:
     CLI (`Invocation.emit`), which knows it; services leave it unset.
     """
 
-    data: Any
+    data: D  # a Payload (or a list of them): the renderer prints its to_json() as JSON, the view reads it
     errors: list[Problem] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     exit_code: ExitCode | Verdict = ExitCode.OK  # a Verdict for the check verbs (kadmin/exit_codes.py)
@@ -53,3 +59,28 @@ class Result:
     def status(self) -> str:
         """The envelope's status: a function of the exit code alone (kadmin/exit_codes.py)."""
         return exit_codes.status(self.exit_code, check=isinstance(self.exit_code, Verdict))
+
+
+# ============================================================================ typed payloads
+@dataclass(frozen=True)
+class Payload:
+    """A command's data as a service hands it to the renderer: a frozen dataclass whose fields are the keys
+    of its JSON object, in their order. `to_json()` is its JSON form, the command's contract (the envelope's
+    `data`, an NDJSON line): by default every field under its name, tuples as lists, mappings as dicts and
+    payloads as their own JSON form. A payload with a key that is there only sometimes says so in its own
+    `to_json()`. Views read the fields; only the renderer reads the JSON form."""
+
+    def to_json(self) -> Any:
+        return {f.name: json_form(getattr(self, f.name)) for f in dataclasses.fields(self)}
+
+
+def json_form(value: Any) -> Any:
+    """`value` as JSON values: a payload as its to_json(), a tuple or a list as a list, a mapping as a dict
+    (its keys as they are: json writes an int key as a string, as it always did)."""
+    if isinstance(value, Payload):
+        return value.to_json()
+    if isinstance(value, (tuple, list)):
+        return [json_form(v) for v in value]
+    if isinstance(value, Mapping):
+        return {k: json_form(v) for k, v in value.items()}
+    return value

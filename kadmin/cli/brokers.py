@@ -21,7 +21,9 @@ from kadmin.cli.options import (
 )
 from kadmin.errors import UsageError
 from kadmin.exit_codes import ExitCode
+from kadmin.payloads import BrokerEvent
 from kadmin.render import views
+from kadmin.results import Result
 from kadmin.services import brokers as svc
 
 app = typer.Typer(name="brokers", help="Broker registrations, broker epochs (KIP-380) and bounces.",
@@ -129,7 +131,7 @@ def watch(
     """
     deadline = None if timeout is None else time.monotonic() + timeout
     r = inv.renderer
-    events: list[dict[str, object]] = []
+    events: list[BrokerEvent] = []
     code = ExitCode.OK
     stream = svc.watch(inv.backend(deadline).registrations, count=count, timeout=_left(deadline), initial=initial,
                        on_note=r.note, asked=timeout)
@@ -142,8 +144,6 @@ def watch(
         r.note("interrupted")
         code = ExitCode.INTERRUPTED
     if r.fmt == "json":
-        from kadmin.results import Result
-
         return inv.emit(Result(data=events, exit_code=code), views.broker_events)
     return int(code)
 

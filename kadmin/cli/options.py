@@ -27,7 +27,7 @@ import sys
 import traceback
 from collections.abc import Callable
 from enum import StrEnum
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
@@ -222,6 +222,9 @@ FLAGS = {"zk_tls", "zk_tls_no_hostname_check"}  # on/off options: off leaves the
 COMMON_PARAMS: dict[str, tuple[Any, Any]] = {"output": (OutputOpt, Output.auto), "verbose": (VerboseOpt, False)}
 
 
+D = TypeVar("D")  # a result's data, and what its view reads
+
+
 class Invocation:
     """What a command body gets: settings, a renderer, and a lazily opened cluster."""
 
@@ -268,7 +271,7 @@ class Invocation:
         self.renderer.warn(f"{option} is deprecated in `kadmin {self.command}` and goes in the next release: "
                            f"{instead}")
 
-    def emit(self, result: Result, view: ViewFn, *, detail: str | None = None) -> int:
+    def emit(self, result: Result[D], view: ViewFn[D], *, detail: str | None = None) -> int:
         """Print `result` as `view` shows it; its exit code. The JSON envelope's `command` is this command's
         full name, followed by `detail` when an argument names what was asked (`history report bounces`)."""
         result.command = self.command if detail is None else f"{self.command} {detail}"

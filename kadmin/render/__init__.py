@@ -1,8 +1,9 @@
 """Result → text. Data to stdout; warnings, errors and summaries to stderr.
 
 `auto` is a rich table on a terminal and tabulate plain columns on a pipe; `json` is the versioned
-envelope; `ndjson` is one JSON object per line (each item of a list result). The table and the plain
-text come from the view the command names (kadmin/render/views.py).
+envelope; `ndjson` is one JSON object per line (each item of a list result). Both print the data's JSON
+form: a typed payload's `to_json()` (kadmin/results.py). The table and the plain text come from the view
+the command names (kadmin/render/views.py), which reads the payload's fields.
 """
 
 from __future__ import annotations
@@ -10,13 +11,15 @@ from __future__ import annotations
 import json
 import math
 import sys
-from collections.abc import Sequence
-from typing import IO, Any
+from collections.abc import Callable, Sequence
+from typing import IO, Any, TypeVar
 
 from kadmin import exit_codes
 from kadmin.exit_codes import ExitCode, Verdict
 from kadmin.render import views
-from kadmin.results import Problem, Result
+from kadmin.results import Payload, Problem, Result
+
+D = TypeVar("D")
 
 RESULT_VERSION = 2  # 2: `status` follows the exit code (check verbs: ok/warning/critical/unknown)
 _TEXT = "\n\t"  # kept in whole texts (plain output we lay out, multi-line messages); escaped in cells
@@ -38,6 +41,16 @@ def envelope(command: str | None, status: str, exit_code: int, data: Any, errors
         "data": data,
         "errors": [{"code": e.code, "message": e.message} for e in errors],
     }
+
+
+def json_data(data: Any) -> Any:
+    """A result's data as JSON values: a payload as its to_json(), and so each payload of a list (data not
+    typed yet, plain JSON values, as it is)."""
+    if isinstance(data, Payload):
+        return data.to_json()
+    if isinstance(data, list):
+        return [d.to_json() if isinstance(d, Payload) else d for d in data]
+    return data
 
 
 def finite(obj: Any) -> Any:
@@ -93,7 +106,7 @@ class Renderer:
         print(f"kadmin: error: {views.inert(message, keep=_TEXT)}", file=self.err, flush=True)
 
     # -- results -----------------------------------------------------------------
-    def emit(self, result: Result, view: views.ViewFn) -> ExitCode | Verdict:
+    def emit(self, result: Result[D], view: views.ViewFn[D]) -> ExitCode | Verdict:
         """Print `result`: its data as `view` shows it (table, plain) or as JSON, its warnings, errors and
         message on stderr. The view is made before anything is written, so a view that fails (quorum
         describe's clock drift) leaves stdout empty."""
@@ -103,10 +116,11 @@ class Renderer:
         for e in result.errors:
             self.warn(e.message)
         if self.fmt == "json":
-            doc = envelope(result.command, result.status, result.exit_code, result.data, result.errors)
+            doc = envelope(result.command, result.status, result.exit_code, json_data(result.data), result.errors)
             print(dumps(doc, indent=2), file=self.out, flush=True)
         elif self.fmt == "ndjson":
-            items = result.data if isinstance(result.data, list) else [result.data]
+            data = json_data(result.data)
+            items = data if isinstance(data, list) else [data]
             for item in items:
                 print(dumps(item), file=self.out)
             self.out.flush()
@@ -161,11 +175,11 @@ class Renderer:
                 print("  ".join(view.headers), file=self.out, flush=True)
 
     # -- streams -----------------------------------------------------------------
-    def stream_item(self, item: dict[str, Any], view: views.ViewFn, *, first: bool) -> None:
+    def stream_item(self, item: D, view: Callable[[list[D]], views.View], *, first: bool) -> None:
         """One item of a streamed result (watch), shown as `view` shows a list of one item; the header line
         comes with the first. `json` collects them for the envelope instead."""
         if self.fmt == "ndjson":
-            print(dumps(item), file=self.out, flush=True)
+            print(dumps(json_data(item)), file=self.out, flush=True)
         elif self.fmt != "json":
             shown = view([item])
             if first:

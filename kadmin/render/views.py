@@ -1,8 +1,10 @@
 """How each command's data looks: a table (rich on a terminal, tabulate on a pipe), or an exact text.
 
 Each command names its view when it emits its result (`inv.emit(result, views.brokers_list)`): a view is a
-function of the result's data (`ViewFn`). There is no table of views by command name and no fallback; a
-command without a view of its own names `key_values` (a dict) or `records` (a list of dicts).
+function of the result's data (`ViewFn`), which is a typed payload (kadmin/payloads.py) where the command
+has one: the view reads its fields, and the JSON form (`to_json()`) is the renderer's business. There is no
+table of views by command name and no fallback; a command without a view of its own names `key_values` (a
+dict, or a payload: the keys of its JSON form) or `records` (a list of dicts).
 
 `-o plain` prints a view's `text` exactly when it has one (what scripts capture with `$(kadmin ...)`: a
 broker id, a connect string, kafka-metadata-quorum's text), else its rows in tabulate's plain columns under
@@ -14,12 +16,28 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+from kadmin.payloads import ShutdownDryRun
+from kadmin.results import Payload
 
 if TYPE_CHECKING:
     from kadmin.domain.quorum import QuorumState
+    from kadmin.payloads import (
+        BrokerEvent,
+        BrokerRow,
+        BrokersDiff,
+        BrokerWait,
+        CanStop,
+        Drain,
+        InSync,
+        MaxEpoch,
+        PartitionRow,
+        PartitionsCheck,
+        Shutdown,
+    )
 
 
 @dataclass
@@ -31,7 +49,8 @@ class View:
     header_when_empty: bool = False  # -o plain prints the header line even without rows
 
 
-ViewFn = Callable[[Any], View]  # a result's data -> how it looks
+D = TypeVar("D")
+ViewFn = Callable[[D], View]  # a result's data -> how it looks (bare `ViewFn`: of any data)
 
 
 # C0 controls, DEL, C1 controls (0x9b is a one-byte CSI on some terminals), line and paragraph
@@ -74,19 +93,17 @@ def fixed(cells: list[Any], widths: tuple[int, ...] = (24, 12, 6, 14, 14)) -> st
     return " ".join(parts).rstrip()
 
 
-def brokers_list(data: list[dict[str, Any]]) -> View:
-    rows = [
-        [b["id"], b["host"], b["port"], b["rack"], b["epoch"], b["session"], b["is_controller"], b["state"],
-         b["version"], b["endpoints"]]
-        for b in data
-    ]
+def brokers_list(data: Sequence[BrokerRow]) -> View:
+    rows = [[b.id, b.host, b.port, b.rack, b.epoch, b.session, b.is_controller, b.state, b.version, b.endpoints]
+            for b in data]
     return View(["ID", "HOST", "PORT", "RACK", "EPOCH", "SESSION", "CONTROLLER", "STATE", "VERSION", "ENDPOINTS"], rows)
 
 
-def key_values(data: dict[str, Any]) -> View:
-    """One KEY/VALUE row per key (a `stat` dict as stat.* rows): the view of a command without its own."""
+def key_values(data: Mapping[str, Any] | Payload) -> View:
+    """One KEY/VALUE row per key (a `stat` dict as stat.* rows): the view of a command without its own. A
+    payload's keys are those of its JSON form (`brokers show`, `unregister`, `undrain`)."""
     rows: list[list[Any]] = []
-    for k, v in data.items():
+    for k, v in (data.to_json() if isinstance(data, Payload) else data).items():
         if isinstance(v, dict) and k == "stat":
             rows += [[f"stat.{sk}", sv] for sk, sv in v.items()]
         else:
@@ -100,45 +117,42 @@ def records(data: list[dict[str, Any]]) -> View:
     return View([h.upper() for h in headers], [[row.get(h) for h in headers] for row in data])
 
 
-def max_epoch(data: dict[str, Any]) -> View:
+def max_epoch(data: MaxEpoch) -> View:
     """Plain output is the bare integer (an empty line when no broker is registered)."""
     v = key_values(data)
-    v.text = ("" if data["max_broker_epoch"] is None else str(data["max_broker_epoch"])) + "\n"
+    v.text = ("" if data.max_broker_epoch is None else str(data.max_broker_epoch)) + "\n"
     return v
 
 
-def brokers_diff(data: dict[str, Any]) -> View:
+def brokers_diff(data: BrokersDiff) -> View:
     # each listing's epochs (a dead broker's OLD_EPOCH is in the saved listing, a new one's NEW_EPOCH live)
-    old, new = data.get("old_epochs", {}), data.get("new_epochs", {})
-    rows: list[list[Any]] = [[i, "new", None, new.get(i)] for i in data["new"]]
-    rows += [[i, "dead", old.get(i), None] for i in data["dead"]]
-    rows += [[b["id"], "bounced", b["old_epoch"], b["new_epoch"]] for b in data["bounced"]]
-    rows += [[i, "unchanged", old.get(i), new.get(i)] for i in data["unchanged"]]
+    old, new = data.old_epochs, data.new_epochs
+    rows: list[list[Any]] = [[i, "new", None, new.get(i)] for i in data.new]
+    rows += [[i, "dead", old.get(i), None] for i in data.dead]
+    rows += [[b.id, "bounced", b.old_epoch, b.new_epoch] for b in data.bounced]
+    rows += [[i, "unchanged", old.get(i), new.get(i)] for i in data.unchanged]
     rows.sort(key=lambda r: r[0])
     return View(["ID", "CHANGE", "OLD_EPOCH", "NEW_EPOCH"], rows)
 
 
-def broker_events(data: list[dict[str, Any]]) -> View:
+def broker_events(data: Sequence[BrokerEvent]) -> View:
     """`brokers watch`: one row per event (streamed: see Renderer.stream_item)."""
-    return View(
-        ["AT", "EVENT", "ID", "EPOCH", "OLD_EPOCH"],
-        [[e["at"], e["event"], e["id"], e["epoch"], e["old_epoch"]] for e in data],
-    )
+    return View(["AT", "EVENT", "ID", "EPOCH", "OLD_EPOCH"],
+                [[e.at, e.event, e.id, e.epoch, e.old_epoch] for e in data])
 
 
-def brokers_wait_in_sync(data: dict[str, Any]) -> View:
+def brokers_wait_in_sync(data: InSync) -> View:
     """`brokers wait --in-sync`: the partitions still waiting for the broker. Plain output is one line:
     `ID<TAB>in_sync<TAB>met|not-met<TAB>WAITING` (how many partitions still wait)."""
-    v = View(["TOPIC", "PARTITION"], [[w["topic"], w["partition"]] for w in data["waiting"]])
-    v.text = f"{data['broker_id']}\tin_sync\t{'met' if data['in_sync'] else 'not-met'}\t{len(data['waiting'])}\n"
+    v = View(["TOPIC", "PARTITION"], [[w.topic, w.partition] for w in data.waiting])
+    v.text = f"{data.broker_id}\tin_sync\t{'met' if data.in_sync else 'not-met'}\t{len(data.waiting)}\n"
     return v
 
 
-def brokers_wait(data: dict[str, Any]) -> View:
+def brokers_wait(data: BrokerWait) -> View:
     """Plain output is one line: `ID<TAB>CONDITION<TAB>met|not-met<TAB>EPOCH`."""
     v = key_values(data)
-    v.text = (f"{data['broker_id']}\t{data['condition']}\t{'met' if data['met'] else 'not-met'}\t"
-              f"{cell(data['epoch'])}\n")
+    v.text = f"{data.broker_id}\t{data.condition}\t{'met' if data.met else 'not-met'}\t{cell(data.epoch)}\n"
     return v
 
 
@@ -198,18 +212,18 @@ def cluster_id(data: dict[str, Any]) -> View:
     return v
 
 
-def drain(data: dict[str, Any]) -> View:
+def drain(data: Drain) -> View:
     """Plain output: the saved file's path; with --dry-run one line per partition to reorder,
     `topic<TAB>partition<TAB>replicas<TAB>new replicas`; a refused drain shows its keys and values."""
     v = key_values(data)
-    refused = bool(data["in_flight"]) and not data["skipped"]  # with --force every in-flight one is skipped
+    refused = bool(data.in_flight) and not data.skipped  # with --force every in-flight one is skipped
     if refused:
         return v
-    if data["dry_run"]:
-        v.text = "".join(f"{r['topic']}\t{r['partition']}\t{','.join(map(str, r['replicas']))}\t"
-                         f"{','.join(map(str, r['new_replicas']))}\n" for r in data["reorder"])
+    if data.dry_run:
+        v.text = "".join(f"{r.topic}\t{r.partition}\t{','.join(map(str, r.replicas))}\t"
+                         f"{','.join(map(str, r.new_replicas))}\n" for r in data.reorder)
     else:
-        v.text = f"{data['file']}\n"
+        v.text = f"{data.file}\n"
     return v
 
 
@@ -218,36 +232,38 @@ def _min_isr_source(source: str) -> str:
     return "static" if source.startswith("static") else source
 
 
-def partitions_list(data: list[dict[str, Any]]) -> View:
+def partitions_list(data: Sequence[PartitionRow]) -> View:
     # MIN_ISR_SOURCE and DELETING come after the original columns, so scripts cutting fields keep working;
     # ELR and LAST_KNOWN_ELR (KIP-966, KRaft) are added last, and only when some partition has one
-    elr = any(r.get("elr") or r.get("last_known_elr") for r in data)
+    elr = any(r.elr or r.last_known_elr for r in data)
     return View(
         ["TOPIC", "PARTITION", "LEADER", "LEADER_EPOCH", "PARTITION_EPOCH", "REPLICAS", "ISR", "MIN_ISR", "ADDING",
          "REMOVING", "MIN_ISR_SOURCE", "DELETING", *(["ELR", "LAST_KNOWN_ELR"] if elr else [])],
-        [[r["topic"], r["partition"], r["leader"], r["leader_epoch"], r["partition_epoch"], r["replicas"], r["isr"],
-          r["min_isr"], r["adding_replicas"], r["removing_replicas"], _min_isr_source(r["min_isr_source"]),
-          "deleting" if r["deleting"] else "-", *([r.get("elr") or [], r.get("last_known_elr") or []] if elr else [])]
+        [[r.topic, r.partition, r.leader, r.leader_epoch, r.partition_epoch, r.replicas, r.isr, r.min_isr,
+          r.adding_replicas, r.removing_replicas, _min_isr_source(r.min_isr_source), "deleting" if r.deleting else "-",
+          *([r.elr or (), r.last_known_elr or ()] if elr else [])]
          for r in data],
     )
 
 
-def partitions_check(data: dict[str, Any]) -> View:
+def partitions_check(data: PartitionsCheck) -> View:
     return View(["TOPIC", "PARTITION", "REASONS"],
-                [[f["topic"], f["partition"], "; ".join(f["reasons"])] for f in data["findings"]])
+                [[f.topic, f.partition, "; ".join(f.reasons)] for f in data.findings])
 
 
-def can_stop(data: dict[str, Any]) -> View:
-    rows = [[b["topic"], b["partition"], "blocking", b["reason"]] for b in data["blocking"]]
-    rows += [[b["topic"], b["partition"], "never", b["reason"]] for b in data["never_satisfiable"]]
+def can_stop(data: CanStop) -> View:
+    rows = [[b.topic, b.partition, "blocking", b.reason] for b in data.blocking]
+    rows += [[b.topic, b.partition, "never", b.reason] for b in data.never_satisfiable]
     return View(["TOPIC", "PARTITION", "VERDICT", "REASON"], rows)
 
 
-def shutdown(data: dict[str, Any]) -> View:
-    v = key_values({k: v for k, v in data.items() if k not in ("remaining_partitions", "can_stop", "request")})
-    v.rows.append(["remaining_partitions", [f"{r['topic']}-{r['partition']}" for r in data["remaining_partitions"]]])
-    if data.get("request"):
-        v.rows += [[f"request.{k}", x] for k, x in data["request"].items()]
+def shutdown(data: Shutdown) -> View:
+    """Its keys and values; the partitions as topic-partition, a dry run's request as request.* rows."""
+    shown = data.to_json()
+    v = key_values({k: x for k, x in shown.items() if k not in ("remaining_partitions", "can_stop", "request")})
+    v.rows.append(["remaining_partitions", [f"{r.topic}-{r.partition}" for r in data.remaining_partitions]])
+    if isinstance(data, ShutdownDryRun):
+        v.rows += [[f"request.{k}", x] for k, x in data.request.to_json().items()]
     return v
 
 

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from kadmin import interrupts
 from kadmin.cluster.base import BrokerEpochs, Registrations, RegistrationTick, Unregistration
@@ -17,59 +17,75 @@ from kadmin.domain.models import Broker, Registered
 from kadmin.domain.znodes import INT32_MAX, INT64_MAX, INT64_MIN, loads_strict, show_value
 from kadmin.errors import ConditionNotMet, ConfigError, NotFound, UsageError
 from kadmin.exit_codes import ExitCode
-from kadmin.results import Result
+from kadmin.payloads import (
+    Bounced,
+    BrokerEvent,
+    BrokerRow,
+    BrokersDiff,
+    BrokerShow,
+    BrokerWait,
+    FencingEvent,
+    LoggedBrokerRow,
+    MaxEpoch,
+    Reincarnated,
+    Unregistered,
+)
+from kadmin.results import Problem, Result
+
+if TYPE_CHECKING:
+    from kadmin.domain.kraft_registrations import Registration, Saved
 
 Clock = Callable[[], float]
 
 
-def broker_json(b: Broker) -> dict[str, Any]:
+def broker_row(b: Broker) -> BrokerRow:
     """A registration znode as the `brokers list` row: a JSON contract (keys pinned by a test)."""
     r = b.registration
-    return {
-        "id": b.id,
-        "host": r.host if r else None,
-        "port": r.port if r else None,
-        "rack": r.rack if r else None,
-        "endpoints": list(r.endpoints) if r else [],
-        "listener_security_protocol_map": dict(r.listener_security_protocol_map) if r else {},
-        "jmx_port": r.jmx_port if r else None,
-        "version": r.version if r else None,
-        "timestamp_ms": r.timestamp_ms if r else None,
-        "features": {k: dict(v) for k, v in r.features.items()} if r else {},
-        "epoch": b.epoch,
-        "session": f"0x{b.session:x}",
-        "is_controller": b.is_controller,
-        "state": b.state,
-    }
+    return BrokerRow(
+        id=b.id,
+        host=r.host if r else None,
+        port=r.port if r else None,
+        rack=r.rack if r else None,
+        endpoints=r.endpoints if r else (),
+        listener_security_protocol_map=r.listener_security_protocol_map if r else {},
+        jmx_port=r.jmx_port if r else None,
+        version=r.version if r else None,
+        timestamp_ms=r.timestamp_ms if r else None,
+        features=r.features if r else {},
+        epoch=b.epoch,
+        session=f"0x{b.session:x}",
+        is_controller=b.is_controller,
+        state=b.state,
+    )
 
 
-def registration_json(r: Registered) -> dict[str, Any]:
+def registration_row(r: Registered) -> BrokerRow:
     """The `brokers list` row in both modes: the registration znode in full (ZooKeeper mode), or what
     DescribeCluster serves (KRaft) with the same keys. DescribeCluster does not expose the broker epoch,
     the registration's version, JMX port, listener names or features: those are null. `is_controller`
     is null because KRaft brokers report a random alive broker as the controller (the active controller
     is `kadmin quorum describe`'s leader). `state` is `fenced` or `active` there."""
     if r.broker is not None:
-        return broker_json(r.broker)
-    return {
-        "id": r.id,
-        "host": r.host,
-        "port": r.port,
-        "rack": r.rack,
-        "endpoints": [host_port(r.host or "", r.port or 0)],
-        "listener_security_protocol_map": {},
-        "jmx_port": None,
-        "version": None,
-        "timestamp_ms": None,
-        "features": {},
-        "epoch": None,
-        "session": None,
-        "is_controller": None,
-        "state": "fenced" if r.fenced else "active",
-    }
+        return broker_row(r.broker)
+    return BrokerRow(
+        id=r.id,
+        host=r.host,
+        port=r.port,
+        rack=r.rack,
+        endpoints=(host_port(r.host or "", r.port or 0),),
+        listener_security_protocol_map={},
+        jmx_port=None,
+        version=None,
+        timestamp_ms=None,
+        features={},
+        epoch=None,
+        session=None,
+        is_controller=None,
+        state="fenced" if r.fenced else "active",
+    )
 
 
-def list_brokers(regs: Registrations) -> Result:
+def list_brokers(regs: Registrations) -> Result[list[BrokerRow]]:
     """`brokers list`: every registration (KRaft: fenced ones too from DescribeCluster v2)."""
     tick = regs.registrations()
     warnings = []
@@ -78,31 +94,24 @@ def list_brokers(regs: Registrations) -> Result:
                         "(KIP-1073, Kafka 4.0+)")
     if tick.fencing == "none" and not tick.brokers:
         warnings.append("no brokers are registered (is the cluster down, or the chroot wrong?)")
-    rows = [registration_json(tick.brokers[i]) for i in sorted(tick.brokers)]
+    rows = [registration_row(tick.brokers[i]) for i in sorted(tick.brokers)]
     return Result(data=rows, errors=tick.problems, warnings=warnings)
 
 
-def show_broker(cluster: BrokerEpochs, broker_id: int) -> Result:
+def show_broker(cluster: BrokerEpochs, broker_id: int) -> Result[BrokerShow]:
     broker, problems = cluster.get_broker(broker_id)
     if broker is None:
         raise NotFound(f"broker {broker_id} is not registered")
-    data = broker_json(broker)
-    data["path"] = f"/brokers/ids/{broker_id}"
-    data["raw"] = broker.raw.decode("utf-8", "replace")
-    data["stat"] = broker.stat.as_dict()
-    if broker.error:
-        data["error"] = broker.error
+    data = BrokerShow(broker_row(broker), path=f"/brokers/ids/{broker_id}", raw=broker.raw.decode("utf-8", "replace"),
+                      stat=broker.stat.as_dict(), error=broker.error)
     return Result(data=data, errors=problems)
 
 
-def max_epoch(cluster: BrokerEpochs) -> Result:
+def max_epoch(cluster: BrokerEpochs) -> Result[MaxEpoch]:
     listing = cluster.list_brokers()
     found = epochs.max_broker_epoch({b.id: b.epoch for b in listing.brokers})
-    data = {
-        "max_broker_epoch": found[0] if found else None,
-        "broker_id": found[1] if found else None,
-        "brokers": len(listing.brokers),
-    }
+    data = MaxEpoch(max_broker_epoch=found[0] if found else None, broker_id=found[1] if found else None,
+                    brokers=len(listing.brokers))
     if found is None:
         return Result(
             data=data,
@@ -156,20 +165,19 @@ def parse_saved_epochs(text: str, name: str) -> dict[int, int]:
     return out
 
 
-def diff(cluster: BrokerEpochs, before: Mapping[int, int], exit_code_on_change: bool = False) -> Result:
+def diff(cluster: BrokerEpochs, before: Mapping[int, int], exit_code_on_change: bool = False) -> Result[BrokersDiff]:
     listing = cluster.list_brokers()
     after = {b.id: b.epoch for b in listing.brokers}
     d = epochs.classify(before, after)
     bounced = d.bounced + d.went_backwards
-    data = {
-        "new": list(d.new),
-        "dead": list(d.dead),
-        "bounced": [{"id": b.id, "old_epoch": b.old_epoch, "new_epoch": b.new_epoch} for b in bounced],
-        "unchanged": list(d.unchanged),
-        # the two listings' epochs by broker id, so a dead broker shows its last epoch and a new one its first
-        "old_epochs": dict(sorted(before.items())),
-        "new_epochs": dict(sorted(after.items())),
-    }
+    data = BrokersDiff(
+        new=d.new,
+        dead=d.dead,
+        bounced=tuple(Bounced(b.id, b.old_epoch, b.new_epoch) for b in bounced),
+        unchanged=d.unchanged,
+        old_epochs=dict(sorted(before.items())),
+        new_epochs=dict(sorted(after.items())),
+    )
     warnings = [
         f"broker {b.id}: epoch went backwards ({b.old_epoch} → {b.new_epoch}): "
         "a different or restored ZooKeeper ensemble?"
@@ -198,7 +206,7 @@ def watch(
     clock: Clock = time.time,
     on_note: Callable[[str], None] | None = None,
     asked: float | None = None,
-) -> Iterator[dict[str, Any]]:
+) -> Iterator[BrokerEvent]:
     """Registration events as they happen, in both modes (kadmin.domain.epochs.registration_changes). Stops
     after `count` events or `timeout` seconds. `asked` is the --timeout the user gave, for messages
     (`timeout` is what is left of it after connecting).
@@ -222,14 +230,21 @@ def watch(
         last_epochs.update({b: r.epoch for b, r in before.items() if r.epoch is not None})
         last_epochs.update({b: r.epoch for b, r in tick.brokers.items() if r.epoch is not None})
         for ev in events:
-            head = {k: ev[k] for k in ("event", "id", "epoch", "old_epoch")}
-            yield {**head, "at": iso(clock()), **{k: v for k, v in ev.items() if k not in head}}
+            yield _event(ev, iso(clock()))
             emitted += 1
             if count is not None and emitted >= count:
                 return
         before = tick.brokers
     if count is not None:
         raise ConditionNotMet(f"saw {emitted} of {count} events before the timeout ({asked or timeout:g}s)")
+
+
+def _event(ev: Mapping[str, Any], at: str) -> BrokerEvent:
+    """One of kadmin.domain.epochs.registration_changes's events, seen `at`: a KRaft one has an endpoint."""
+    if "endpoint" in ev:
+        return FencingEvent(ev["event"], ev["id"], ev["epoch"], ev["old_epoch"], at, fenced=ev["fenced"],
+                            endpoint=ev["endpoint"], old_endpoint=ev.get("old_endpoint"))
+    return BrokerEvent(ev["event"], ev["id"], ev["epoch"], ev["old_epoch"], at)
 
 
 WaitKind = Literal["registered", "gone", "epoch_gt", "fenced", "unfenced"]
@@ -278,7 +293,7 @@ class WaitCondition:
 
 
 def wait(regs: Registrations, cond: WaitCondition, timeout: float, clock: Clock = time.monotonic,
-         on_note: Callable[[str], None] | None = None, asked: float | None = None) -> Result:
+         on_note: Callable[[str], None] | None = None, asked: float | None = None) -> Result[BrokerWait]:
     """`brokers wait --registered/--gone/--epoch-gt/--fenced/--unfenced` in both modes: ZooKeeper watches, or
     DescribeCluster polled with backoff (v2 lists fenced brokers). `asked`: the --timeout the user gave, for
     messages (`timeout` is what is left of it after connecting).
@@ -309,26 +324,24 @@ def wait(regs: Registrations, cond: WaitCondition, timeout: float, clock: Clock 
             met = True
             break
     r = None if last is None else last.brokers.get(cond.broker_id)
-    fields: dict[str, Any] = {"epoch": None if r is None else r.epoch}
-    if regs.fencing:
-        fields["fenced"] = None if r is None else r.fenced
-    return wait_result(cond.broker_id, cond.kind, fields, int((clock() - start) * 1000),
-                       cond.describe() if met else None,
+    data = BrokerWait(cond.broker_id, cond.kind, met, epoch=None if r is None else r.epoch,
+                      fenced=None if r is None else r.fenced, waited_ms=int((clock() - start) * 1000),
+                      fencing=regs.fencing)
+    return wait_result(data, cond.describe() if met else None,
                        lambda: cond.missing(last or RegistrationTick({}, "none")), asked or timeout, warnings)
 
 
-def wait_result(broker_id: int, kind: str, fields: Mapping[str, Any], waited_ms: int, done: str | None,
-                missing: Callable[[], str], timeout: float, warnings: Sequence[str] = ()) -> Result:
+def wait_result(data: BrokerWait, done: str | None, missing: Callable[[], str], timeout: float,
+                warnings: Sequence[str] = ()) -> Result[BrokerWait]:
     """`brokers wait`'s result in both modes: met (`done` says what holds) or timed out (exit 1, `missing`
-    says what does not); `fields` are the mode's own keys, between `met` and `waited_ms`."""
-    data = {"broker_id": broker_id, "condition": kind, "met": done is not None, **fields, "waited_ms": waited_ms}
+    says what does not)."""
     if done is not None:
         return Result(data=data, warnings=list(warnings), message=done)
     return Result(data=data, warnings=list(warnings), exit_code=ExitCode.CONDITION_NOT_MET,
                   message=f"timed out after {timeout:g}s: {missing()}")
 
 
-def unregister(client: Unregistration, broker_id: int, force: bool, dry_run: bool = False) -> Result:
+def unregister(client: Unregistration, broker_id: int, force: bool, dry_run: bool = False) -> Result[Unregistered]:
     """UnregisterBroker, after checking the broker is not active (exit 7 unless `force`); `dry_run`
     checks the same and sends nothing."""
     from kadmin.errors import Unsafe
@@ -347,8 +360,7 @@ def unregister(client: Unregistration, broker_id: int, force: bool, dry_run: boo
                      "stop it first, or use --force")
     was = None if b is None else ("fenced" if b.fenced else "active")
     if dry_run:
-        return Result(data={"broker_id": broker_id, "unregistered": False,
-                             "was": was, "dry_run": True},
+        return Result(data=Unregistered(broker_id, unregistered=False, was=was, dry_run=True),
                       message=f"would unregister broker {broker_id} (UnregisterBroker); nothing sent")
     interrupts.arm()  # the request may take effect once sent: a Ctrl-C waits until the outcome is reported
     try:
@@ -356,7 +368,7 @@ def unregister(client: Unregistration, broker_id: int, force: bool, dry_run: boo
     except BaseException:
         interrupts.disarm()  # it failed: nothing to report but the failure (or the interrupt)
         raise
-    return Result(data={"broker_id": broker_id, "unregistered": True, "was": was},
+    return Result(data=Unregistered(broker_id, unregistered=True, was=was),
                   message=f"Broker {broker_id} is no longer registered.")
 
 
@@ -372,7 +384,7 @@ def metadata_partition_dir(path: Path) -> Path:
     raise UsageError(f"--metadata-dir {path}: no __cluster_metadata-0 in it (give a controller's metadata.log.dir)")
 
 
-def read_registrations(path: Path) -> tuple[dict[int, Any], list[str], dict[str, Any]]:
+def read_registrations(path: Path) -> tuple[dict[int, Registration], list[str], dict[str, Any]]:
     """Replay the newest snapshot (`<offset>-<epoch>.checkpoint`) then the log segments from its end
     offset: broker id -> kraft_registrations.Registration, damage found, and what was read."""
     from kadmin.cluster.metadata_records import CRC32C, DECODER
@@ -381,7 +393,7 @@ def read_registrations(path: Path) -> tuple[dict[int, Any], list[str], dict[str,
 
     part = metadata_partition_dir(path)
     damage: list[str] = []
-    regs: dict[int, Any] = {}
+    regs: dict[int, Registration] = {}
     try:
         names = sorted(p.name for p in part.iterdir())
     except OSError as e:
@@ -422,13 +434,24 @@ def read_registrations(path: Path) -> tuple[dict[int, Any], list[str], dict[str,
     return regs, damage, info
 
 
-def list_metadata_dir(path: Path) -> Result:
-    """`brokers list --metadata-dir DIR`: registrations as this controller's metadata log has them."""
+def logged_row(r: Registration) -> LoggedBrokerRow:
+    """A `brokers list --metadata-dir` row: what the controller's metadata log says of one broker."""
     from kadmin.domain.kraft_registrations import registration_json
-    from kadmin.results import Problem
 
+    first = registration_json(r)  # its host and port: those of the first endpoint, as the domain reads them
+    return LoggedBrokerRow(
+        id=r.id, host=first["host"], port=first["port"], rack=r.rack, endpoints=r.endpoints,
+        listener_security_protocol_map=r.listener_security_protocol_map, jmx_port=None, version=None,
+        timestamp_ms=None, features=r.features, epoch=r.epoch, session=None, is_controller=None, state=r.state,
+        incarnation_id=r.incarnation_id, fenced=r.fenced, in_controlled_shutdown=r.in_controlled_shutdown,
+        offset=r.offset, source=r.source,
+    )
+
+
+def list_metadata_dir(path: Path) -> Result[list[LoggedBrokerRow]]:
+    """`brokers list --metadata-dir DIR`: registrations as this controller's metadata log has them."""
     regs, damage, info = read_registrations(path)
-    rows = [registration_json(regs[i]) for i in sorted(regs)]
+    rows = [logged_row(regs[i]) for i in sorted(regs)]
     warnings = [] if rows else [f"no broker registration in {path} (is it a controller's metadata.log.dir?)"]
     warnings += [f"{t}: read up to the last complete batch (a write in progress?)" for t in info["tail"]]
     if info["snapshot"] is None and not info["segments"]:
@@ -438,7 +461,7 @@ def list_metadata_dir(path: Path) -> Result:
                   exit_code=ExitCode.PARTIAL if damage else ExitCode.OK)
 
 
-def parse_saved_registrations(text: str, name: str) -> dict[int, Any]:
+def parse_saved_registrations(text: str, name: str) -> dict[int, Saved]:
     """A saved `brokers list -o json` as broker id -> kraft_registrations.Saved (epoch and, when the
     listing has it, the incarnation id)."""
     from kadmin.domain.kraft_registrations import Saved
@@ -457,27 +480,26 @@ def parse_saved_registrations(text: str, name: str) -> dict[int, Any]:
     return {i: Saved(e, incarnations.get(i)) for i, e in epochs_by_id.items()}
 
 
-def load_saved_registrations(path: Path) -> dict[int, Any]:
+def load_saved_registrations(path: Path) -> dict[int, Saved]:
     load_saved_epochs(path)  # the same readable/UTF-8 checks and messages
     return parse_saved_registrations(path.read_text(), str(path))
 
 
-def diff_registrations(before: Mapping[int, Any], after: Mapping[int, Any], exit_code_on_change: bool = False,
-                       errors: list[Any] | None = None) -> Result:
+def diff_registrations(before: Mapping[int, Saved], after: Mapping[int, Saved], exit_code_on_change: bool = False,
+                       errors: list[Problem] | None = None) -> Result[BrokersDiff]:
     """`brokers diff` between two KRaft listings: bounced = a new incarnation id or a larger epoch."""
     from kadmin.domain.kraft_registrations import classify
 
     d = classify(before, after)
-    data = {
-        "new": list(d.new),
-        "dead": list(d.dead),
-        "bounced": [{"id": b.id, "old_epoch": b.old_epoch, "new_epoch": b.new_epoch,
-                     "old_incarnation_id": b.old_incarnation_id, "new_incarnation_id": b.new_incarnation_id}
-                    for b in d.bounced + d.went_backwards],
-        "unchanged": list(d.unchanged),
-        "old_epochs": {i: before[i].epoch for i in sorted(before)},
-        "new_epochs": {i: after[i].epoch for i in sorted(after)},
-    }
+    data = BrokersDiff(
+        new=d.new,
+        dead=d.dead,
+        bounced=tuple(Reincarnated(b.id, b.old_epoch, b.new_epoch, b.old_incarnation_id, b.new_incarnation_id)
+                      for b in d.bounced + d.went_backwards),
+        unchanged=d.unchanged,
+        old_epochs={i: before[i].epoch for i in sorted(before)},
+        new_epochs={i: after[i].epoch for i in sorted(after)},
+    )
     warnings = [f"broker {b.id}: epoch went backwards ({b.old_epoch} → {b.new_epoch}) with the same incarnation: "
                 "another cluster's metadata log?" for b in d.went_backwards]
     nb = len(d.bounced) + len(d.went_backwards)
@@ -487,16 +509,15 @@ def diff_registrations(before: Mapping[int, Any], after: Mapping[int, Any], exit
                   message=", ".join(parts))
 
 
-def diff_saved(since: Path, to: Path, exit_code_on_change: bool = False) -> Result:
+def diff_saved(since: Path, to: Path, exit_code_on_change: bool = False) -> Result[BrokersDiff]:
     """`brokers diff --since FILE --to FILE`: two saved KRaft listings (`brokers list --metadata-dir -o json`)."""
     before = load_saved_registrations(since)
     return diff_registrations(before, load_saved_registrations(to), exit_code_on_change=exit_code_on_change)
 
 
-def diff_metadata_dir(since: Path, metadata_dir: Path, exit_code_on_change: bool = False) -> Result:
+def diff_metadata_dir(since: Path, metadata_dir: Path, exit_code_on_change: bool = False) -> Result[BrokersDiff]:
     """`brokers diff --since FILE --metadata-dir DIR`: a saved listing against a controller's metadata log now."""
     from kadmin.domain.kraft_registrations import Saved
-    from kadmin.results import Problem
 
     before = load_saved_registrations(since)
     regs, damage, _ = read_registrations(metadata_dir)

@@ -11,11 +11,12 @@ for partitions that have not moved yet.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from kadmin.domain.drain import Key, PartitionView
 from kadmin.domain.text import plural
 from kadmin.errors import UsageError
 from kadmin.exit_codes import ExitCode
+from kadmin.payloads import Drain, MoveRefused, NotPreferred, Reorder, TopicPartition, Undrain
 from kadmin.results import Result
 
 POLL_FIRST, POLL_GROWTH, POLL_MAX = 0.1, 1.5, 1.0
@@ -127,17 +129,20 @@ def _elect(backend: LeadershipMoves, keys: list[Key], left: Callable[[], float],
     return backend.elect_preferred(keys)
 
 
-def _errors_json(errors: Mapping[Key, str]) -> list[dict[str, Any]]:
-    return [{"topic": t, "partition": p, "error": e} for (t, p), e in sorted(errors.items())]
+def _keys(keys: Iterable[Key]) -> tuple[TopicPartition, ...]:
+    return tuple(TopicPartition(t, p) for t, p in sorted(keys))
 
 
-def _reorder_json(plan: Mapping[Key, tuple[int, ...]], before: Mapping[Key, tuple[int, ...]]) -> list[dict[str, Any]]:
-    return [{"topic": t, "partition": p, "replicas": list(before[(t, p)]), "new_replicas": list(r)}
-            for (t, p), r in sorted(plan.items())]
+def _refusals(errors: Mapping[Key, str]) -> tuple[MoveRefused, ...]:
+    return tuple(MoveRefused(t, p, e) for (t, p), e in sorted(errors.items()))
+
+
+def _reorders(plan: Mapping[Key, tuple[int, ...]], before: Mapping[Key, tuple[int, ...]]) -> tuple[Reorder, ...]:
+    return tuple(Reorder(t, p, before[(t, p)], r) for (t, p), r in sorted(plan.items()))
 
 
 def drain(backend: LeadershipMoves, broker_id: int, *, save: Path | None, dry_run: bool, force: bool, timeout: float,
-          sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic) -> Result:
+          sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic) -> Result[Drain]:
     deadline = clock() + timeout
 
     def left() -> float:
@@ -147,23 +152,23 @@ def drain(backend: LeadershipMoves, broker_id: int, *, save: Path | None, dry_ru
     plan = dom.plan_drain(parts, broker_id, skip_in_flight=force)
     before = {p.key: p.replicas for p in parts}
     path = save or default_path(broker_id)
-    data: dict[str, Any] = {
-        "drain_version": dom.FILE_VERSION,
-        "broker_id": broker_id,
-        "mode": backend.mode,
-        "dry_run": dry_run,
-        "file": None if dry_run else str(path),
-        "hosted": len(plan.hosted),
-        "led_before": len(dom.led_by(parts, broker_id)),
-        "reorder": _reorder_json(plan.reorder, before),
-        "elect": dom.keys_json(plan.elect),
-        "in_flight": dom.keys_json(plan.in_flight),
-        "skipped": dom.keys_json(plan.skipped),
-        "only_isr": dom.keys_json(plan.only_isr),
-        "sole_replica": dom.keys_json(plan.sole_replica),
-        "refused": [],
-        "remaining": [],
-    }
+    data = Drain(
+        drain_version=dom.FILE_VERSION,
+        broker_id=broker_id,
+        mode=backend.mode,
+        dry_run=dry_run,
+        file=None if dry_run else str(path),
+        hosted=len(plan.hosted),
+        led_before=len(dom.led_by(parts, broker_id)),
+        reorder=_reorders(plan.reorder, before),
+        elect=_keys(plan.elect),
+        in_flight=_keys(plan.in_flight),
+        skipped=_keys(plan.skipped),
+        only_isr=_keys(plan.only_isr),
+        sole_replica=_keys(plan.sole_replica),
+        refused=(),
+        remaining=(),
+    )
     warnings = []
     notes = []
     if plan.only_isr:
@@ -203,10 +208,10 @@ def drain(backend: LeadershipMoves, broker_id: int, *, save: Path | None, dry_ru
 
     final = _poll(backend, left, done, reelect, sleep, clock)
     remaining = dom.led_by(final, broker_id)
-    data["refused"] = _errors_json({k: v for k, v in refused.items() if k in set(remaining) or k in plan.reorder})
-    data["remaining"] = dom.keys_json(remaining)
-    data["led_after"] = len(remaining)
-    moved = max(0, int(data["led_before"]) - len(remaining))
+    data = dataclasses.replace(
+        data, refused=_refusals({k: v for k, v in refused.items() if k in set(remaining) or k in plan.reorder}),
+        remaining=_keys(remaining), led_after=len(remaining))
+    moved = max(0, data.led_before - len(remaining))
     said = f"moved {plural(moved, 'leadership')} off broker {broker_id}"
     if remaining:
         return Result(data=data, warnings=warnings + notes,
@@ -219,7 +224,8 @@ def drain(backend: LeadershipMoves, broker_id: int, *, save: Path | None, dry_ru
 
 
 def undrain(backend: LeadershipMoves, broker_id: int, source: Path, *, dry_run: bool, force: bool, timeout: float,
-            sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic) -> Result:
+            sleep: Callable[[float], None] = time.sleep,
+            clock: Callable[[], float] = time.monotonic) -> Result[Undrain]:
     deadline = clock() + timeout
 
     def left() -> float:
@@ -230,23 +236,23 @@ def undrain(backend: LeadershipMoves, broker_id: int, source: Path, *, dry_run: 
     plan = dom.plan_undrain(saved, parts, broker_id, skip_in_flight=force)
     before = {p.key: p.replicas for p in parts}
     preferred = plan.preferred(saved)
-    data: dict[str, Any] = {
-        "drain_version": dom.FILE_VERSION,
-        "broker_id": broker_id,
-        "mode": backend.mode,
-        "dry_run": dry_run,
-        "file": str(source),
-        "saved": len(saved),
-        "restore": _reorder_json(plan.restore, before),
-        "already": dom.keys_json(plan.already),
-        "changed": dom.keys_json(plan.changed),
-        "gone": dom.keys_json(plan.gone),
-        "in_flight": dom.keys_json(plan.in_flight),
-        "skipped": dom.keys_json(plan.skipped),
-        "elect": dom.keys_json(plan.elect),
-        "refused": [],
-        "not_preferred": [],
-    }
+    data = Undrain(
+        drain_version=dom.FILE_VERSION,
+        broker_id=broker_id,
+        mode=backend.mode,
+        dry_run=dry_run,
+        file=str(source),
+        saved=len(saved),
+        restore=_reorders(plan.restore, before),
+        already=_keys(plan.already),
+        changed=_keys(plan.changed),
+        gone=_keys(plan.gone),
+        in_flight=_keys(plan.in_flight),
+        skipped=_keys(plan.skipped),
+        elect=_keys(plan.elect),
+        refused=(),
+        not_preferred=(),
+    )
     warnings = []
     if plan.changed:
         warnings.append(f"the replica set changed since the drain, left as it is: {dom.keys_text(plan.changed)}")
@@ -283,12 +289,12 @@ def undrain(backend: LeadershipMoves, broker_id: int, source: Path, *, dry_run: 
     final = _poll(backend, left, lambda now: not behind(now), reelect, sleep, clock)
     lagging = behind(final)
     by_key = {p.key: p for p in final}
-    data["refused"] = _errors_json({k: v for k, v in refused.items() if k in set(lagging)})
-    data["not_preferred"] = [{"topic": t, "partition": p, "preferred": targets[(t, p)],
-                              "leader": by_key[(t, p)].leader,
-                              "preferred_in_sync": targets[(t, p)] in by_key[(t, p)].isr}
-                             for t, p in lagging]
-    data["led_after"] = len(dom.led_by(final, broker_id))
+    data = dataclasses.replace(
+        data, refused=_refusals({k: v for k, v in refused.items() if k in set(lagging)}),
+        not_preferred=tuple(NotPreferred(t, p, preferred=targets[(t, p)], leader=by_key[(t, p)].leader,
+                                         preferred_in_sync=targets[(t, p)] in by_key[(t, p)].isr)
+                            for t, p in lagging),
+        led_after=len(dom.led_by(final, broker_id)))
     if lagging:
         out_of_sync = [k for k in lagging if targets[k] not in by_key[k].isr]
         why = (f" (not in sync, so not electable: {dom.keys_text(out_of_sync)}; `kadmin brokers wait {broker_id} "
@@ -298,4 +304,4 @@ def undrain(backend: LeadershipMoves, broker_id: int, source: Path, *, dry_run: 
                       f"{dom.keys_text(lagging)}{why}")
     return Result(data=data, warnings=warnings,
                   message=f"restored the order of {len(plan.restore)} partition(s); every saved partition is led by "
-                  f"its preferred replica (broker {broker_id} leads {data['led_after']})")
+                  f"its preferred replica (broker {broker_id} leads {data.led_after})")

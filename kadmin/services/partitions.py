@@ -6,7 +6,6 @@ import dataclasses
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from kadmin.cluster.base import MIN_ISR_FALLBACK as FALLBACK
 from kadmin.cluster.base import Partitions, PartitionScan, PartitionStream
@@ -15,35 +14,40 @@ from kadmin.domain.models import Coverage, PartitionState
 from kadmin.domain.text import plural
 from kadmin.errors import NotFound
 from kadmin.exit_codes import ExitCode, Verdict
+from kadmin.payloads import (
+    Blocked,
+    CanStop,
+    CheckFinding,
+    InSync,
+    PartitionRow,
+    PartitionsCheck,
+    TopicPartition,
+    UnseenBroker,
+    UnseenPartition,
+)
 from kadmin.results import Problem, Progress, Result
 
 
-def partition_json(p: PartitionState) -> dict[str, Any]:
+def partition_row(p: PartitionState) -> PartitionRow:
     """A `partitions list` row: a JSON contract (keys pinned by a test)."""
-    return {
-        "topic": p.topic,
-        "partition": p.partition,
-        "leader": p.leader,
-        "leader_epoch": p.leader_epoch,
-        "partition_epoch": p.partition_epoch,
-        "replicas": list(p.replicas),
-        "isr": list(p.isr),
-        "adding_replicas": list(p.adding_replicas),
-        "removing_replicas": list(p.removing_replicas),
-        "min_isr": p.min_isr,
-        "topic_id": p.topic_id,
-        # added keys: where min_isr comes from ("topic", "broker:<id>", "cluster-default", "static" as the
-        # brokers report it, "default" as --min-isr-default states it, or "unknown"),
-        # what the leader enforces (min(min_isr, replicas), Kafka 3.7+),
-        # and whether the topic is queued for deletion (left out of `check` and `can-stop`)
-        "min_isr_source": p.min_isr_source,
-        "effective_min_isr": rules.effective_min_isr(p),
-        "deleting": p.deleting,
-        # KIP-966 (DescribeTopicPartitions, Kafka 4.x): eligible leader replicas and the last known ELR;
-        # null where the backend does not have them (ZooKeeper mode, brokers answering only Metadata)
-        "elr": None if p.elr is None else list(p.elr),
-        "last_known_elr": None if p.last_known_elr is None else list(p.last_known_elr),
-    }
+    return PartitionRow(
+        topic=p.topic,
+        partition=p.partition,
+        leader=p.leader,
+        leader_epoch=p.leader_epoch,
+        partition_epoch=p.partition_epoch,
+        replicas=p.replicas,
+        isr=p.isr,
+        adding_replicas=p.adding_replicas,
+        removing_replicas=p.removing_replicas,
+        min_isr=p.min_isr,
+        topic_id=p.topic_id,
+        min_isr_source=p.min_isr_source,
+        effective_min_isr=rules.effective_min_isr(p),
+        deleting=p.deleting,
+        elr=p.elr,
+        last_known_elr=p.last_known_elr,
+    )
 
 
 @dataclass(frozen=True)
@@ -88,9 +92,9 @@ def covering(cluster: Partitions, wanted: rules.TopicFilter | None,
     return cluster.coverage(brokers)
 
 
-def unseen_json(unread: Iterable[tuple[int, str]]) -> list[dict[str, Any]]:
-    """The JSON `unseen` list: each broker whose log dirs could not be listed, and why (what would let kadmin)."""
-    return [{"broker_id": b, "reason": why} for b, why in sorted(unread)]
+def unseen_brokers(unread: Iterable[tuple[int, str]]) -> tuple[UnseenBroker, ...]:
+    """The `unseen` list: each broker whose log dirs could not be listed, and why (what would let kadmin)."""
+    return tuple(UnseenBroker(b, why) for b, why in sorted(unread))
 
 
 def recorded(parts: Iterable[PartitionState], seen: set[rules.Key], named: set[int]) -> Iterable[PartitionState]:
@@ -155,7 +159,7 @@ def verdict_problems(s: PartitionScan, broker_id: int) -> tuple[list[Problem], l
 
 def list_partitions(
     cluster: Partitions, filters: Filters, progress: Progress | None = None, min_isr_default: int | None = None
-) -> Result:
+) -> Result[list[PartitionRow]]:
     s = stream(cluster, [filters.topic] if filters.topic else None, progress, min_isr_default)
     rows = []  # the rows only (they are printed), never every PartitionState as well
     named = False
@@ -163,7 +167,7 @@ def list_partitions(
         if filters.broker is not None and not named:
             named = rules.names_broker((p,), filters.broker)
         if filters.keep(p, s.live):
-            rows.append(partition_json(p))
+            rows.append(partition_row(p))
     if filters.broker is not None and filters.topic is None:
         _require_known(filters.broker, s.live, lambda: named, s.unreadable)
     problems, warnings = split_problems(s.problems)
@@ -171,7 +175,7 @@ def list_partitions(
 
 
 def check(cluster: Partitions, progress: Progress | None = None, min_isr_default: int | None = None,
-          wanted: rules.TopicFilter | None = None) -> Result:
+          wanted: rules.TopicFilter | None = None) -> Result[PartitionsCheck]:
     """Every partition (or the `wanted` topics) judged; on KRaft held against the brokers' log dirs, so a
     partition the principal may not see is a finding (CRITICAL), and a broker whose log dirs could not be
     listed (unseen) makes a check that would otherwise pass UNKNOWN (3): it cannot be shown to cover all."""
@@ -202,14 +206,13 @@ def check(cluster: Partitions, progress: Progress | None = None, min_isr_default
         verdict = Verdict.UNKNOWN
     deleting = summary_of.deleting
     count = summary_of.partitions
-    data = {
-        "status": verdict.name.lower(),
-        "partitions": count,
-        "findings": [{"topic": f.topic, "partition": f.partition, "reasons": list(f.reasons)} for f in found],
-        "deleting": deleting,  # topics queued for deletion: not checked, as Kafka's controller skips them
-        # added: brokers whose log dirs could not be listed (KRaft), so the check cannot show it saw every partition
-        "unseen": unseen_json(unread.items()),
-    }
+    data = PartitionsCheck(
+        status=verdict.name.lower(),
+        partitions=count,
+        findings=tuple(CheckFinding(f.topic, f.partition, f.reasons) for f in found),
+        deleting=tuple(deleting),
+        unseen=unseen_brokers(unread.items()),
+    )
     bad = sum(1 for f in found if f.partition is not None)
     unreadable = f"; {plural(len(s.unreadable), 'topic')} unreadable" if s.unreadable else ""
     skipped = f" ({plural(len(deleting), 'topic')} queued for deletion not checked)" if deleting else ""
@@ -229,16 +232,15 @@ def check(cluster: Partitions, progress: Progress | None = None, min_isr_default
     return Result(data=data, errors=problems, warnings=warnings, exit_code=verdict, message=summary)
 
 
-def verdict_json(v: rules.StopVerdict) -> dict[str, Any]:
-    return {
-        "broker_id": v.broker_id,
-        "safe": v.safe,
-        "hosted_partitions": v.hosted,
-        "blocking": [{"topic": b.topic, "partition": b.partition, "reason": b.reason} for b in v.blocking],
-        "never_satisfiable": [{"topic": b.topic, "partition": b.partition, "reason": b.reason} for b in v.never],
-        # added (KRaft): the broker's log dirs could not be listed, so not every partition it hosts was seen
-        "unseen": unseen_json(v.unseen),
-    }
+def verdict_payload(v: rules.StopVerdict) -> CanStop:
+    return CanStop(
+        broker_id=v.broker_id,
+        safe=v.safe,
+        hosted_partitions=v.hosted,
+        blocking=tuple(Blocked(b.topic, b.partition, b.reason) for b in v.blocking),
+        never_satisfiable=tuple(Blocked(b.topic, b.partition, b.reason) for b in v.never),
+        unseen=unseen_brokers(v.unseen),
+    )
 
 
 def stop_verdict(cluster: Partitions, broker_id: int, progress: Progress | None = None,
@@ -263,7 +265,7 @@ def verdict_summary(v: rules.StopVerdict) -> str:
 
 
 def can_stop(cluster: Partitions, broker_id: int, progress: Progress | None = None, min_isr_default: int | None = None,
-             wanted: rules.TopicFilter | None = None) -> Result:
+             wanted: rules.TopicFilter | None = None) -> Result[CanStop]:
     v, s = stop_verdict(cluster, broker_id, progress, min_isr_default, wanted)
     require_known_broker(s, broker_id, v.listed)
     relevant, other = verdict_problems(s, broker_id)
@@ -275,7 +277,7 @@ def can_stop(cluster: Partitions, broker_id: int, progress: Progress | None = No
     else:
         msg = f"broker {broker_id} cannot stop safely: {verdict_summary(v)}"
     # Anything the verdict depends on that could not be read blocks it (exit 1) and is in `errors`.
-    return Result(data=verdict_json(v), errors=relevant, warnings=warnings,
+    return Result(data=verdict_payload(v), errors=relevant, warnings=warnings,
                   exit_code=ExitCode.OK if v.safe else ExitCode.CONDITION_NOT_MET, message=msg)
 
 
@@ -295,7 +297,7 @@ def wait_in_sync(
     clock: Callable[[], float] = time.monotonic,
     asked: float | None = None,
     sleep: Callable[[float], None] = time.sleep,
-) -> Result:
+) -> Result[InSync]:
     """Block until broker_id is in the ISR of every partition that lists it as a replica, and may lead.
 
     One full scan finds the partitions still waiting for the broker; after that only those are
@@ -393,21 +395,19 @@ class _InSyncWait:
             self.sleep(min(pause, self.left()))
             pause = min(pause * 2, 2.0)
 
-    def result(self, timeout: float) -> Result:
+    def result(self, timeout: float) -> Result[InSync]:
         bid, hidden, blind, waiting, unread = self.broker_id, self.hidden, self.blind, self.waiting, self.unread
         met = not waiting and not hidden and not blind and self.live
-        data = {
-            "broker_id": bid,
-            "in_sync": met,
-            "hosted_partitions": self.hosted,
-            "waiting": [{"topic": t, "partition": p} for t, p in sorted(waiting)],
-            "waited_ms": int((self.clock() - self.start) * 1000),
-            # added: whether the broker may lead (KRaft: unfenced), and what kept the wait from seeing every
-            # partition the broker hosts (its log dirs not listed; a partition its log dirs list, not visible)
-            "live": self.live,
-            "unseen": unseen_json(blind.items()) + [{"broker_id": bid, "topic": t, "partition": p,
-                                              "reason": rules.hidden_reason(t, on)} for (t, p), on in hidden],
-        }
+        data = InSync(
+            broker_id=bid,
+            in_sync=met,
+            hosted_partitions=self.hosted,
+            waiting=tuple(TopicPartition(t, p) for t, p in sorted(waiting)),
+            waited_ms=int((self.clock() - self.start) * 1000),
+            live=self.live,
+            unseen=unseen_brokers(blind.items()) + tuple(UnseenPartition(bid, t, p, rules.hidden_reason(t, on))
+                                                         for (t, p), on in hidden),
+        )
         if hidden:
             return Result(data=data, exit_code=ExitCode.CONDITION_NOT_MET, errors=unread,
                           message=f"broker {bid} hosts {plural(len(hidden), 'partition')} this principal cannot see "

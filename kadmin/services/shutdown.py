@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from kadmin import interrupts
 from kadmin.cluster.base import (
@@ -33,12 +32,13 @@ from kadmin.domain.text import plural
 from kadmin.domain.znodes import parse_endpoint
 from kadmin.errors import ClusterUnreachable, ConfigError, KadminError, NotFound, Unsupported
 from kadmin.exit_codes import ExitCode
+from kadmin.payloads import Shutdown, ShutdownDryRun, ShutdownRefused, ShutdownRequest, ShutdownSent, TopicPartition
 from kadmin.results import Problem, Progress, Result
 from kadmin.services.partitions import (
     describe_keys,
     require_known_broker,
     stop_verdict,
-    verdict_json,
+    verdict_payload,
     verdict_problems,
     verdict_summary,
 )
@@ -83,7 +83,7 @@ def shutdown(
     progress: Progress | None = None,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
-) -> Result:
+) -> Result[Shutdown]:
     """`brokers shutdown`: check (can-stop, unless --force), then send ControlledShutdown to the active
     controller until it is accepted with nothing left, refused, or the deadline passes."""
     deadline = clock() + timeout
@@ -93,14 +93,6 @@ def shutdown(
         if broker is None:
             raise NotFound(f"broker {broker_id} is not registered, so it has no epoch to send (give --epoch)")
         epoch = broker.epoch
-    data: dict[str, Any] = {
-        "broker_id": broker_id,
-        "broker_epoch": epoch,
-        "controller_id": None,
-        "attempts": 0,
-        "remaining_partitions": [],
-        "error": None,
-    }
     warnings: list[str] = []
     if broker is not None and broker.epoch != epoch:
         warnings.append(f"broker {broker_id} is registered with epoch {broker.epoch}, not {epoch}")
@@ -116,16 +108,16 @@ def shutdown(
             warnings += [e.message for e in relevant]
             relevant = []
     if dry_run:
-        return _dry_run(cluster, links, listener, broker_id, epoch, data, warnings, relevant, verdict, force)
+        return _dry_run(cluster, links, listener, broker_id, epoch, warnings, relevant, verdict, force)
     if not force and verdict is not None and not verdict.safe:
-        data["error"] = "UNSAFE"
-        data["can_stop"] = verdict_json(verdict)
+        refused = ShutdownRefused(broker_id, epoch, controller_id=None, attempts=0, remaining_partitions=(),
+                                  error="UNSAFE", can_stop=verdict_payload(verdict))
         blockers = [(b.topic, b.partition) for b in verdict.blocking + verdict.never]
-        return Result(data=data, warnings=warnings, errors=relevant,
+        return Result(data=refused, warnings=warnings, errors=relevant,
                       exit_code=ExitCode.UNSAFE,
                       message=f"refused: broker {broker_id} cannot stop safely: {verdict_summary(verdict)} "
                       f"({describe_keys(blockers)}); see `kadmin brokers can-stop {broker_id}`, or use --force")
-    sender = _Sender(cluster, links, listener, broker_id, epoch, wait, timeout, deadline, data, warnings, sleep, clock)
+    sender = _Sender(cluster, links, listener, broker_id, epoch, wait, timeout, deadline, warnings, sleep, clock)
     try:
         return sender.run()
     finally:
@@ -133,15 +125,15 @@ def shutdown(
 
 
 def _dry_run(cluster: EpochsAndPartitions, links: ControllerLinks, listener: str | None, broker_id: int, epoch: int,
-             data: dict[str, Any], warnings: list[str], relevant: list[Problem], verdict: StopVerdict | None,
-             force: bool) -> Result:
+             warnings: list[str], relevant: list[Problem], verdict: StopVerdict | None,
+             force: bool) -> Result[Shutdown]:
     """--dry-run: what would be sent, to which controller, and what can-stop says; nothing is sent."""
     controller_id, endpoint = _controller_endpoint(cluster, links.security_protocol, listener)
-    data["controller_id"] = controller_id
-    data["dry_run"] = True
-    data["request"] = {"api_key": 7, "versions": "highest of 1-3 the controller supports (v2+ carry the epoch)",
-                       "broker_id": broker_id, "broker_epoch": epoch, "controller": endpoint}
-    data["can_stop"] = verdict_json(verdict) if verdict else None
+    request = ShutdownRequest(api_key=7, versions="highest of 1-3 the controller supports (v2+ carry the epoch)",
+                              broker_id=broker_id, broker_epoch=epoch, controller=endpoint)
+    data = ShutdownDryRun(broker_id, epoch, controller_id, attempts=0, remaining_partitions=(), error=None,
+                          dry_run=True, request=request,
+                          can_stop=None if verdict is None else verdict_payload(verdict))
     safe = verdict is None or verdict.safe or force
     msg = (f"would send ControlledShutdown(broker {broker_id}, epoch {epoch}) to controller {controller_id} "
            f"at {endpoint}; " + ("can-stop: safe" if verdict and verdict.safe else
@@ -155,17 +147,27 @@ class _Sender:
     NOT_CONTROLLER and a lost controller are retried with backoff (up to 2 s) within the deadline."""
 
     def __init__(self, cluster: EpochsAndPartitions, links: ControllerLinks, listener: str | None, broker_id: int,
-                 epoch: int, wait: bool, timeout: float, deadline: float, data: dict[str, Any], warnings: list[str],
+                 epoch: int, wait: bool, timeout: float, deadline: float, warnings: list[str],
                  sleep: Callable[[float], None], clock: Callable[[], float]) -> None:
         self.cluster, self.links, self.listener = cluster, links, listener
         self.broker_id, self.epoch, self.wait, self.timeout, self.deadline = broker_id, epoch, wait, timeout, deadline
-        self.data, self.warnings = data, warnings
+        self.warnings = warnings
         self.sleep, self.clock = sleep, clock
         self.backoff = 0.2
         self.conn: ControllerLink | None = None
         self.conn_key: tuple[int, str] | None = None
-        data["shutting_down_until_restart"] = False
-        data["epoch_fenced"] = None  # known once the controller answered: False for ControlledShutdown v0/v1
+        # what the result says, as the attempts go
+        self.controller_id: int | None = None
+        self.attempts = 0
+        self.remaining: tuple[TopicPartition, ...] = ()
+        self.error: str | None = None
+        self.shutting_down = False
+        self.epoch_fenced: bool | None = None  # known once the controller answered: False for ControlledShutdown v0/v1
+
+    def payload(self, isr_only_this_broker: tuple[TopicPartition, ...] | None = None) -> ShutdownSent:
+        return ShutdownSent(self.broker_id, self.epoch, self.controller_id, self.attempts, self.remaining, self.error,
+                            shutting_down_until_restart=self.shutting_down, epoch_fenced=self.epoch_fenced,
+                            isr_only_this_broker=isr_only_this_broker)
 
     def disconnect(self) -> None:
         if self.conn is not None:
@@ -174,7 +176,7 @@ class _Sender:
 
     def _connect(self) -> tuple[int, str, ControllerLink]:
         controller_id, endpoint = _controller_endpoint(self.cluster, self.links.security_protocol, self.listener)
-        self.data["controller_id"] = controller_id
+        self.controller_id = controller_id
         if self.conn is None or self.conn_key != (controller_id, endpoint):
             self.disconnect()
             self.conn = self.links.connect(endpoint, controller_id)
@@ -185,7 +187,7 @@ class _Sender:
         self.sleep(self.backoff)
         self.backoff = min(self.backoff * 2, 2.0)
 
-    def run(self) -> Result:
+    def run(self) -> Result[Shutdown]:
         while True:
             try:
                 controller_id, endpoint, conn = self._connect()
@@ -194,10 +196,10 @@ class _Sender:
                 # wait until /controller names one that answers; else this is the verdict.
                 if not self.wait:
                     raise
-                self.backoff = _wait_out(e, self.data, self.deadline, self.backoff, self.timeout, self.sleep,
+                self.backoff = _wait_out(e, self.attempts, self.deadline, self.backoff, self.timeout, self.sleep,
                                          self.clock)
                 continue
-            self.data["attempts"] += 1
+            self.attempts += 1
             # From the moment the request is sent the controller may act on it: a Ctrl-C is held back
             # until the outcome is reported (kadmin/interrupts.py), unless the controller refused.
             interrupts.arm()
@@ -212,18 +214,18 @@ class _Sender:
                         raise
                     self.sleep(self.backoff)
                     continue
-                self.backoff = _wait_out(e, self.data, self.deadline, self.backoff, self.timeout, self.sleep,
+                self.backoff = _wait_out(e, self.attempts, self.deadline, self.backoff, self.timeout, self.sleep,
                                          self.clock)
                 continue
             result = self._judge(reply, controller_id)
             if result is not None:
                 return result
 
-    def _judge(self, reply: ShutdownReply, controller_id: int) -> Result | None:
+    def _judge(self, reply: ShutdownReply, controller_id: int) -> Result[Shutdown] | None:
         """The result this reply decides, or None to send again (after the backoff)."""
-        data, warnings, broker_id, epoch = self.data, self.warnings, self.broker_id, self.epoch
-        data["remaining_partitions"] = [{"topic": t, "partition": p} for t, p in reply.remaining]
-        data["epoch_fenced"] = reply.version >= FIRST_EPOCH_VERSION
+        warnings, broker_id, epoch = self.warnings, self.broker_id, self.epoch
+        self.remaining = tuple(TopicPartition(t, p) for t, p in reply.remaining)
+        self.epoch_fenced = reply.version >= FIRST_EPOCH_VERSION
         if reply.version < FIRST_EPOCH_VERSION:
             unfenced = (f"controller {controller_id} speaks ControlledShutdown v{reply.version} only (Kafka "
                         "before 2.2): the request carries no broker epoch, so epoch fencing does not apply "
@@ -232,49 +234,49 @@ class _Sender:
                 warnings.append(unfenced)
         code = reply.error_code
         if code == 0:
-            data["shutting_down_until_restart"] = True
+            self.shutting_down = True
         if code == 0 and not reply.remaining:
-            data["error"] = None  # an earlier attempt's NOT_CONTROLLER is no error of the result
-            return Result(data=data, warnings=warnings,
+            self.error = None  # an earlier attempt's NOT_CONTROLLER is no error of the result
+            return Result(data=self.payload(), warnings=warnings,
                           message=f"controller {controller_id} moved every leadership off broker {broker_id} "
                           f"(epoch {epoch}, ControlledShutdown v{reply.version}, "
-                          f"{data['attempts']} attempt{'' if data['attempts'] == 1 else 's'}); "
+                          f"{self.attempts} attempt{'' if self.attempts == 1 else 's'}); "
                           + SHUTTING_DOWN_NOTE.format(id=broker_id))
         if code != 0:
             interrupts.disarm()  # refused: nothing was done, so a Ctrl-C that came meanwhile interrupts now
             return self._refused(code, controller_id)
         return self._still_leads(reply.remaining)
 
-    def _refused(self, code: int, controller_id: int) -> Result | None:
-        data, broker_id, epoch = self.data, self.broker_id, self.epoch
-        data["error"] = error_name(code)
+    def _refused(self, code: int, controller_id: int) -> Result[Shutdown] | None:
+        broker_id, epoch = self.broker_id, self.epoch
+        self.error = error_name(code)
         if code in NOT_CONTROLLER_CODES:
             if self.clock() + self.backoff > self.deadline:
-                return Result(data=data, warnings=self.warnings,
+                return Result(data=self.payload(), warnings=self.warnings,
                               exit_code=ExitCode.REJECTED,
                               message=f"no controller accepted the request within {self.timeout:g}s "
                               f"(last: broker {controller_id} answered {error_name(code)})")
             self._pause()
             return None  # re-read /controller and try the new one
         if code == STALE_BROKER_EPOCH:
-            return Result(data=data, warnings=self.warnings, exit_code=ExitCode.REJECTED,
+            return Result(data=self.payload(), warnings=self.warnings, exit_code=ExitCode.REJECTED,
                           message=f"broker {broker_id} has re-registered since epoch {epoch}: the controller "
                           "refused a stale controlled shutdown")
         what = ("the controller says broker is not available" if code == BROKER_NOT_AVAILABLE
                 else f"the controller answered {error_name(code)}")
         if code == CLUSTER_AUTHORIZATION_FAILED:
             what += " (ControlledShutdown needs the CLUSTER_ACTION permission on the cluster resource)"
-        return Result(data=data, warnings=self.warnings, exit_code=ExitCode.REJECTED,
+        return Result(data=self.payload(), warnings=self.warnings, exit_code=ExitCode.REJECTED,
                       message=f"{what} (broker {broker_id}, epoch {epoch})")
 
-    def _still_leads(self, keys: list[tuple[str, int]]) -> Result | None:
+    def _still_leads(self, keys: list[tuple[str, int]]) -> Result[Shutdown] | None:
         """Accepted, but the broker still leads some partitions: the verdict, or None to ask again (--wait)."""
-        self.data["error"] = None
+        self.error = None
         broker_id, keys_wait = self.broker_id, self.wait
         if not keys_wait or interrupts.pending() or self.clock() + self.backoff > self.deadline:
             alone = _led_alone(self.cluster, broker_id, keys)
-            self.data["isr_only_this_broker"] = [{"topic": t, "partition": p} for t, p in alone]
-            return Result(data=self.data, warnings=self.warnings,
+            data = self.payload(isr_only_this_broker=tuple(TopicPartition(t, p) for t, p in alone))
+            return Result(data=data, warnings=self.warnings,
                           exit_code=ExitCode.CONDITION_NOT_MET,
                           message=f"broker {broker_id} still leads {plural(len(keys), 'partition')}: "
                           f"{describe_keys(keys)}"
@@ -301,13 +303,13 @@ def _led_alone(cluster: Partitions, broker_id: int, keys: list[tuple[str, int]])
                   if (p.topic, p.partition) in wanted and tuple(p.isr) == (broker_id,))
 
 
-def _wait_out(error: ClusterUnreachable, data: dict[str, Any], deadline: float, backoff: float, timeout: float,
+def _wait_out(error: ClusterUnreachable, attempts: int, deadline: float, backoff: float, timeout: float,
               sleep: Callable[[float], None], clock: Callable[[], float]) -> float:
     """--wait and the controller is gone: sleep and re-read /controller (a new one is elected once the
     dead one's ZooKeeper session expires), or give the verdict at the deadline. The next backoff."""
     if interrupts.pending() or clock() + backoff > deadline:
         raise ClusterUnreachable(f"{error.message}; no reachable controller within {timeout:g}s"
-                                 + (f" ({data['attempts']} requests sent)" if data["attempts"] else ""))
+                                 + (f" ({attempts} requests sent)" if attempts else ""))
     sleep(backoff)
     return min(backoff * 2, 2.0)
 

@@ -78,10 +78,10 @@ def test_check_streams_the_states_and_answers_as_the_whole_scan_does(big):
     s = big.scan_partitions()
     found = rules.findings(s.partitions, s.live, s.unreadable)
     assert len(s.partitions) == TOPICS * PARTS
-    assert result.data["partitions"] == TOPICS * PARTS
-    assert result.data["status"] == rules.health(s.partitions, s.live, s.unreadable).name.lower() == "warning"
-    assert result.data["findings"] == [{"topic": f.topic, "partition": f.partition, "reasons": list(f.reasons)}
-                                       for f in found]
+    assert result.data.partitions == TOPICS * PARTS
+    assert result.data.status == rules.health(s.partitions, s.live, s.unreadable).name.lower() == "warning"
+    assert result.data.to_json()["findings"] == [{"topic": f.topic, "partition": f.partition,
+                                                  "reasons": list(f.reasons)} for f in found]
     assert len(found) == len({g for g in range(TOPICS * PARTS) if g % 100 == 0 or g % 37 == 0})
     # 20,000 PartitionStates held at once take ~8 MB; streamed, the topic assignments are what stays
     _, whole = peak_bytes(lambda: big.scan_partitions())

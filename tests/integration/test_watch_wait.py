@@ -46,7 +46,7 @@ class Watcher:
         def body() -> None:
             try:
                 for ev in svc.watch(cluster, **kw):
-                    self.events.append(ev)
+                    self.events.append(ev.to_json())  # the events as -o ndjson prints them
             except BaseException as e:  # noqa: BLE001
                 self.error = e
 

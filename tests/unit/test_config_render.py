@@ -11,6 +11,7 @@ from kadmin.cluster.connect import split_connect_string
 from kadmin.config import Sourced, parse_auth, resolve
 from kadmin.errors import ConfigError, UsageError
 from kadmin.exit_codes import ExitCode
+from kadmin.payloads import MaxEpoch
 from kadmin.render import Renderer, views
 from kadmin.results import Problem, Result
 
@@ -85,6 +86,6 @@ def test_ndjson_prints_one_object_per_line():
 
 def test_max_epoch_plain_is_the_bare_integer():
     out = io.StringIO()
-    data = {"max_broker_epoch": 4294967397, "broker_id": 3, "brokers": 3}
+    data = MaxEpoch(max_broker_epoch=4294967397, broker_id=3, brokers=3)
     Renderer("plain", out=out, err=io.StringIO()).emit(Result(data=data), views.max_epoch)
     assert out.getvalue() == "4294967397\n"

@@ -3,6 +3,7 @@ and the KRaft `brokers wait`/`watch` loops on scripted DescribeCluster answers a
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -11,7 +12,16 @@ import pytest
 
 from kadmin.cluster.base import ClusterDescription, KraftBroker
 from kadmin.cluster.kraft_cluster import KraftRegistrations
-from kadmin.domain.kraft_registrations import Registration, Saved, Seen, apply, backoff, classify, poll_events
+from kadmin.domain.kraft_registrations import (
+    Registration,
+    Saved,
+    Seen,
+    apply,
+    backoff,
+    classify,
+    poll_events,
+    registration_json,
+)
 from kadmin.errors import ClusterUnreachable, ConditionNotMet, ConfigError
 from kadmin.exit_codes import ExitCode
 from kadmin.services import brokers
@@ -143,7 +153,8 @@ def test_wait_fenced_polls_with_backoff_until_it_holds() -> None:
                   {1: False, 2: True}])
     r = brokers.wait(polled(c, t), brokers.WaitCondition("fenced", 2), 60, clock=t,
                            on_note=notes.append)
-    assert r.exit_code == ExitCode.OK and r.data["met"] is True and r.data["fenced"] is True
+    assert r.exit_code == ExitCode.OK and r.data.met is True and r.data.fenced is True
+    assert list(r.data.to_json()) == ["broker_id", "condition", "met", "epoch", "fenced", "waited_ms"]  # KRaft: fenced
     assert t.slept == [0.25, 0.375, 0.5625]
     assert notes[0] == "polling DescribeCluster every 0.25s, backing off to every 2s"
     assert "retrying" in notes[1]
@@ -152,7 +163,7 @@ def test_wait_fenced_polls_with_backoff_until_it_holds() -> None:
 def test_wait_times_out_with_exit_1_and_says_why() -> None:
     t = FakeTime()
     r = brokers.wait(polled(Scripted([{2: True}]), t), brokers.WaitCondition("unfenced", 2), 10, clock=t, asked=10)
-    assert r.exit_code == ExitCode.CONDITION_NOT_MET and r.data["met"] is False
+    assert r.exit_code == ExitCode.CONDITION_NOT_MET and r.data.met is False
     assert r.message == "timed out after 10s: broker 2 is registered and fenced"
     assert sum(t.slept) == pytest.approx(10)
     r = brokers.wait(polled(Scripted([{1: False}]), t), brokers.WaitCondition("registered", 2), 1, clock=t)
@@ -179,9 +190,10 @@ def test_watch_reports_a_bounce_and_counts() -> None:
     t = FakeTime()
     c = Scripted([{1: False, 2: False}, {1: False, 2: True}, {1: False}, {1: False, 2: True}, {1: False, 2: False}])
     evs = list(brokers.watch(polled(c, t), count=4, timeout=60, clock=t))
-    assert [(e["event"], e["id"]) for e in evs] == [("fenced", 2), ("unregistered", 2), ("registered", 2),
-                                                     ("fenced", 2)]
-    assert all(e["epoch"] is None and e["old_epoch"] is None and e["at"].endswith("Z") for e in evs)
+    assert [(e.event, e.id) for e in evs] == [("fenced", 2), ("unregistered", 2), ("registered", 2), ("fenced", 2)]
+    assert all(e.epoch is None and e.old_epoch is None and e.at.endswith("Z") for e in evs)
+    keys = ["event", "id", "epoch", "old_epoch", "at", "fenced", "endpoint"]
+    assert [list(e.to_json()) for e in evs[:2]] == [keys, keys]
     t2 = FakeTime()
     with pytest.raises(ConditionNotMet, match="saw 0 of 1 events"):
         list(brokers.watch(polled(Scripted([{1: False}]), t2), count=1, timeout=5,
@@ -189,7 +201,7 @@ def test_watch_reports_a_bounce_and_counts() -> None:
     t3 = FakeTime()
     evs = list(brokers.watch(polled(Scripted([{1: False}]), t3), count=1,
                              timeout=5, initial=True, clock=t3))
-    assert [(e["event"], e["id"]) for e in evs] == [("registered", 1)]
+    assert [(e.event, e.id) for e in evs] == [("registered", 1)]
 
 
 def test_saved_listing_with_incarnations() -> None:
@@ -235,14 +247,16 @@ def test_read_registrations_replays_the_newest_snapshot_then_the_log(tmp_path: A
         3, None, "snapshot", "fenced", "r2")
     assert (regs[3].epoch, regs[3].state) == (5, "active")
     r = brokers.list_metadata_dir(tmp_path / "meta" / "__cluster_metadata-0")  # the partition dir works too
-    assert r.exit_code == ExitCode.OK and [row["id"] for row in r.data] == [1, 2, 3]
+    assert r.exit_code == ExitCode.OK and [row.id for row in r.data] == [1, 2, 3]
+    # each row's JSON form is the domain's row, key for key and in order
+    assert [json.dumps(row.to_json()) for row in r.data] == [json.dumps(registration_json(regs[i])) for i in (1, 2, 3)]
 
 
 def test_a_batch_being_written_at_the_end_is_a_warning_not_damage(tmp_path: Any) -> None:
     r = brokers.list_metadata_dir(_metadata_dir(tmp_path, truncate_active=True))
     assert r.exit_code == ExitCode.OK and any("write in progress" in w for w in r.warnings)
-    rows = {row["id"]: row for row in r.data}
-    assert rows[1]["epoch"] == 2 and rows[2]["state"] == "controlled_shutdown"  # the last batch is not read
+    rows = {row.id: row for row in r.data}
+    assert rows[1].epoch == 2 and rows[2].state == "controlled_shutdown"  # the last batch is not read
 
 
 def test_metadata_dir_errors(tmp_path: Any) -> None:

@@ -7,7 +7,7 @@ from kadmin.cluster.kraft_cluster import replica_list
 from kadmin.cluster.min_isr import FALLBACK
 from kadmin.domain.models import PartitionState
 from kadmin.results import Problem
-from kadmin.services.partitions import partition_json, split_warnings
+from kadmin.services.partitions import partition_row, split_warnings
 
 
 def test_a_describe_configs_fallback_is_a_warning_other_problems_stay_errors() -> None:
@@ -23,9 +23,10 @@ def test_a_describe_configs_fallback_is_a_warning_other_problems_stay_errors() -
 
 
 def test_elr_keys_are_lists_or_null_where_the_backend_has_none() -> None:
-    zk = partition_json(PartitionState(topic="t", partition=0, replicas=(1, 2, 3)))
+    zk = partition_row(PartitionState(topic="t", partition=0, replicas=(1, 2, 3))).to_json()
     assert zk["elr"] is None and zk["last_known_elr"] is None
-    kraft = partition_json(PartitionState(topic="t", partition=0, replicas=(1, 2, 3), elr=(2,), last_known_elr=()))
+    kraft = partition_row(PartitionState(topic="t", partition=0, replicas=(1, 2, 3), elr=(2,),
+                                         last_known_elr=())).to_json()
     assert kraft["elr"] == [2] and kraft["last_known_elr"] == []
 
 

@@ -3,6 +3,7 @@ tables on a pipe, counted nouns that agree, and `brokers diff` showing both list
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 from dataclasses import dataclass
@@ -13,6 +14,18 @@ from kadmin.cluster.base import BrokerListing
 from kadmin.domain.kraft_registrations import Saved
 from kadmin.domain.models import Broker, Registration, Stat
 from kadmin.domain.text import plural
+from kadmin.payloads import (
+    Blocked,
+    BrokersDiff,
+    BrokerWait,
+    CanStop,
+    Drain,
+    InSync,
+    MaxEpoch,
+    PartitionsCheck,
+    Reorder,
+    TopicPartition,
+)
 from kadmin.render import Renderer, views
 from kadmin.results import Result
 from kadmin.services import brokers
@@ -40,14 +53,14 @@ def test_ids_hosts_without_mappings_prints_its_own_header_not_a_value_column():
 
 # ---------------------------------------------------------------------------- nothing found: nothing printed
 @pytest.mark.parametrize(("view", "data"), [
-    (views.partitions_check, {"status": "ok", "partitions": 13, "findings": [], "deleting": []}),
-    (views.can_stop, {"broker_id": 3, "safe": True, "hosted_partitions": 11, "blocking": [], "never_satisfiable": []}),
+    (views.partitions_check, PartitionsCheck("ok", 13, findings=(), deleting=(), unseen=())),
+    (views.can_stop, CanStop(3, True, 11, blocking=(), never_satisfiable=(), unseen=())),
     (views.brokers_list, []),
     (views.partitions_list, []),
     (views.ids_missing, []),
     (views.ids_gc, []),
     (views.records, []),
-    (views.brokers_diff, {"new": [], "dead": [], "bounced": [], "unchanged": []}),
+    (views.brokers_diff, BrokersDiff(new=(), dead=(), bounced=(), unchanged=(), old_epochs={}, new_epochs={})),
     (views.sandbox_down, {"dir": "/tmp/sb", "stopped": [], "already_gone": []}),
     (views.quorum_check, {"findings": []}),
 ])
@@ -57,31 +70,29 @@ def test_plain_prints_nothing_when_nothing_is_found(view, data):
 
 
 def test_table_keeps_its_header_when_nothing_is_found():
-    text = table(views.can_stop, {"broker_id": 3, "safe": True, "hosted_partitions": 1, "blocking": [],
-                                  "never_satisfiable": []})
+    text = table(views.can_stop, CanStop(3, True, 1, blocking=(), never_satisfiable=(), unseen=()))
     assert "VERDICT" in text and "REASON" in text
-    assert "REASONS" in table(views.partitions_check, {"status": "ok", "partitions": 1, "findings": [],
-                                                       "deleting": []})
+    assert "REASONS" in table(views.partitions_check, PartitionsCheck("ok", 1, findings=(), deleting=(), unseen=()))
 
 
 def test_plain_rows_keep_their_header():
-    data = {"broker_id": 3, "safe": False, "hosted_partitions": 2, "never_satisfiable": [],
-            "blocking": [{"topic": "t", "partition": 0, "reason": "would lose its leader"}]}
+    data = CanStop(3, False, 2, blocking=(Blocked("t", 0, "would lose its leader"),), never_satisfiable=(), unseen=())
     assert [ln.split()[:3] for ln in plain(views.can_stop, data).splitlines()] == [
         ["TOPIC", "PARTITION", "VERDICT"], ["t", "0", "blocking"]]
 
 
 # ---------------------------------------------------------------------------- plain text views
 @pytest.mark.parametrize(("view", "data", "text"), [
-    (views.max_epoch, {"max_broker_epoch": 4294967397, "broker_id": 3, "brokers": 3}, "4294967397\n"),
-    (views.max_epoch, {"max_broker_epoch": None, "broker_id": None, "brokers": 0}, "\n"),
+    (views.max_epoch, MaxEpoch(4294967397, broker_id=3, brokers=3), "4294967397\n"),
+    (views.max_epoch, MaxEpoch(None, broker_id=None, brokers=0), "\n"),
     (views.cluster_id, {"cluster_id": "MkU3OEVBNTcwNTJENDM2Qg", "source": "DescribeCluster"},
      "MkU3OEVBNTcwNTJENDM2Qg\n"),
     (views.ids_decision, {"broker_id": 1001, "rule": "new", "host": "h", "missing_ids": [], "detail": "d"},
      "1001\n"),
-    (views.brokers_wait, {"broker_id": 3, "condition": "epoch_gt", "met": True, "epoch": 304, "waited_ms": 1},
+    (views.brokers_wait, BrokerWait(3, "epoch_gt", met=True, epoch=304, fenced=None, waited_ms=1),
      "3\tepoch_gt\tmet\t304\n"),
-    (views.brokers_wait_in_sync, {"broker_id": 3, "in_sync": False, "waiting": [{"topic": "t", "partition": 0}]},
+    (views.brokers_wait_in_sync, InSync(3, in_sync=False, hosted_partitions=1, waiting=(TopicPartition("t", 0),),
+                                        waited_ms=1, live=True, unseen=()),
      "3\tin_sync\tnot-met\t1\n"),
     (views.quorum_check, {"findings": [{"level": "WARNING", "code": "voter_lagging", "message": "3002 lags"}]},
      "WARNING\tvoter_lagging\t3002 lags\n"),
@@ -93,18 +104,19 @@ def test_a_views_plain_text_is_printed_exactly(view, data, text):
     assert plain(view, data) == text
 
 
-def _drain(**kw: object) -> dict[str, object]:
-    data: dict[str, object] = {"dry_run": False, "file": "/state/broker-1.json", "in_flight": [], "skipped": [],
-                               "reorder": [{"topic": "t", "partition": 0, "replicas": [1, 2], "new_replicas": [2, 1]}]}
-    return {**data, **kw}
+def _drain(**kw: object) -> Drain:
+    data = Drain(drain_version=1, broker_id=1, mode="zookeeper", dry_run=False, file="/state/broker-1.json", hosted=1,
+                 led_before=1, reorder=(Reorder("t", 0, (1, 2), (2, 1)),), elect=(), in_flight=(), skipped=(),
+                 only_isr=(), sole_replica=(), refused=(), remaining=())
+    return dataclasses.replace(data, **kw)  # type: ignore[arg-type]
 
 
 def test_drain_plain_is_the_saved_file_or_the_dry_runs_reorderings():
     assert plain(views.drain, _drain()) == "/state/broker-1.json\n"
     assert plain(views.drain, _drain(dry_run=True, file=None)) == "t\t0\t1,2\t2,1\n"
-    key = {"topic": "t", "partition": 0}
-    assert plain(views.drain, _drain(in_flight=[key], skipped=[key])) == "/state/broker-1.json\n"  # --force
-    refused = plain(views.drain, _drain(in_flight=[key]))  # exit 7: no file was written, its keys are shown
+    key = (TopicPartition("t", 0),)
+    assert plain(views.drain, _drain(in_flight=key, skipped=key)) == "/state/broker-1.json\n"  # --force
+    refused = plain(views.drain, _drain(in_flight=key))  # exit 7: no file was written, its keys are shown
     assert refused.splitlines()[0].split() == ["KEY", "VALUE"] and refused != "/state/broker-1.json\n"
 
 
@@ -172,7 +184,7 @@ class Listed:
 
 def test_brokers_diff_shows_a_dead_brokers_old_epoch_and_a_new_brokers_epoch():
     r = brokers.diff(Listed({1: 10, 3: 35, 4: 40}), {1: 10, 2: 20, 3: 30})  # type: ignore[arg-type]
-    assert r.data["old_epochs"] == {1: 10, 2: 20, 3: 30} and r.data["new_epochs"] == {1: 10, 3: 35, 4: 40}
+    assert r.data.old_epochs == {1: 10, 2: 20, 3: 30} and r.data.new_epochs == {1: 10, 3: 35, 4: 40}
     rows = [ln.split() for ln in plain(views.brokers_diff, r.data).splitlines()]
     assert rows == [["ID", "CHANGE", "OLD_EPOCH", "NEW_EPOCH"], ["1", "unchanged", "10", "10"],
                     ["2", "dead", "20", "-"], ["3", "bounced", "30", "35"], ["4", "new", "-", "40"]]
@@ -180,7 +192,7 @@ def test_brokers_diff_shows_a_dead_brokers_old_epoch_and_a_new_brokers_epoch():
 
 def test_kraft_brokers_diff_has_the_same_epoch_maps():
     r = brokers.diff_registrations({1: Saved(5, "a"), 2: Saved(7, "b")}, {1: Saved(6, "c")})
-    assert r.data["old_epochs"] == {1: 5, 2: 7} and r.data["new_epochs"] == {1: 6}
+    assert r.data.old_epochs == {1: 5, 2: 7} and r.data.new_epochs == {1: 6}
     rows = [ln.split() for ln in plain(views.brokers_diff, r.data).splitlines()]
     assert ["2", "dead", "7", "-"] in rows
 

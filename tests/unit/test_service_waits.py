@@ -26,6 +26,7 @@ from kadmin.domain.models import (
 )
 from kadmin.errors import ClusterUnreachable, ConditionNotMet, KadminError
 from kadmin.exit_codes import ExitCode
+from kadmin.payloads import TopicPartition
 from kadmin.services import brokers, ids, partitions, shutdown
 
 pytestmark = pytest.mark.timeout(30)
@@ -85,7 +86,7 @@ class TickCluster:
 
 
 def events(cluster: TickCluster, **kw: Any) -> list[tuple[str, int, int | None, int | None]]:
-    return [(e["event"], e["id"], e["epoch"], e["old_epoch"]) for e in brokers.watch(cluster, **kw)]  # type: ignore[arg-type]
+    return [(e.event, e.id, e.epoch, e.old_epoch) for e in brokers.watch(cluster, **kw)]  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------------------- brokers watch
@@ -126,7 +127,9 @@ def test_watch_count_not_reached_raises_and_passes_its_timeout_on() -> None:
 def test_watch_stamps_events_with_its_clock() -> None:
     c = TickCluster([WatchTick(gens(), reason="initial"), WatchTick(gens(b4=44))])
     [ev] = list(brokers.watch(c, clock=lambda: 86400.25))  # type: ignore[arg-type]
-    assert ev["at"] == "1970-01-02T00:00:00.250Z"
+    assert ev.at == "1970-01-02T00:00:00.250Z"
+    assert ev.to_json() == {"event": "registered", "id": 4, "epoch": 44, "old_epoch": None,
+                            "at": "1970-01-02T00:00:00.250Z"}
 
 
 # ---------------------------------------------------------------------------- brokers wait
@@ -143,8 +146,8 @@ def test_wait_ends_on_the_first_tick_that_meets_its_condition(cond: brokers.Wait
         met_at += 1
     c = TickCluster(ticks, step=0.25)
     r = brokers.wait(c, cond, timeout=60, clock=c.time)  # type: ignore[arg-type]
-    assert r.exit_code == ExitCode.OK and r.data["met"] is True
-    assert c.pulled == met_at and r.data["waited_ms"] == 250 * met_at
+    assert r.exit_code == ExitCode.OK and r.data.met is True
+    assert c.pulled == met_at and r.data.waited_ms == 250 * met_at
     assert c.timeouts == [60]
 
 
@@ -152,7 +155,7 @@ def test_wait_that_times_out_says_what_is_missing() -> None:
     c = TickCluster([WatchTick(gens(b2=7), reason="initial"), WatchTick(gens(b2=(7, 8)))], step=2.5)
     r = brokers.wait(c, brokers.WaitCondition("epoch_gt", 2, epoch=7), timeout=5, clock=c.time)  # type: ignore[arg-type]
     assert r.exit_code == ExitCode.CONDITION_NOT_MET
-    assert r.data == {"broker_id": 2, "condition": "epoch_gt", "met": False, "epoch": 7, "waited_ms": 5000}
+    assert r.data.to_json() == {"broker_id": 2, "condition": "epoch_gt", "met": False, "epoch": 7, "waited_ms": 5000}
     assert r.message == "timed out after 5s: broker 2 is registered with epoch 7, not greater than 7"
 
 
@@ -233,7 +236,7 @@ def test_shutdown_follows_a_controller_that_moved() -> None:
     ctl = Controllers([reply(41), reply(0)], c, moves={1: 3})  # broker 1 is no longer the controller
     r = run_shutdown(c, ctl, t)
     assert r.exit_code == ExitCode.OK
-    assert r.data["attempts"] == 2 and r.data["controller_id"] == 3 and r.data["error"] is None
+    assert r.data.attempts == 2 and r.data.controller_id == 3 and r.data.error is None
     assert ctl.requests == [(1, 2, 20), (3, 2, 20)]  # the epoch read from the registration, every time
     assert [cid for _, cid in ctl.opened] == [1, 3] and ctl.closed == 2
     assert t.slept == [0.2]
@@ -246,14 +249,14 @@ def test_shutdown_gives_up_on_not_controller_at_its_deadline() -> None:
     assert r.exit_code == ExitCode.REJECTED and "no controller accepted the request within 10s" in r.message
     assert t.slept == [0.2, 0.4, 0.8, 1.6, 2.0, 2.0, 2.0]  # doubling, capped at 2 s, never past the deadline
     assert sum(t.slept) <= 10.0 < sum(t.slept) + 2.0
-    assert r.data["attempts"] == len(t.slept) + 1 and len(ctl.opened) == 1  # the same controller: one connection
+    assert r.data.attempts == len(t.slept) + 1 and len(ctl.opened) == 1  # the same controller: one connection
 
 
 def test_shutdown_waits_for_leaderships_to_move_off() -> None:
     c, t = ControllerCluster(), FakeTime()
     ctl = Controllers([reply(0, remaining=3), reply(0, remaining=1), reply(0)], c)
     r = run_shutdown(c, ctl, t, wait=True)
-    assert r.exit_code == ExitCode.OK and r.data["attempts"] == 3 and r.data["remaining_partitions"] == []
+    assert r.exit_code == ExitCode.OK and r.data.attempts == 3 and r.data.remaining_partitions == ()
     assert t.slept == [0.2, 0.4]
 
 
@@ -262,19 +265,19 @@ def test_shutdown_still_leading_at_the_deadline_is_condition_not_met() -> None:
     ctl = Controllers([reply(0, remaining=2)], c)
     r = run_shutdown(c, ctl, t, wait=True, timeout=3.5)
     assert r.exit_code == ExitCode.CONDITION_NOT_MET and "still leads 2 partitions: t-0, t-1 after 3.5s" in r.message
-    assert t.slept == [0.2, 0.4, 0.8, 1.6] and r.data["attempts"] == 5  # the next 2 s would pass the deadline
+    assert t.slept == [0.2, 0.4, 0.8, 1.6] and r.data.attempts == 5  # the next 2 s would pass the deadline
     # without --wait: one request, no sleep
     t2 = FakeTime()
     r = run_shutdown(c, Controllers([reply(0, remaining=2)], c), t2)
-    assert r.exit_code == ExitCode.CONDITION_NOT_MET and r.data["attempts"] == 1 and t2.slept == []
+    assert r.exit_code == ExitCode.CONDITION_NOT_MET and r.data.attempts == 1 and t2.slept == []
 
 
 def test_shutdown_stale_epoch_is_final() -> None:
     c, t = ControllerCluster(), FakeTime()
     ctl = Controllers([reply(77)], c)
     r = run_shutdown(c, ctl, t, epoch=5)
-    assert r.exit_code == ExitCode.REJECTED and r.data["error"] == "STALE_BROKER_EPOCH"
-    assert r.data["attempts"] == 1 and t.slept == [] and ctl.requests == [(1, 2, 5)]
+    assert r.exit_code == ExitCode.REJECTED and r.data.error == "STALE_BROKER_EPOCH"
+    assert r.data.attempts == 1 and t.slept == [] and ctl.requests == [(1, 2, 5)]
 
 
 def test_shutdown_unreachable_controller_retries_only_when_it_moved() -> None:
@@ -336,10 +339,10 @@ def test_wait_in_sync_watches_only_the_waiting_partitions_until_all_rejoin() -> 
                    [[(("t", 0), (2, 1))], [(("t", 2), (2,))], [(("t", 1), None)], [(("t", 1), (2, 1))]])
     said: list[str] = []
     r = partitions.wait_in_sync(c, 1, timeout=30, on_status=said.append, clock=c.time)
-    assert r.exit_code == ExitCode.OK and r.data["in_sync"] is True and r.data["hosted_partitions"] == 3
+    assert r.exit_code == ExitCode.OK and r.data.in_sync is True and r.data.hosted_partitions == 3
     assert c.watched == [([("t", 0), ("t", 1)], 29.5)]  # its timeout less the scan's time
     assert said == ["broker 1 not yet in the ISR of 1 partition: t-1"]  # said once, not once per change
-    assert r.data["waited_ms"] == 4500
+    assert r.data.waited_ms == 4500
     # a partition is followed until the broker is in its ISR: the cluster stops reading/polling it then
     assert c.settled is not None and c.settled((2, 1)) and not c.settled((2, 3))
 
@@ -347,15 +350,15 @@ def test_wait_in_sync_watches_only_the_waiting_partitions_until_all_rejoin() -> 
 def test_wait_in_sync_that_times_out_names_the_partitions() -> None:
     c = IsrCluster([part(0, (1, 2), (2,)), part(1, (2, 1), (2,))], [[(("t", 0), (2, 1))]], step=9.5)
     r = partitions.wait_in_sync(c, 1, timeout=10, clock=c.time)
-    assert r.exit_code == ExitCode.CONDITION_NOT_MET and r.data["waiting"] == [{"topic": "t", "partition": 1}]
+    assert r.exit_code == ExitCode.CONDITION_NOT_MET and r.data.waiting == (TopicPartition("t", 1),)
     assert r.message == "timed out after 10s: broker 1 is still missing from the ISR of 1 partition: t-1"
-    assert r.data["waited_ms"] == 10_000
+    assert r.data.waited_ms == 10_000
 
 
 def test_wait_in_sync_already_in_sync_watches_nothing() -> None:
     c = IsrCluster([part(0, (1, 2), (2, 1))], [])
     r = partitions.wait_in_sync(c, 1, timeout=10, clock=c.time)
-    assert r.exit_code == ExitCode.OK and c.watched == [] and r.data["waited_ms"] == 500
+    assert r.exit_code == ExitCode.OK and c.watched == [] and r.data.waited_ms == 500
 
 
 # ---------------------------------------------------------------------------- ids claim
@@ -404,8 +407,8 @@ def test_wait_in_sync_on_kraft_is_not_met_for_a_partition_the_principal_cannot_s
     its ISR is unknown, so the wait is not met, at once (no visibility comes with time), naming the ACL."""
     c = IsrCluster([part(0, (1, 2), (2, 1))], [], coverages=[logdirs({1: {("t", 0), ("hidden", 0)}})])
     r = partitions.wait_in_sync(c, 1, timeout=10, clock=c.time, sleep=c.sleep)
-    assert r.exit_code == ExitCode.CONDITION_NOT_MET and r.data["in_sync"] is False and c.slept == []
-    assert [(u["topic"], u["partition"]) for u in r.data["unseen"]] == [("hidden", 0)]
+    assert r.exit_code == ExitCode.CONDITION_NOT_MET and r.data.in_sync is False and c.slept == []
+    assert [(u["topic"], u["partition"]) for u in r.data.to_json()["unseen"]] == [("hidden", 0)]
     assert "Describe on Topic:hidden" in r.message
 
 
@@ -415,14 +418,14 @@ def test_wait_in_sync_on_kraft_waits_for_the_broker_to_be_unfenced() -> None:
                    lives=[frozenset({2, 3}), frozenset({2, 3}), frozenset({2, 3}), frozenset({1, 2, 3})])
     said: list[str] = []
     r = partitions.wait_in_sync(c, 1, timeout=10, clock=c.time, sleep=c.sleep, on_status=said.append)
-    assert r.exit_code == ExitCode.OK and r.data["in_sync"] is True and r.data["live"] is True
+    assert r.exit_code == ExitCode.OK and r.data.in_sync is True and r.data.live is True
     assert len(c.slept) == 3 and said == ["broker 1 is in every ISR it belongs in but is not live (fenced)"]
 
 
 def test_wait_in_sync_on_kraft_times_out_while_the_broker_stays_fenced() -> None:
     c = IsrCluster([part(0, (1, 2), (2, 1))], [], coverages=[logdirs({1: {("t", 0)}})], lives=[frozenset({2, 3})])
     r = partitions.wait_in_sync(c, 1, timeout=5, clock=c.time, sleep=c.sleep)
-    assert r.exit_code == ExitCode.CONDITION_NOT_MET and r.data["live"] is False and r.data["waiting"] == []
+    assert r.exit_code == ExitCode.CONDITION_NOT_MET and r.data.live is False and r.data.waiting == ()
     assert r.message == "timed out after 5s: broker 1 is in every ISR it belongs in, but it is not live (fenced)"
 
 
@@ -432,7 +435,7 @@ def test_wait_in_sync_on_kraft_asks_again_for_log_dirs_not_listable_yet() -> Non
         logdirs({}, {1: "its log dirs could not be listed (cannot reach)"}),
         logdirs({}, {1: "its log dirs could not be listed (cannot reach)"}), logdirs({1: {("t", 0)}})])
     r = partitions.wait_in_sync(c, 1, timeout=10, clock=c.time, sleep=c.sleep)
-    assert r.exit_code == ExitCode.OK and r.data["unseen"] == [] and len(c.slept) == 1
+    assert r.exit_code == ExitCode.OK and r.data.unseen == () and len(c.slept) == 1
 
 
 def test_wait_in_sync_on_kraft_ends_at_once_when_the_log_dirs_are_refused() -> None:
@@ -442,4 +445,4 @@ def test_wait_in_sync_on_kraft_ends_at_once_when_the_log_dirs_are_refused() -> N
     c = IsrCluster([part(0, (1, 2), (2,))], [], coverages=[refused])
     r = partitions.wait_in_sync(c, 1, timeout=300, clock=c.time, sleep=c.sleep)
     assert r.exit_code == ExitCode.CONDITION_NOT_MET and c.watched == [] and c.slept == []
-    assert "CLUSTER_AUTHORIZATION_FAILED" in r.message and r.data["unseen"][0]["broker_id"] == 1
+    assert "CLUSTER_AUTHORIZATION_FAILED" in r.message and r.data.unseen[0].broker_id == 1

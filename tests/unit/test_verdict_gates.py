@@ -214,14 +214,14 @@ def test_check_is_critical_for_a_hidden_partition_and_unknown_for_unlisted_log_d
             return PartitionStream(iter(parts), LIVE, [], {})
 
     r = svc.check(Kraft(cov({1: {("a", 0), ("hidden", 0)}, 2: {("a", 0), ("b", 0)}, 3: set()})))  # type: ignore[arg-type]
-    assert r.exit_code == Verdict.CRITICAL and r.data["status"] == "critical"
-    assert [(f["topic"], f["partition"]) for f in r.data["findings"]] == [("hidden", 0)]
+    assert r.exit_code == Verdict.CRITICAL and r.data.status == "critical"
+    assert [(f.topic, f.partition) for f in r.data.findings] == [("hidden", 0)]
     r = svc.check(Kraft(cov({1: {("a", 0)}, 2: {("a", 0), ("b", 0)}}, {3: "cannot reach 127.0.0.1:1"})))  # type: ignore[arg-type]
     assert r.exit_code == Verdict.UNKNOWN
-    assert r.data["unseen"] == [{"broker_id": 3, "reason": "cannot reach 127.0.0.1:1"}]
+    assert r.data.to_json()["unseen"] == [{"broker_id": 3, "reason": "cannot reach 127.0.0.1:1"}]
     assert r.message.startswith("UNKNOWN: cannot show every partition was seen; partitions only broker 3 host")
     # the topics named: asked for by name (an error if not visible), no log dirs needed
     r = svc.check(Kraft(cov({}, {3: "cannot reach"})), wanted=rules.TopicFilter(("a",)))  # type: ignore[arg-type]
-    assert r.exit_code == Verdict.OK and r.data["partitions"] == 1 and r.data["unseen"] == []
+    assert r.exit_code == Verdict.OK and r.data.partitions == 1 and r.data.unseen == ()
     r = svc.check(Kraft(cov({1: {("a", 0)}, 2: {("a", 0), ("b", 0)}, 3: set()})))  # type: ignore[arg-type]
-    assert r.exit_code == Verdict.OK and r.data["unseen"] == []
+    assert r.exit_code == Verdict.OK and r.data.unseen == ()

@@ -1,0 +1,429 @@
+"""Each command's typed payload: the command's JSON contract in one place (issue 21).
+
+A payload is a frozen dataclass whose fields are the keys of the command's JSON object, in order
+(kadmin.results.Payload: `to_json()` is the JSON form; a key that is there only sometimes is said in the
+payload's own `to_json()`). Services build them, views read their fields, the renderer prints their JSON
+form. Here, below both services and render (which may not import each other), for `brokers` and
+`partitions`, with the pieces they share; the other command groups still hand over JSON values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kadmin.results import Payload
+
+
+# ---------------------------------------------------------------------------- pieces the payloads share
+@dataclass(frozen=True)
+class TopicPartition(Payload):
+    topic: str
+    partition: int
+
+
+@dataclass(frozen=True)
+class UnseenBroker(Payload):
+    """A broker whose log dirs could not be listed (KRaft), and why: what would let kadmin list them."""
+
+    broker_id: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class UnseenPartition(Payload):
+    """A partition the broker's log dirs list that the principal cannot see (`brokers wait --in-sync`)."""
+
+    broker_id: int
+    topic: str
+    partition: int
+    reason: str
+
+
+# ---------------------------------------------------------------------------- brokers
+@dataclass(frozen=True)
+class BrokerRow(Payload):
+    """A `brokers list` row in both modes: a registration znode (ZooKeeper mode), or what DescribeCluster
+    serves with the same keys (KRaft: no epoch, version, JMX port, listener names, features, session or
+    controller: null or empty; `state` fenced or active)."""
+
+    id: int
+    host: str | None
+    port: int | None
+    rack: str | None
+    endpoints: tuple[str, ...]
+    listener_security_protocol_map: Mapping[str, str]
+    jmx_port: int | None
+    version: int | None
+    timestamp_ms: int | None
+    features: Mapping[str, Mapping[str, int]]
+    epoch: int | None
+    session: str | None  # the registration's ZooKeeper session, 0x-hex
+    is_controller: bool | None
+    state: str
+
+
+@dataclass(frozen=True)
+class LoggedBrokerRow(BrokerRow):
+    """A `brokers list --metadata-dir` row: the keys of `brokers list`, then what the metadata log adds."""
+
+    incarnation_id: str | None
+    fenced: bool
+    in_controlled_shutdown: bool
+    offset: int | None  # the RegisterBrokerRecord's log offset; None when it came from a snapshot
+    source: str  # "log" or "snapshot"
+
+
+@dataclass(frozen=True)
+class BrokerShow(Payload):
+    """`brokers show`: the `brokers list` row's keys, then the znode's path, raw text and stat, and `error`
+    (only when the registration does not parse)."""
+
+    broker: BrokerRow
+    path: str
+    raw: str
+    stat: Mapping[str, int | str]
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {**self.broker.to_json(), "path": self.path, "raw": self.raw, "stat": dict(self.stat)}
+        if self.error:
+            out["error"] = self.error
+        return out
+
+
+@dataclass(frozen=True)
+class MaxEpoch(Payload):
+    max_broker_epoch: int | None
+    broker_id: int | None
+    brokers: int
+
+
+@dataclass(frozen=True)
+class Bounced(Payload):
+    id: int
+    old_epoch: int
+    new_epoch: int
+
+
+@dataclass(frozen=True)
+class Reincarnated(Bounced):
+    """A bounce between two KRaft listings: with each side's incarnation id (None when a side does not know it)."""
+
+    old_incarnation_id: str | None
+    new_incarnation_id: str | None
+
+
+@dataclass(frozen=True)
+class BrokersDiff(Payload):
+    new: tuple[int, ...]
+    dead: tuple[int, ...]
+    bounced: tuple[Bounced, ...]
+    unchanged: tuple[int, ...]
+    # the two listings' epochs by broker id, so a dead broker shows its last epoch and a new one its first
+    old_epochs: Mapping[int, int]
+    new_epochs: Mapping[int, int]
+
+
+@dataclass(frozen=True)
+class BrokerEvent(Payload):
+    """A `brokers watch` event (one NDJSON line). ZooKeeper mode: registered, deregistered, bounced, updated."""
+
+    event: str
+    id: int
+    epoch: int | None
+    old_epoch: int | None
+    at: str  # ISO 8601, UTC, milliseconds
+
+
+@dataclass(frozen=True)
+class FencingEvent(BrokerEvent):
+    """A KRaft event (DescribeCluster: no epoch): registered, unregistered, fenced, unfenced, endpoint_changed;
+    `old_endpoint` only in endpoint_changed."""
+
+    fenced: bool | None
+    endpoint: str
+    old_endpoint: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = super().to_json()
+        if self.old_endpoint is None:
+            del out["old_endpoint"]
+        return out
+
+
+@dataclass(frozen=True)
+class BrokerWait(Payload):
+    """`brokers wait --registered/--gone/--epoch-gt/--fenced/--unfenced`. `fenced` is a key only when the
+    registrations have a fenced state (`fencing`: KRaft); `fencing` itself is no key."""
+
+    broker_id: int
+    condition: str
+    met: bool
+    epoch: int | None
+    fenced: bool | None
+    waited_ms: int
+    fencing: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"broker_id": self.broker_id, "condition": self.condition, "met": self.met,
+                               "epoch": self.epoch}
+        if self.fencing:
+            out["fenced"] = self.fenced
+        out["waited_ms"] = self.waited_ms
+        return out
+
+
+@dataclass(frozen=True)
+class Unregistered(Payload):
+    """`brokers unregister`: `was` fenced, active or None (not listed); `dry_run` is a key only with --dry-run."""
+
+    broker_id: int
+    unregistered: bool
+    was: str | None
+    dry_run: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = super().to_json()
+        if not self.dry_run:
+            del out["dry_run"]
+        return out
+
+
+# ---------------------------------------------------------------------------- partitions
+@dataclass(frozen=True)
+class PartitionRow(Payload):
+    """A `partitions list` row."""
+
+    topic: str
+    partition: int
+    leader: int | None
+    leader_epoch: int | None
+    partition_epoch: int | None
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    adding_replicas: tuple[int, ...]
+    removing_replicas: tuple[int, ...]
+    min_isr: int
+    topic_id: str | None
+    # added keys: where min_isr comes from ("topic", "broker:<id>", "cluster-default", "static" as the
+    # brokers report it, "default" as --min-isr-default states it, or "unknown"),
+    # what the leader enforces (min(min_isr, replicas), Kafka 3.7+),
+    # and whether the topic is queued for deletion (left out of `check` and `can-stop`)
+    min_isr_source: str
+    effective_min_isr: int
+    deleting: bool
+    # KIP-966 (DescribeTopicPartitions, Kafka 4.x): eligible leader replicas and the last known ELR;
+    # None where the backend does not have them (ZooKeeper mode, brokers answering only Metadata)
+    elr: tuple[int, ...] | None
+    last_known_elr: tuple[int, ...] | None
+
+    def to_json(self) -> dict[str, Any]:  # written out: a listing may have a million rows
+        return {
+            "topic": self.topic,
+            "partition": self.partition,
+            "leader": self.leader,
+            "leader_epoch": self.leader_epoch,
+            "partition_epoch": self.partition_epoch,
+            "replicas": list(self.replicas),
+            "isr": list(self.isr),
+            "adding_replicas": list(self.adding_replicas),
+            "removing_replicas": list(self.removing_replicas),
+            "min_isr": self.min_isr,
+            "topic_id": self.topic_id,
+            "min_isr_source": self.min_isr_source,
+            "effective_min_isr": self.effective_min_isr,
+            "deleting": self.deleting,
+            "elr": None if self.elr is None else list(self.elr),
+            "last_known_elr": None if self.last_known_elr is None else list(self.last_known_elr),
+        }
+
+
+@dataclass(frozen=True)
+class CheckFinding(Payload):
+    topic: str
+    partition: int | None  # None: the whole topic (it could not be read)
+    reasons: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class PartitionsCheck(Payload):
+    status: str  # the verdict: ok, warning, critical, unknown
+    partitions: int
+    findings: tuple[CheckFinding, ...]
+    deleting: tuple[str, ...]  # topics queued for deletion: not checked, as Kafka's controller skips them
+    # added: brokers whose log dirs could not be listed (KRaft), so the check cannot show it saw every partition
+    unseen: tuple[UnseenBroker, ...]
+
+
+@dataclass(frozen=True)
+class Blocked(Payload):
+    topic: str
+    partition: int | None  # None: the whole topic (unreadable: it may or may not host the broker)
+    reason: str
+
+
+@dataclass(frozen=True)
+class CanStop(Payload):
+    """`brokers can-stop`'s verdict (also in `brokers shutdown`'s refusal and dry run)."""
+
+    broker_id: int
+    safe: bool
+    hosted_partitions: int
+    blocking: tuple[Blocked, ...]
+    never_satisfiable: tuple[Blocked, ...]  # kept for the contract: always empty since Kafka 3.7 (KAFKA-15583)
+    # added (KRaft): the broker's log dirs could not be listed, so not every partition it hosts was seen
+    unseen: tuple[UnseenBroker, ...]
+
+
+@dataclass(frozen=True)
+class InSync(Payload):
+    """`brokers wait --in-sync`."""
+
+    broker_id: int
+    in_sync: bool
+    hosted_partitions: int
+    waiting: tuple[TopicPartition, ...]
+    waited_ms: int
+    # added: whether the broker may lead (KRaft: unfenced), and what kept the wait from seeing every partition
+    # the broker hosts (its log dirs not listed; a partition its log dirs list, not visible)
+    live: bool
+    unseen: tuple[UnseenBroker | UnseenPartition, ...]
+
+
+# ---------------------------------------------------------------------------- brokers shutdown
+@dataclass(frozen=True)
+class ShutdownRequest(Payload):
+    """What `brokers shutdown --dry-run` would send."""
+
+    api_key: int
+    versions: str
+    broker_id: int
+    broker_epoch: int
+    controller: str  # host:port
+
+
+@dataclass(frozen=True)
+class Shutdown(Payload):
+    """`brokers shutdown`'s keys in every outcome; each outcome adds its own (the subclasses)."""
+
+    broker_id: int
+    broker_epoch: int
+    controller_id: int | None
+    attempts: int
+    remaining_partitions: tuple[TopicPartition, ...]
+    error: str | None
+
+
+@dataclass(frozen=True)
+class ShutdownRefused(Shutdown):
+    """Refused before anything was sent: can-stop says no (error UNSAFE)."""
+
+    can_stop: CanStop
+
+
+@dataclass(frozen=True)
+class ShutdownDryRun(Shutdown):
+    dry_run: bool
+    request: ShutdownRequest
+    can_stop: CanStop | None  # None with --force (no verdict asked for)
+
+
+@dataclass(frozen=True)
+class ShutdownSent(Shutdown):
+    """Sent: `epoch_fenced` is None until a controller answered (False for ControlledShutdown v0/v1);
+    `isr_only_this_broker` is a key only when the broker still leads partitions at the end."""
+
+    shutting_down_until_restart: bool
+    epoch_fenced: bool | None
+    isr_only_this_broker: tuple[TopicPartition, ...] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = super().to_json()
+        if self.isr_only_this_broker is None:
+            del out["isr_only_this_broker"]
+        return out
+
+
+# ---------------------------------------------------------------------------- brokers drain / undrain
+@dataclass(frozen=True)
+class Reorder(Payload):
+    topic: str
+    partition: int
+    replicas: tuple[int, ...]
+    new_replicas: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class MoveRefused(Payload):
+    """A partition whose reassignment or election the cluster refused, and its error."""
+
+    topic: str
+    partition: int
+    error: str
+
+
+@dataclass(frozen=True)
+class NotPreferred(Payload):
+    topic: str
+    partition: int
+    preferred: int
+    leader: int  # -1: none
+    preferred_in_sync: bool
+
+
+@dataclass(frozen=True)
+class Drain(Payload):
+    """`brokers drain`: `led_after` is a key only once the leaders were moved (not refused, not --dry-run)."""
+
+    drain_version: int
+    broker_id: int
+    mode: str
+    dry_run: bool
+    file: str | None  # None with --dry-run
+    hosted: int
+    led_before: int
+    reorder: tuple[Reorder, ...]
+    elect: tuple[TopicPartition, ...]
+    in_flight: tuple[TopicPartition, ...]
+    skipped: tuple[TopicPartition, ...]
+    only_isr: tuple[TopicPartition, ...]
+    sole_replica: tuple[TopicPartition, ...]
+    refused: tuple[MoveRefused, ...]
+    remaining: tuple[TopicPartition, ...]
+    led_after: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = super().to_json()
+        if self.led_after is None:
+            del out["led_after"]
+        return out
+
+
+@dataclass(frozen=True)
+class Undrain(Payload):
+    """`brokers undrain`: `led_after` is a key only once the order was restored (not refused, not --dry-run)."""
+
+    drain_version: int
+    broker_id: int
+    mode: str
+    dry_run: bool
+    file: str
+    saved: int
+    restore: tuple[Reorder, ...]
+    already: tuple[TopicPartition, ...]
+    changed: tuple[TopicPartition, ...]
+    gone: tuple[TopicPartition, ...]
+    in_flight: tuple[TopicPartition, ...]
+    skipped: tuple[TopicPartition, ...]
+    elect: tuple[TopicPartition, ...]
+    refused: tuple[MoveRefused, ...]
+    not_preferred: tuple[NotPreferred, ...]
+    led_after: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = super().to_json()
+        if self.led_after is None:
+            del out["led_after"]
+        return out
