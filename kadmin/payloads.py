@@ -3,8 +3,9 @@
 A payload is a frozen dataclass whose fields are the keys of the command's JSON object, in order
 (kadmin.results.Payload: `to_json()` is the JSON form; a key that is there only sometimes is said in the
 payload's own `to_json()`). Services build them, views read their fields, the renderer prints their JSON
-form. Here, below both services and render (which may not import each other), for `brokers` and
-`partitions`, with the pieces they share; the other command groups still hand over JSON values.
+form. Here, below both services and render (which may not import each other), for `brokers`, `partitions`,
+`quorum`, `cluster` and `ids`, with the pieces they share; the other command groups (`history`, `sandbox`)
+still hand over JSON values.
 """
 
 from __future__ import annotations
@@ -427,3 +428,223 @@ class Undrain(Payload):
         if self.led_after is None:
             del out["led_after"]
         return out
+
+
+# ---------------------------------------------------------------------------- quorum
+@dataclass(frozen=True)
+class Latency(Payload):
+    """A ZooKeeper member's request latency (`srvr`), in ms; None where it did not say."""
+
+    min: float | None
+    avg: float | None
+    max: float | None
+
+
+@dataclass(frozen=True)
+class EnsembleMember(Payload):
+    """ZooKeeper mode: what a member's four-letter words said (a quorum replica's `zookeeper` object). A member
+    that did not answer has these keys only (`error` says why); one that answered is a `ServingMember`."""
+
+    address: str
+    mode: str | None  # leader, follower, observer, standalone
+    error: str | None
+
+
+@dataclass(frozen=True)
+class ServingMember(EnsembleMember):
+    zxid: str  # 0x-hex
+    zxid_epoch: int
+    older_epoch: bool  # on an older zxid epoch than the leader's: its lag is unknown
+    latency_ms: Latency
+    outstanding: int | None
+
+
+@dataclass(frozen=True)
+class QuorumReplica(Payload):
+    """A voter or observer of `quorum describe`; `zookeeper` is a key only in ZooKeeper mode."""
+
+    id: int
+    directory_id: str | None  # None: the zero Uuid (kafka-metadata-quorum: AAAAAAAAAAAAAAAAAAAAAA)
+    log_end_offset: int
+    lag: int | None  # None: no leader, down, or (ZooKeeper) on an older zxid epoch
+    last_fetch_timestamp: int | None
+    last_caught_up_timestamp: int | None
+    status: str  # Leader, Follower, Observer, Down
+    endpoints: tuple[str, ...]
+    zookeeper: EnsembleMember | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = super().to_json()
+        if self.zookeeper is None:
+            del out["zookeeper"]
+        return out
+
+
+@dataclass(frozen=True)
+class QuorumDescription(Payload):
+    """`quorum describe` (and `quorum check`'s `quorum`). The max follower lag is None without a leader.
+    `mode` is a key only in ZooKeeper mode ("mode": "zookeeper")."""
+
+    cluster_id: str | None
+    leader_id: int  # -1: none
+    leader_epoch: int
+    high_watermark: int
+    max_follower_lag: int | None
+    max_follower_lag_time_ms: int | None
+    voters: tuple[QuorumReplica, ...]
+    observers: tuple[QuorumReplica, ...]
+    mode: str = "kraft"  # or "zookeeper"
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = super().to_json()
+        if self.mode != "zookeeper":
+            del out["mode"]
+        return out
+
+
+@dataclass(frozen=True)
+class QuorumFinding(Payload):
+    level: str  # WARNING, CRITICAL
+    code: str
+    message: str
+
+
+@dataclass(frozen=True)
+class QuorumClock(Payload):
+    """What `quorum check` measured ages against: the leader's clock (DescribeQuorum v1+) or this machine's."""
+
+    source: str  # leader, local
+    now_ms: int
+    local_skew_ms: int | None  # this machine's clock minus the leader's; None on the local clock
+    check_quorum_ms: int
+
+
+@dataclass(frozen=True)
+class QuorumCheck(Payload):
+    status: str  # the verdict: ok, warning, critical
+    findings: tuple[QuorumFinding, ...]
+    clock: QuorumClock
+    quorum: QuorumDescription
+
+
+# ---------------------------------------------------------------------------- cluster
+@dataclass(frozen=True)
+class ClusterId(Payload):
+    cluster_id: str
+    source: str  # where it was read: ZooKeeper's /cluster/id, or DescribeCluster
+
+
+@dataclass(frozen=True)
+class MetaPropertiesFile(Payload):
+    """A `cluster check-id` file: what its meta.properties says; `match` None when it names no cluster id (or
+    could not be read: then `error` says why, and the file's keys are None)."""
+
+    path: str
+    version: int | None
+    node_id: int | None
+    cluster_id: str | None
+    match: bool | None
+    error: str | None
+
+
+@dataclass(frozen=True)
+class ClusterIdCheck(Payload):
+    cluster_id: str
+    files: tuple[MetaPropertiesFile, ...]
+
+
+# ---------------------------------------------------------------------------- ids
+@dataclass(frozen=True)
+class IdDecision(Payload):
+    """`ids resolve`: the broker id the host should use and the rule that decided it (docs/ids.md)."""
+
+    broker_id: int
+    rule: str
+    host: str
+    missing_ids: tuple[int, ...]
+    detail: str
+
+
+@dataclass(frozen=True)
+class IdClaim(IdDecision):
+    """`ids claim`: the decision, the writes of its one multi and how many attempts it took (0: none sent).
+    `dry_run` is a key only when nothing was written: with --dry-run, or with nothing to write (False)."""
+
+    writes: tuple[str, ...]
+    attempts: int
+    dry_run: bool | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = super().to_json()
+        if self.dry_run is None:
+            del out["dry_run"]
+        return out
+
+
+@dataclass(frozen=True)
+class MissingId(Payload):
+    """`ids missing`: an id some replica assignment names that is not registered, and the host mapped to it."""
+
+    broker_id: int
+    partitions: int
+    mapped_host: str | None
+    assignments: tuple[TopicPartition, ...]
+
+
+@dataclass(frozen=True)
+class HostMapping(Payload):
+    """`ids hosts`: a /brokers/hosts mapping, and whether (and from where) its id is registered now."""
+
+    host: str
+    broker_id: int
+    registered: bool
+    registered_from: str | None
+
+
+@dataclass(frozen=True)
+class Mapped(Payload):
+    """`ids map`: `dry_run` is a key only with --dry-run, `previous` (the id it mapped to, None: no mapping)
+    only once it changed."""
+
+    host: str
+    broker_id: int
+    changed: bool
+    dry_run: bool = False
+    previous: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = super().to_json()
+        if not self.dry_run:
+            del out["dry_run"]
+        if not self.changed:
+            del out["previous"]
+        return out
+
+
+@dataclass(frozen=True)
+class Unmapped(Payload):
+    """`ids unmap`: the id the host mapped to; an invalid mapping has none (None) and says why (`invalid`, a key
+    only then). `dry_run` is a key only with --dry-run."""
+
+    host: str
+    broker_id: int | None
+    invalid: str | None = None
+    dry_run: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = super().to_json()
+        if self.invalid is None:
+            del out["invalid"]
+        if not self.dry_run:
+            del out["dry_run"]
+        return out
+
+
+@dataclass(frozen=True)
+class StaleMapping(Payload):
+    """`ids gc`: a mapping host -> N while broker N is registered from another host, and whether it was deleted."""
+
+    host: str
+    broker_id: int
+    registered_from: str
+    deleted: bool

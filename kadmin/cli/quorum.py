@@ -58,7 +58,8 @@ def describe(
     q, now_ms = load(inv)
     result = run(q)  # exit 4 without a leader
     # the text is made here, before anything is printed: clock drift under --human-readable is exit 1
-    view = views.quorum_describe(q, "status" if status else "replication", human_readable, now_ms, tool_format.value)
+    view = views.quorum_describe(result.data, "status" if status else "replication", human_readable, now_ms,
+                                 tool_format.value)
     return inv.emit(result, view)
 
 

@@ -111,8 +111,9 @@ DRAIN_BROKERS_ONLY = Missing("talks to brokers (Metadata, AlterPartitionReassign
                              "controllers (--bootstrap-controller) do not serve: give --bootstrap-server, not "
                              "--bootstrap-controller", code="needs_bootstrap_server")
 NO_DESCRIBE = Missing("cannot list the brokers through the controllers: the controllers (--bootstrap-controller) do "
-                      "not describe the brokers (KIP-919: a controller lists only the controllers); use "
-                      "--bootstrap-server", code="controllers_list_no_brokers")
+                      "not describe the brokers (KIP-919: a controller answers DescribeCluster for brokers with "
+                      "MISMATCHED_ENDPOINT_TYPE and lists only the controllers); use --bootstrap-server",
+                      code="controllers_list_no_brokers")
 UNREGISTER_KRAFT_ONLY = Missing("is a KRaft operation (UnregisterBroker): give --bootstrap-server; in ZooKeeper mode "
                                 "a registration goes when the broker's session ends", code="config")
 NO_FENCING = Missing("--fenced and --unfenced wait for a KRaft broker state: give --bootstrap-server (in ZooKeeper "

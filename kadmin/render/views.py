@@ -24,19 +24,26 @@ from kadmin.payloads import ShutdownDryRun
 from kadmin.results import Payload
 
 if TYPE_CHECKING:
-    from kadmin.domain.quorum import QuorumState
     from kadmin.payloads import (
         BrokerEvent,
         BrokerRow,
         BrokersDiff,
         BrokerWait,
         CanStop,
+        ClusterId,
+        ClusterIdCheck,
         Drain,
+        HostMapping,
+        IdDecision,
         InSync,
         MaxEpoch,
+        MissingId,
         PartitionRow,
         PartitionsCheck,
+        QuorumCheck,
+        QuorumDescription,
         Shutdown,
+        StaleMapping,
     )
 
 
@@ -181,34 +188,32 @@ def sandbox_down(data: dict[str, Any]) -> View:
     return View(["PROCESS", "PID", "STATE", "REASON"], rows)
 
 
-def ids_hosts(data: list[dict[str, Any]]) -> View:
+def ids_hosts(data: Sequence[HostMapping]) -> View:
     """Its header even without mappings (chosen for `ids hosts`, a listing read by people; tested)."""
     return View(["HOST", "BROKER_ID", "REGISTERED", "REGISTERED_FROM"],
-                [[m["host"], m["broker_id"], m["registered"], m["registered_from"]] for m in data],
-                header_when_empty=True)
+                [[m.host, m.broker_id, m.registered, m.registered_from] for m in data], header_when_empty=True)
 
 
-def ids_missing(data: list[dict[str, Any]]) -> View:
-    return View(["BROKER_ID", "PARTITIONS", "MAPPED_HOST"],
-                [[m["broker_id"], m["partitions"], m["mapped_host"]] for m in data])
+def ids_missing(data: Sequence[MissingId]) -> View:
+    return View(["BROKER_ID", "PARTITIONS", "MAPPED_HOST"], [[m.broker_id, m.partitions, m.mapped_host] for m in data])
 
 
-def ids_gc(data: list[dict[str, Any]]) -> View:
+def ids_gc(data: Sequence[StaleMapping]) -> View:
     return View(["HOST", "BROKER_ID", "REGISTERED_FROM", "DELETED"],
-                [[g["host"], g["broker_id"], g["registered_from"], g["deleted"]] for g in data])
+                [[g.host, g.broker_id, g.registered_from, g.deleted] for g in data])
 
 
-def ids_decision(data: dict[str, Any]) -> View:
+def ids_decision(data: IdDecision) -> View:
     """`ids resolve/claim`: plain output is the broker id alone."""
     v = key_values(data)
-    v.text = f"{data['broker_id']}\n"
+    v.text = f"{data.broker_id}\n"
     return v
 
 
-def cluster_id(data: dict[str, Any]) -> View:
+def cluster_id(data: ClusterId) -> View:
     """Plain output is the cluster id alone."""
     v = key_values(data)
-    v.text = f"{data['cluster_id']}\n"
+    v.text = f"{data.cluster_id}\n"
     return v
 
 
@@ -267,53 +272,54 @@ def shutdown(data: Shutdown) -> View:
     return v
 
 
-def check_id(data: dict[str, Any]) -> View:
+def check_id(data: ClusterIdCheck) -> View:
     return View(["PATH", "VERSION", "NODE_ID", "CLUSTER_ID", "MATCH", "ERROR"],
-                [[f["path"], f["version"], f["node_id"], f["cluster_id"], f["match"], f["error"]]
-                 for f in data["files"]])
+                [[f.path, f.version, f.node_id, f.cluster_id, f.match, f.error] for f in data.files])
 
 
-def quorum_table(data: dict[str, Any]) -> View:
+def quorum_table(data: QuorumDescription) -> View:
     """`quorum describe` as a table (its plain text: `quorum_describe`)."""
     order = {"Leader": 0, "Follower": 1, "Down": 2, "Observer": 3}
-    reps = sorted(data["voters"] + data["observers"], key=lambda r: order.get(r["status"], 4))
-    title = (f"cluster {data['cluster_id']}: leader {data['leader_id']}, epoch {data['leader_epoch']}, "
-             f"high watermark {data['high_watermark']}, max follower lag {data['max_follower_lag']}")
+    reps = sorted(data.voters + data.observers, key=lambda r: order.get(r.status, 4))
+    title = (f"cluster {data.cluster_id}: leader {data.leader_id}, epoch {data.leader_epoch}, "
+             f"high watermark {data.high_watermark}, max follower lag {data.max_follower_lag}")
     return View(["NODE_ID", "STATUS", "LOG_END_OFFSET", "LAG", "LAST_FETCH", "LAST_CAUGHT_UP", "DIRECTORY_ID",
                  "ENDPOINTS"],
-                [[r["id"], r["status"], r["log_end_offset"], r["lag"], r["last_fetch_timestamp"],
-                  r["last_caught_up_timestamp"], r["directory_id"], r["endpoints"]] for r in reps], title=title)
+                [[r.id, r.status, r.log_end_offset, r.lag, r.last_fetch_timestamp, r.last_caught_up_timestamp,
+                  r.directory_id, r.endpoints] for r in reps], title=title)
 
 
-def quorum_describe(q: QuorumState, which: Literal["status", "replication"], human_readable: bool, now_ms: int,
-                    tool_format: str) -> ViewFn:
+def quorum_describe(data: QuorumDescription, which: Literal["status", "replication"], human_readable: bool,
+                    now_ms: int, tool_format: str) -> ViewFn[QuorumDescription]:
     """`quorum describe`'s view for these options: a table, and as plain text exactly what
-    `kafka-metadata-quorum describe --status|--replication` prints (kadmin/render/quorum_text.py).
+    `kafka-metadata-quorum describe --status|--replication` prints (kadmin/render/quorum_text.py), both
+    of `data`, the description the service returned (it has a leader: services.quorum.describe refuses
+    a quorum without).
 
     The text is made now, before anything is printed: with --human-readable a timestamp ahead of this
     machine's clock fails as Kafka's tool fails (exit 1, code clock_drift, one line; "N ms ago" would be a
-    lie), in every output format. `q` must have a leader (services.quorum.describe refuses one without)."""
+    lie), in every output format."""
     from kadmin.errors import KadminError
     from kadmin.render.quorum_text import ClockDrift, replication_text, status_text
 
     try:
-        text = (status_text(q, tool_format) if which == "status"
-                else replication_text(q, human_readable, now_ms, tool_format))
+        text = (status_text(data, tool_format) if which == "status"
+                else replication_text(data, human_readable, now_ms, tool_format))
     except ClockDrift as e:
         raise KadminError(f"{e}; drop --human-readable to see the raw timestamps", code="clock_drift") from e
 
-    def view(data: dict[str, Any]) -> View:
-        v = quorum_table(data)
+    def view(shown: QuorumDescription) -> View:
+        v = quorum_table(shown)
         v.text = text
         return v
 
     return view
 
 
-def quorum_check(data: dict[str, Any]) -> View:
+def quorum_check(data: QuorumCheck) -> View:
     """Plain output: one line per finding, `LEVEL<TAB>CODE<TAB>MESSAGE` (nothing when all is well)."""
-    v = View(["LEVEL", "CODE", "MESSAGE"], [[f["level"], f["code"], f["message"]] for f in data["findings"]])
-    v.text = "".join(f"{f['level']}\t{f['code']}\t{f['message']}\n" for f in data["findings"])
+    v = View(["LEVEL", "CODE", "MESSAGE"], [[f.level, f.code, f.message] for f in data.findings])
+    v.text = "".join(f"{f.level}\t{f.code}\t{f.message}\n" for f in data.findings)
     return v
 
 

@@ -269,6 +269,32 @@ def undrain(backend: LeadershipMoves, broker_id: int, source: Path, *, dry_run: 
                       message=f"would restore the saved order of {len(plan.restore)} partition(s) and elect "
                       f"preferred leaders for {len(plan.elect)}")
     interrupts.arm()  # as in drain: from here a Ctrl-C is reported with the outcome
+    final, lagging, targets, refused = _restore(backend, plan, preferred, warnings, left, sleep, clock)
+    by_key = {p.key: p for p in final}
+    data = dataclasses.replace(
+        data, refused=_refusals({k: v for k, v in refused.items() if k in set(lagging)}),
+        not_preferred=tuple(NotPreferred(t, p, preferred=targets[(t, p)], leader=by_key[(t, p)].leader,
+                                         preferred_in_sync=targets[(t, p)] in by_key[(t, p)].isr)
+                            for t, p in lagging),
+        led_after=len(dom.led_by(final, broker_id)))
+    if lagging:
+        out_of_sync = [k for k in lagging if targets[k] not in by_key[k].isr]
+        why = (f" (not in sync, so not electable: {dom.keys_text(out_of_sync)}; `kadmin brokers wait {broker_id} "
+               "--in-sync` first)") if out_of_sync else ""
+        return Result(data=data, warnings=warnings, exit_code=ExitCode.CONDITION_NOT_MET,
+                      message=f"{len(lagging)} partition(s) are not led by their preferred replica: "
+                      f"{dom.keys_text(lagging)}{why}")
+    return Result(data=data, warnings=warnings,
+                  message=f"restored the order of {len(plan.restore)} partition(s); every saved partition is led by "
+                  f"its preferred replica (broker {broker_id} leads {data.led_after})")
+
+
+def _restore(backend: LeadershipMoves, plan: dom.UndrainPlan, preferred: Mapping[Key, int], warnings: list[str],
+             left: Callable[[], float], sleep: Callable[[float], None],
+             clock: Callable[[], float]) -> tuple[list[PartitionView], list[Key], dict[Key, int], dict[Key, str]]:
+    """Put the saved order back and elect the preferred leaders, then read the leaders again until each saved
+    partition is led by its preferred replica or time is up: (last reading, partitions still not led by it,
+    the leaders aimed at, the partitions the cluster refused)."""
     refused = backend.reassign(plan.restore)
     if not _wait_reassigned(backend, [k for k in plan.restore if k not in refused], left, sleep):
         warnings.append("the reordering was not complete before the deadline")
@@ -287,21 +313,4 @@ def undrain(backend: LeadershipMoves, broker_id: int, source: Path, *, dry_run: 
             backend.elect_preferred(again)
 
     final = _poll(backend, left, lambda now: not behind(now), reelect, sleep, clock)
-    lagging = behind(final)
-    by_key = {p.key: p for p in final}
-    data = dataclasses.replace(
-        data, refused=_refusals({k: v for k, v in refused.items() if k in set(lagging)}),
-        not_preferred=tuple(NotPreferred(t, p, preferred=targets[(t, p)], leader=by_key[(t, p)].leader,
-                                         preferred_in_sync=targets[(t, p)] in by_key[(t, p)].isr)
-                            for t, p in lagging),
-        led_after=len(dom.led_by(final, broker_id)))
-    if lagging:
-        out_of_sync = [k for k in lagging if targets[k] not in by_key[k].isr]
-        why = (f" (not in sync, so not electable: {dom.keys_text(out_of_sync)}; `kadmin brokers wait {broker_id} "
-               "--in-sync` first)") if out_of_sync else ""
-        return Result(data=data, warnings=warnings, exit_code=ExitCode.CONDITION_NOT_MET,
-                      message=f"{len(lagging)} partition(s) are not led by their preferred replica: "
-                      f"{dom.keys_text(lagging)}{why}")
-    return Result(data=data, warnings=warnings,
-                  message=f"restored the order of {len(plan.restore)} partition(s); every saved partition is led by "
-                  f"its preferred replica (broker {broker_id} leads {data.led_after})")
+    return final, behind(final), targets, refused

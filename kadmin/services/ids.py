@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from kadmin.cluster.base import BrokerIds, Contention, IdState
 from kadmin.domain import ids as rules
@@ -13,6 +13,16 @@ from kadmin.domain.text import plural
 from kadmin.errors import ConditionNotMet, ConfigError, InvalidData, KadminError, NotFound, Unsafe, UsageError
 from kadmin.exit_codes import ExitCode
 from kadmin.formats.meta_properties import MetaPropertiesError, parse
+from kadmin.payloads import (
+    HostMapping,
+    IdClaim,
+    IdDecision,
+    Mapped,
+    MissingId,
+    StaleMapping,
+    TopicPartition,
+    Unmapped,
+)
 from kadmin.results import Progress, Result
 
 MAX_ATTEMPTS = 50
@@ -51,9 +61,8 @@ def _inputs(st: IdState, host: str, config_id: int | None, meta: int | None, res
     )
 
 
-def _decision_json(d: rules.Decision, host: str) -> dict[str, Any]:
-    return {"broker_id": d.broker_id, "rule": d.rule, "host": host, "missing_ids": list(d.missing_ids),
-            "detail": d.detail}
+def decision(d: rules.Decision, host: str) -> IdDecision:
+    return IdDecision(d.broker_id, d.rule, host, tuple(d.missing_ids), d.detail)
 
 
 def _decide(inputs: rules.IdInputs) -> rules.Decision:
@@ -63,8 +72,14 @@ def _decide(inputs: rules.IdInputs) -> rules.Decision:
         raise ConditionNotMet(str(e), code="id_conflict") from e
 
 
+def claimed(d: rules.Decision, host: str, writes: list[str], attempts: int, dry_run: bool | None = None) -> IdClaim:
+    """`ids claim`'s data: `dry_run` (a key only when nothing was written) is None once the multi was sent."""
+    return IdClaim(d.broker_id, d.rule, host, tuple(d.missing_ids), d.detail, writes=tuple(writes), attempts=attempts,
+                   dry_run=dry_run)
+
+
 def resolve(cluster: BrokerIds, host: str, config_id: int | None, meta: Path | None, reserved_max: int,
-            progress: Progress | None = None) -> Result:
+            progress: Progress | None = None) -> Result[IdDecision]:
     _check_host(host)
     mid = meta_id(meta)
     need_scan = config_id is None and mid is None
@@ -72,12 +87,12 @@ def resolve(cluster: BrokerIds, host: str, config_id: int | None, meta: Path | N
     if need_scan:  # the host's own mapping decides otherwise: an unreadable one leaves the answer unknown
         _refuse_invalid(st, host)
     d = _decide(_inputs(st, host, config_id, mid, reserved_max))
-    return Result(data=_decision_json(d, host), errors=st.problems,
+    return Result(data=decision(d, host), errors=st.problems,
                   message=f"broker id {d.broker_id} for {host} ({d.rule}): {d.detail}")
 
 
 def claim(cluster: BrokerIds, host: str, config_id: int | None, meta: Path | None, reserved_max: int, dry_run: bool,
-          progress: Progress | None = None, sleep: Callable[[float], None] = time.sleep) -> Result:
+          progress: Progress | None = None, sleep: Callable[[float], None] = time.sleep) -> Result[IdClaim]:
     """Resolve and make it durable: one multi that version-checks /brokers/hosts (so claims serialize),
     consumes a /brokers/seqid version for a new id, and writes the host mapping. A lost race reads
     everything again; two claims for one host therefore agree, and no id goes to two hosts."""
@@ -88,7 +103,6 @@ def claim(cluster: BrokerIds, host: str, config_id: int | None, meta: Path | Non
         _refuse_invalid(st, host)
         d = _decide(_inputs(st, host, config_id, mid, reserved_max))
         current = st.mappings.get(host)
-        data = _decision_json(d, host)
         writes: list[str] = []
         if d.consumes_seqid:
             writes.append(f"setData /brokers/seqid (version {st.seqid_version} -> "
@@ -98,13 +112,10 @@ def claim(cluster: BrokerIds, host: str, config_id: int | None, meta: Path | Non
             writes.append(f"{verb} /brokers/hosts/{host} = {rules.encode_mapping(d.broker_id).decode()}")
         if writes:
             writes.insert(0, f"setData /brokers/hosts (version {st.hosts_version}), the claims' guard")
-        data["writes"] = writes
-        data["attempts"] = attempt if writes and not dry_run else 0
-        if dry_run or not writes:
-            data["dry_run"] = dry_run
+        if dry_run or not writes:  # nothing written: no attempt
             msg = (f"would claim {d.broker_id} for {host} ({d.rule}) with one multi: " + "; ".join(writes)
                    if writes else f"{host} already holds {d.broker_id} ({d.rule}): nothing to write")
-            return Result(data=data, errors=st.problems, message=msg)
+            return Result(data=claimed(d, host, writes, 0, dry_run=dry_run), errors=st.problems, message=msg)
         try:
             cluster.write_mapping(host, d.broker_id, hosts_version=st.hosts_version,
                                   mapping_version=current[1] if current else None,
@@ -113,30 +124,28 @@ def claim(cluster: BrokerIds, host: str, config_id: int | None, meta: Path | Non
         except Contention:
             sleep(min(0.01 * attempt, 0.2))
             continue
-        data["attempts"] = attempt
-        return Result(data=data, errors=st.problems,
+        return Result(data=claimed(d, host, writes, attempt), errors=st.problems,
                       message=f"claimed broker id {d.broker_id} for {host} ({d.rule})")
     raise KadminError(f"gave up after {MAX_ATTEMPTS} attempts: other claims kept winning the race", code="contention")
 
 
-def missing(cluster: BrokerIds, progress: Progress | None = None) -> Result:
+def missing(cluster: BrokerIds, progress: Progress | None = None) -> Result[list[MissingId]]:
     st = cluster.id_state(with_assignments=True, progress=progress)
     ids = rules.missing_ids({b: len(p) for b, p in st.assigned.items()}, st.registered)
     owners = {b: h for h, (b, _) in st.mappings.items()}
-    data = [{"broker_id": b, "partitions": len(st.assigned[b]), "mapped_host": owners.get(b),
-             "assignments": [{"topic": t, "partition": p} for t, p in sorted(st.assigned[b])]} for b in ids]
+    data = [MissingId(b, len(st.assigned[b]), owners.get(b),
+                      tuple(TopicPartition(t, p) for t, p in sorted(st.assigned[b]))) for b in ids]
     return Result(data=data, errors=st.problems,
                   message=plural(len(ids), "missing id") + (f": {', '.join(map(str, ids))}" if ids else ""))
 
 
-def hosts(cluster: BrokerIds) -> Result:
+def hosts(cluster: BrokerIds) -> Result[list[HostMapping]]:
     st = cluster.id_state(with_assignments=False)
-    rows = [{"host": h, "broker_id": b, "registered": b in st.registered, "registered_from": st.registered.get(b)}
-            for h, (b, _) in sorted(st.mappings.items())]
+    rows = [HostMapping(h, b, b in st.registered, st.registered.get(b)) for h, (b, _) in sorted(st.mappings.items())]
     return Result(data=rows, errors=st.problems)
 
 
-def map_host(cluster: BrokerIds, host: str, broker_id: int, force: bool, dry_run: bool = False) -> Result:
+def map_host(cluster: BrokerIds, host: str, broker_id: int, force: bool, dry_run: bool = False) -> Result[Mapped]:
     _check_host(host)
     if broker_id < 0:
         raise UsageError("a broker id is not negative")
@@ -155,25 +164,22 @@ def map_host(cluster: BrokerIds, host: str, broker_id: int, force: bool, dry_run
             raise InvalidData(f"/brokers/hosts/{host} holds an invalid mapping ({invalid[0]}): "
                               f"--force replaces it with {broker_id}")
         if current is not None and current[0] == broker_id:
-            return Result(data={"host": host, "broker_id": broker_id, "changed": False},
-                          message=f"{host} already maps to {broker_id}")
+            return Result(data=Mapped(host, broker_id, changed=False), message=f"{host} already maps to {broker_id}")
         replaced = " (replacing an invalid mapping)" if invalid is not None else ""
         if dry_run:
-            return Result(data={"host": host, "broker_id": broker_id, "changed": False,
-                                "dry_run": True},
+            return Result(data=Mapped(host, broker_id, changed=False, dry_run=True),
                           message=f"would map {host} -> {broker_id}{replaced}")
         try:
             version = current[1] if current else invalid[1] if invalid else None
             cluster.write_mapping(host, broker_id, hosts_version=st.hosts_version, mapping_version=version)
         except Contention:
             continue
-        return Result(data={"host": host, "broker_id": broker_id, "changed": True,
-                            "previous": current[0] if current else None},
+        return Result(data=Mapped(host, broker_id, changed=True, previous=current[0] if current else None),
                       message=f"mapped {host} -> {broker_id}{replaced}")
     raise KadminError("gave up: the mappings kept changing", code="contention")
 
 
-def unmap_host(cluster: BrokerIds, host: str, dry_run: bool = False) -> Result:
+def unmap_host(cluster: BrokerIds, host: str, dry_run: bool = False) -> Result[Unmapped]:
     _check_host(host)
     for _ in range(MAX_ATTEMPTS):
         st = cluster.id_state(with_assignments=False)
@@ -182,9 +188,9 @@ def unmap_host(cluster: BrokerIds, host: str, dry_run: bool = False) -> Result:
         if current is None and invalid is not None:
             # deleting the garbage is what unmap is for: say what it was, never "has no mapping"
             what = f"/brokers/hosts/{host}, an invalid mapping ({invalid[0]})"
-            data: dict[str, Any] = {"host": host, "broker_id": None, "invalid": invalid[0]}
+            data = Unmapped(host, None, invalid=invalid[0])
             if dry_run:
-                return Result(data={**data, "dry_run": True}, message=f"would delete {what}")
+                return Result(data=replace(data, dry_run=True), message=f"would delete {what}")
             try:
                 cluster.write_mapping(host, None, hosts_version=st.hosts_version, mapping_version=invalid[1])
             except Contention:
@@ -193,18 +199,17 @@ def unmap_host(cluster: BrokerIds, host: str, dry_run: bool = False) -> Result:
         if current is None:
             raise NotFound(f"{host} has no mapping")
         if dry_run:
-            return Result(data={"host": host, "broker_id": current[0], "dry_run": True},
+            return Result(data=Unmapped(host, current[0], dry_run=True),
                           message=f"would delete /brokers/hosts/{host} (-> {current[0]})")
         try:
             cluster.write_mapping(host, None, hosts_version=st.hosts_version, mapping_version=current[1])
         except Contention:
             continue
-        return Result(data={"host": host, "broker_id": current[0]},
-                      message=f"deleted /brokers/hosts/{host} (-> {current[0]})")
+        return Result(data=Unmapped(host, current[0]), message=f"deleted /brokers/hosts/{host} (-> {current[0]})")
     raise KadminError("gave up: the mappings kept changing", code="contention")
 
 
-def gc(cluster: BrokerIds, apply: bool) -> Result:
+def gc(cluster: BrokerIds, apply: bool) -> Result[list[StaleMapping]]:
     st = cluster.id_state(with_assignments=False)
     found = rules.garbage({h: b for h, (b, _) in st.mappings.items()}, st.registered)
     deleted: list[str] = []
@@ -220,8 +225,7 @@ def gc(cluster: BrokerIds, apply: bool) -> Result:
                 continue
             deleted.append(g.host)
             break
-    rows = [{"host": g.host, "broker_id": g.broker_id, "registered_from": g.registered_from,
-             "deleted": g.host in deleted} for g in found]
+    rows = [StaleMapping(g.host, g.broker_id, g.registered_from, g.host in deleted) for g in found]
     msg = (f"deleted {len(deleted)} of {len(found)} stale mappings" if apply
            else f"{len(found)} stale mappings (a dry run: nothing deleted)")
     return Result(data=rows, errors=st.problems, message=msg,

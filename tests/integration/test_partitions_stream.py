@@ -17,6 +17,7 @@ import pytest
 from kadmin.cluster.zookeeper import ZkCluster, ZkConnection
 from kadmin.domain import partitions as rules
 from kadmin.domain import znodes
+from kadmin.payloads import TopicPartition
 from kadmin.sandbox.bulk_writer import BulkWriter
 from kadmin.sandbox.fleet import BrokerSpec
 from kadmin.services import ids as ids_svc
@@ -108,8 +109,8 @@ def test_id_state_keeps_the_assignments_of_unregistered_ids_only(big):
     assert set(st.assigned) == {7}
     assert len(st.assigned[7]) == TOPICS * PARTS // 100
     doc = ids_svc.missing(big).data
-    assert [(m["broker_id"], m["partitions"]) for m in doc] == [(7, TOPICS * PARTS // 100)]
-    assert doc[0]["assignments"][:2] == [{"topic": "t0000", "partition": 0}, {"topic": "t0002", "partition": 0}]
+    assert [(m.broker_id, m.partitions) for m in doc] == [(7, TOPICS * PARTS // 100)]
+    assert doc[0].assignments[:2] == (TopicPartition("t0000", 0), TopicPartition("t0002", 0))
 
 
 def test_list_streams_and_still_knows_every_broker_an_assignment_names(run, fleet, kz):

@@ -10,6 +10,7 @@ import json
 
 import pytest
 
+from kadmin.payloads import QuorumDescription
 from kadmin.render import Renderer, views
 from kadmin.results import Result
 from kadmin.sandbox.fleet import BrokerSpec
@@ -67,8 +68,8 @@ def test_titles_and_diagnostics_are_escaped_too(tmp_path):
     out = (tmp_path / "out").open("w+")
     err = (tmp_path / "err").open("w+")
     r = Renderer("table", out=out, err=err)
-    data = {"cluster_id": MARKUP + ESCAPES, "leader_id": 1, "leader_epoch": 1, "high_watermark": 1,
-            "max_follower_lag": 0, "voters": [], "observers": []}
+    data = QuorumDescription(MARKUP + ESCAPES, leader_id=1, leader_epoch=1, high_watermark=1, max_follower_lag=0,
+                             max_follower_lag_time_ms=0, voters=(), observers=())
     r.emit(Result(data=data, warnings=[f"/brokers/ids/9: host {ESCAPES}"]), views.quorum_table)
     out.seek(0)
     err.seek(0)

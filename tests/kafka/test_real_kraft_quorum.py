@@ -195,8 +195,8 @@ def brokers(kraft: Kraft) -> dict[int, str]:
 
 
 def test_controllers_do_not_list_brokers_kadmin_says_so(kraft: Kraft) -> None:
-    """DescribeCluster at a controller with the BROKER endpoint type: MISMATCHED_ENDPOINT_TYPE (KIP-919).
-    kadmin exits 3 naming --bootstrap-server, rather than listing the controllers as brokers."""
+    """DescribeCluster at a controller with the BROKER endpoint type is MISMATCHED_ENDPOINT_TYPE (KIP-919): kadmin
+    knows it without asking and exits 3 naming --bootstrap-server, rather than listing the controllers as brokers."""
     r = kraft.kadmin("brokers", "list", "--bootstrap-controller", kraft.controllers)
     assert r.returncode == 3 and r.stdout == "", r.stdout
     assert "MISMATCHED_ENDPOINT_TYPE" in r.stderr and "use --bootstrap-server" in r.stderr

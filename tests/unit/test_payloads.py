@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from kadmin import results
+from kadmin import payloads, results
 from kadmin.payloads import (
     Blocked,
     BrokerEvent,
@@ -21,15 +21,25 @@ from kadmin.payloads import (
     BrokerWait,
     CanStop,
     Drain,
+    EnsembleMember,
     FencingEvent,
+    IdClaim,
+    IdDecision,
+    Latency,
     LoggedBrokerRow,
+    Mapped,
     MaxEpoch,
+    MissingId,
+    QuorumDescription,
+    QuorumReplica,
+    ServingMember,
     ShutdownDryRun,
     ShutdownRefused,
     ShutdownRequest,
     ShutdownSent,
     TopicPartition,
     Undrain,
+    Unmapped,
     Unregistered,
 )
 from kadmin.render import Renderer, views
@@ -62,7 +72,7 @@ def test_the_json_form_is_the_fields_in_order_lists_for_tuples_dicts_for_mapping
     assert VERDICT.to_json()["blocking"] == [{"topic": "t", "partition": None, "reason": "unreadable"}]
 
 
-@pytest.mark.parametrize("cls", [c for c in vars(results).values()
+@pytest.mark.parametrize("cls", [c for m in (results, payloads) for c in vars(m).values()
                                  if isinstance(c, type) and issubclass(c, Payload)])
 def test_every_payload_is_a_frozen_dataclass(cls: type) -> None:
     assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen  # type: ignore[attr-defined]
@@ -104,6 +114,50 @@ def test_keys_that_are_there_only_sometimes() -> None:
     undrain = Undrain(**UNDRAIN)  # type: ignore[arg-type]
     assert list(undrain.to_json()) == list(UNDRAIN) and list(dataclasses.replace(undrain, led_after=1).to_json())[-1] \
         == "led_after"
+
+
+REPLICA = QuorumReplica(1, None, 100, 0, None, None, "Leader", endpoints=())
+QUORUM = QuorumDescription("c", 1, 5, 100, 0, 0, voters=(REPLICA,), observers=())
+REPLICA_KEYS = ["id", "directory_id", "log_end_offset", "lag", "last_fetch_timestamp", "last_caught_up_timestamp",
+                "status", "endpoints"]
+QUORUM_KEYS = ["cluster_id", "leader_id", "leader_epoch", "high_watermark", "max_follower_lag",
+               "max_follower_lag_time_ms", "voters", "observers"]
+
+
+def test_quorum_keys_that_are_there_only_in_zookeeper_mode() -> None:
+    """`zookeeper` (each replica) and `mode` (the quorum) are keys only with --zookeeper (golden files)."""
+    assert list(REPLICA.to_json()) == REPLICA_KEYS and list(QUORUM.to_json()) == QUORUM_KEYS
+    down = EnsembleMember("z3:2181", None, "connection refused")
+    assert list(dataclasses.replace(REPLICA, zookeeper=down).to_json()) == [*REPLICA_KEYS, "zookeeper"]
+    assert dataclasses.replace(REPLICA, zookeeper=down).to_json()["zookeeper"] == {
+        "address": "z3:2181", "mode": None, "error": "connection refused"}
+    serving = ServingMember("z1:2181", "leader", None, zxid="0x500000064", zxid_epoch=5, older_epoch=False,
+                            latency_ms=Latency(0.0, 0.5, 3.0), outstanding=0)
+    assert serving.to_json() == {"address": "z1:2181", "mode": "leader", "error": None, "zxid": "0x500000064",
+                                 "zxid_epoch": 5, "older_epoch": False,
+                                 "latency_ms": {"min": 0.0, "avg": 0.5, "max": 3.0}, "outstanding": 0}
+    zk = dataclasses.replace(QUORUM, mode="zookeeper")
+    assert list(zk.to_json()) == [*QUORUM_KEYS, "mode"] and zk.to_json()["mode"] == "zookeeper"
+
+
+def test_ids_keys_that_are_there_only_sometimes() -> None:
+    decision = IdDecision(1001, "new-id", "h", missing_ids=(9,), detail="d")
+    assert decision.to_json() == {"broker_id": 1001, "rule": "new-id", "host": "h", "missing_ids": [9], "detail": "d"}
+    # ids claim: `dry_run` only when nothing was written (--dry-run, or nothing to write)
+    sent = IdClaim(**vars(decision), writes=("w",), attempts=2)
+    assert list(sent.to_json()) == [*fields(decision), "writes", "attempts"]
+    assert dataclasses.replace(sent, attempts=0, dry_run=False).to_json()["dry_run"] is False
+    # ids map: `dry_run` only with --dry-run, `previous` (maybe null) only once changed
+    assert list(Mapped("h", 3, changed=False).to_json()) == ["host", "broker_id", "changed"]
+    assert list(Mapped("h", 3, changed=False, dry_run=True).to_json()) == ["host", "broker_id", "changed", "dry_run"]
+    assert Mapped("h", 3, changed=True).to_json() == {"host": "h", "broker_id": 3, "changed": True, "previous": None}
+    # ids unmap: `invalid` only for an invalid mapping (no id), `dry_run` only with --dry-run
+    assert Unmapped("h", 3).to_json() == {"host": "h", "broker_id": 3}
+    assert list(Unmapped("h", None, invalid="bad", dry_run=True).to_json()) == ["host", "broker_id", "invalid",
+                                                                               "dry_run"]
+    # ids missing: its assignments as topic-partition objects
+    assert MissingId(9, 1, None, (TopicPartition("t", 0),)).to_json() == {
+        "broker_id": 9, "partitions": 1, "mapped_host": None, "assignments": [{"topic": "t", "partition": 0}]}
 
 
 def test_a_metadata_dir_row_adds_its_keys_after_the_list_rows() -> None:

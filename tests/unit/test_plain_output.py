@@ -19,10 +19,17 @@ from kadmin.payloads import (
     BrokersDiff,
     BrokerWait,
     CanStop,
+    ClusterId,
     Drain,
+    HostMapping,
+    IdDecision,
     InSync,
     MaxEpoch,
     PartitionsCheck,
+    QuorumCheck,
+    QuorumClock,
+    QuorumDescription,
+    QuorumFinding,
     Reorder,
     TopicPartition,
 )
@@ -31,6 +38,10 @@ from kadmin.results import Result
 from kadmin.services import brokers
 
 pytestmark = pytest.mark.timeout(30)
+
+QUORUM = QuorumDescription("MkU3OEVBNTcwNTJENDM2Qg", 1, 1, 1, 0, 0, voters=(), observers=())
+CLOCK = QuorumClock("leader", 1, 0, 3000)
+LAGGING = QuorumFinding("WARNING", "voter_lagging", "3002 lags")
 
 
 def plain(view: views.ViewFn, data: object) -> str:
@@ -62,7 +73,7 @@ def test_ids_hosts_without_mappings_prints_its_own_header_not_a_value_column():
     (views.records, []),
     (views.brokers_diff, BrokersDiff(new=(), dead=(), bounced=(), unchanged=(), old_epochs={}, new_epochs={})),
     (views.sandbox_down, {"dir": "/tmp/sb", "stopped": [], "already_gone": []}),
-    (views.quorum_check, {"findings": []}),
+    (views.quorum_check, QuorumCheck("ok", findings=(), clock=CLOCK, quorum=QUORUM)),
 ])
 def test_plain_prints_nothing_when_nothing_is_found(view, data):
     """`partitions check | wc -l` is 0 when all is well: no header line without rows (the verdict is on stderr)."""
@@ -85,17 +96,14 @@ def test_plain_rows_keep_their_header():
 @pytest.mark.parametrize(("view", "data", "text"), [
     (views.max_epoch, MaxEpoch(4294967397, broker_id=3, brokers=3), "4294967397\n"),
     (views.max_epoch, MaxEpoch(None, broker_id=None, brokers=0), "\n"),
-    (views.cluster_id, {"cluster_id": "MkU3OEVBNTcwNTJENDM2Qg", "source": "DescribeCluster"},
-     "MkU3OEVBNTcwNTJENDM2Qg\n"),
-    (views.ids_decision, {"broker_id": 1001, "rule": "new", "host": "h", "missing_ids": [], "detail": "d"},
-     "1001\n"),
+    (views.cluster_id, ClusterId("MkU3OEVBNTcwNTJENDM2Qg", "DescribeCluster"), "MkU3OEVBNTcwNTJENDM2Qg\n"),
+    (views.ids_decision, IdDecision(1001, "new-id", "h", missing_ids=(), detail="d"), "1001\n"),
     (views.brokers_wait, BrokerWait(3, "epoch_gt", met=True, epoch=304, fenced=None, waited_ms=1),
      "3\tepoch_gt\tmet\t304\n"),
     (views.brokers_wait_in_sync, InSync(3, in_sync=False, hosted_partitions=1, waiting=(TopicPartition("t", 0),),
                                         waited_ms=1, live=True, unseen=()),
      "3\tin_sync\tnot-met\t1\n"),
-    (views.quorum_check, {"findings": [{"level": "WARNING", "code": "voter_lagging", "message": "3002 lags"}]},
-     "WARNING\tvoter_lagging\t3002 lags\n"),
+    (views.quorum_check, QuorumCheck("warning", (LAGGING,), CLOCK, QUORUM), "WARNING\tvoter_lagging\t3002 lags\n"),
     (views.sandbox, {"mode": "kraft", "zookeeper": None, "bootstrap_servers": "127.0.0.1:9092", "brokers": {}},
      "127.0.0.1:9092\n"),
     (views.sandbox, {"zookeeper": "127.0.0.1:2181/kafka", "brokers": {1: 10}}, "127.0.0.1:2181/kafka\n"),
@@ -130,8 +138,8 @@ def test_the_envelope_names_the_command_the_cli_stamps(capsys):
 
 
 def test_ids_hosts_rows():
-    data = [{"host": "h1", "broker_id": 1001, "registered": True, "registered_from": "h1"},
-            {"host": "h2", "broker_id": 1002, "registered": False, "registered_from": None}]
+    data = [HostMapping("h1", 1001, registered=True, registered_from="h1"),
+            HostMapping("h2", 1002, registered=False, registered_from=None)]
     lines = plain(views.ids_hosts, data).splitlines()
     assert [ln.split() for ln in lines] == [["HOST", "BROKER_ID", "REGISTERED", "REGISTERED_FROM"],
                                            ["h1", "1001", "yes", "h1"], ["h2", "1002", "no", "-"]]
@@ -161,7 +169,7 @@ def test_table_width_is_the_terminal_on_a_terminal_else_columns_else_unbounded()
 def test_table_on_a_pipe_is_not_cut_at_80_columns(monkeypatch):
     monkeypatch.delenv("COLUMNS", raising=False)
     host = "broker-with-a-long-name." + "x" * 100 + ".example"
-    data = [{"host": host, "broker_id": 1, "registered": True, "registered_from": host}]
+    data = [HostMapping(host, 1, registered=True, registered_from=host)]
     text = table(views.ids_hosts, data)
     assert host in text and "…" not in text
 

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from kadmin.domain.quorum import CheckLimits, QuorumState, ReplicaState, check, exit_level, lag, max_follower_lag
-from kadmin.render.quorum_text import replication_text, status_text
+from kadmin.render import quorum_text
+from kadmin.services.quorum import quorum_description
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 NOW = 1_700_000_010_000
@@ -27,6 +28,15 @@ def quorum(**kw):
     return QuorumState(**base)
 
 
+def status_of(q: QuorumState, **kw) -> str:
+    """kafka-metadata-quorum's --status text of `q`, made as `quorum describe` makes it: from its payload."""
+    return quorum_text.status_text(quorum_description(q), **kw)
+
+
+def replication_of(q: QuorumState, **kw) -> str:
+    return quorum_text.replication_text(quorum_description(q), **kw)
+
+
 def test_lag_and_max_follower_lag_follow_kafkas_rule():
     q = quorum()
     assert [lag(q, r) for r in q.voters + q.observers] == [0, 0, 41, 4, 457]
@@ -44,19 +54,19 @@ def test_max_lag_time_is_minus_one_without_timestamps_and_zero_for_the_leader():
 
 
 @pytest.mark.parametrize("name, render", [
-    ("status.txt", lambda q: status_text(q)),
-    ("replication.txt", lambda q: replication_text(q)),
-    ("replication-human.txt", lambda q: replication_text(q, human_readable=True, now_ms=NOW)),
-    ("status-3.9.txt", lambda q: status_text(q, tool_format="3.9")),
-    ("status-3.8.txt", lambda q: status_text(q, tool_format="3.8")),
-    ("replication-3.8.txt", lambda q: replication_text(q, tool_format="3.8")),
+    ("status.txt", lambda q: status_of(q)),
+    ("replication.txt", lambda q: replication_of(q)),
+    ("replication-human.txt", lambda q: replication_of(q, human_readable=True, now_ms=NOW)),
+    ("status-3.9.txt", lambda q: status_of(q, tool_format="3.9")),
+    ("status-3.8.txt", lambda q: status_of(q, tool_format="3.8")),
+    ("replication-3.8.txt", lambda q: replication_of(q, tool_format="3.8")),
 ])
 def test_golden_kafka_metadata_quorum_text(name, render):
     assert render(quorum()) == (GOLDEN / name).read_text()
 
 
 def test_replication_text_layout():
-    text = replication_text(quorum())
+    text = replication_of(quorum())
     lines = text.split("\n")
     assert lines[-1] == "" and all(line.endswith("\t") for line in lines[:-1])
     assert [line.split()[-1] for line in lines[1:-1]] == ["Leader", "Follower", "Follower", "Observer", "Observer"]
@@ -179,8 +189,8 @@ def test_a_voter_that_has_not_fetched_in_this_epoch_is_lagging_and_not_caught_up
 def test_the_39_and_41_formats_differ_only_in_an_absent_directory_id():
     """Kafka 3.9/4.0 print `"directoryId": null`; 4.1+ leave the key out; 3.9's replication table is 4.1's."""
     q = quorum()
-    assert status_text(q, tool_format="3.9").replace(', "directoryId": null', "") == status_text(q)
-    assert replication_text(q, tool_format="3.9") == replication_text(q)
+    assert status_of(q, tool_format="3.9").replace(', "directoryId": null', "") == status_of(q)
+    assert replication_of(q, tool_format="3.9") == replication_of(q)
 
 
 @pytest.mark.parametrize("field", ["last_fetch_timestamp", "last_caught_up_timestamp"])
@@ -195,15 +205,15 @@ def test_human_readable_refuses_a_timestamp_ahead_of_the_clock_as_kafkas_tool_do
     drifted = quorum(voters=(q.voters[0], ahead, q.voters[2]))
     desc = "last fetch" if field == "last_fetch_timestamp" else "last caught up"
     with pytest.raises(ClockDrift) as e:
-        replication_text(drifted, human_readable=True, now_ms=NOW)
+        replication_of(drifted, human_readable=True, now_ms=NOW)
     assert str(e.value) == ("Error while computing relative time, possible drift in system clock. "
                             f"Current timestamp is {NOW}, {desc} timestamp is {NOW + 250}")
     assert "\n" not in str(e.value)
-    assert replication_text(drifted, now_ms=NOW).count(str(NOW + 250)) == 1  # raw: shown as it is
+    assert replication_of(drifted, now_ms=NOW).count(str(NOW + 250)) == 1  # raw: shown as it is
     # a timestamp equal to now is "0 ms ago" (Kafka: not before now is fine), one before the epoch fails
-    assert "\t0 ms ago" in replication_text(q, human_readable=True, now_ms=NOW)
+    assert "\t0 ms ago" in replication_of(q, human_readable=True, now_ms=NOW)
     with pytest.raises(ClockDrift):
-        replication_text(quorum(voters=(q.voters[0], replace(q.voters[1], **{field: 0}), q.voters[2])),
+        replication_of(quorum(voters=(q.voters[0], replace(q.voters[1], **{field: 0}), q.voters[2])),
                          human_readable=True, now_ms=NOW)
 
 
@@ -216,10 +226,11 @@ def test_describe_view_fails_with_one_line_and_exit_1_on_clock_drift():
 
     q = quorum()
     drifted = quorum(observers=(replace(q.observers[0], last_fetch_timestamp=NOW + 5), q.observers[1]))
+    data = describe(drifted).data
     with pytest.raises(KadminError) as e:
-        views.quorum_describe(drifted, "replication", True, NOW, "4.1")  # made before anything is printed
+        views.quorum_describe(data, "replication", True, NOW, "4.1")  # made before anything is printed
     assert e.value.code == "clock_drift" and int(e.value.exit_code) == 1
     assert "possible drift in system clock" in e.value.message and "\n" not in e.value.message
     # without --human-readable the raw timestamps are shown, no error
-    view = views.quorum_describe(drifted, "replication", False, NOW, "4.1")
-    assert str(NOW + 5) in view(describe(drifted).data).text
+    view = views.quorum_describe(data, "replication", False, NOW, "4.1")
+    assert str(NOW + 5) in view(data).text

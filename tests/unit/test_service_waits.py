@@ -383,7 +383,7 @@ class IdCluster:
 def test_claim_reads_again_and_backs_off_after_each_lost_race() -> None:
     c, t = IdCluster(lose=3), FakeTime()
     r = ids.claim(c, "h1", 7, None, 1000, dry_run=False, sleep=t.sleep)
-    assert r.exit_code == ExitCode.OK and r.data["broker_id"] == 7 and r.data["attempts"] == 4
+    assert r.exit_code == ExitCode.OK and r.data.broker_id == 7 and r.data.attempts == 4
     assert c.reads == 4  # a fresh read before every attempt ...
     assert [w["hosts_version"] for w in c.writes] == [1, 2, 3, 4]  # ... whose versions guard the write
     assert t.slept == pytest.approx([0.01, 0.02, 0.03])
