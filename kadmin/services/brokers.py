@@ -406,8 +406,8 @@ def read_registrations(path: Path) -> tuple[dict[int, Registration], list[str], 
 
     tail: list[str] = []
 
-    def note(prefix: str, active: bool = False) -> Callable[[Any], None]:
-        def report(d: Any) -> None:
+    def note(prefix: str, active: bool = False) -> Callable[[kraft_log.Damage], None]:
+        def report(d: kraft_log.Damage) -> None:
             text = f"{prefix}: {d.reason} (offset {d.offset})"
             # the active segment of a running controller may end in a batch still being written
             (tail if active and d.reason.startswith("truncated batch") else damage).append(text)
