@@ -382,28 +382,11 @@ class BulkSession:
             exhausted = False
             window = self.window
             timeout = self.timeout
-            pack_len_xid = _LEN_XID.pack
-            unpack_int = _INT.unpack_from
-            unpack_header = _REPLY_HEADER.unpack_from
             while True:
                 # 1. Top up the window from the input.
                 want = window - len(pending)
                 if not exhausted and want > 0:
-                    xid = self._xid
-                    frames: list[bytes] = []
-                    for key, body in islice(source, want):
-                        xid += 1
-                        pending.append((xid, key, body))
-                        frames.append(pack_len_xid(len(body) + 4, xid))
-                        frames.append(body)
-                    self._xid = xid
-                    exhausted = len(frames) < 2 * want
-                    if frames:
-                        try:
-                            assert self._link is not None
-                            self._link.send(b"".join(frames))
-                        except OSError as e:
-                            pending = self._failover(pending, e)
+                    exhausted, pending = self._top_up(source, pending, want)
                 # 2. Hand over the replies decoded last time.
                 if ready:
                     yield from ready
@@ -420,29 +403,57 @@ class BulkSession:
                 except (OSError, _LinkDown) as e:
                     pending = self._failover(pending, e)
                     continue
-                buf = link.rest + chunk if link.rest else chunk
-                pos, size = 0, len(buf)
-                while size - pos >= 4:
-                    end = pos + 4 + unpack_int(buf, pos)[0]
-                    if end > size:
-                        break
-                    xid, _, err = unpack_header(buf, pos + 4)
-                    if pending and xid == pending[0][0]:
-                        ready.append((pending.popleft()[1], err, buf, pos + _REPLY_BODY, end))
-                    elif xid >= 0 and (not pending or xid > pending[0][0]):
-                        self._drop_link()  # out of step with the server: never reuse this connection
-                        raise KadminError(
-                            f"ZooKeeper protocol error from {host_port(*link.address)}: "
-                            f"reply xid {xid}, expected {pending[0][0] if pending else 'none'}"
-                        )
-                    # else: a notification (xid < 0) or the reply to a request of an abandoned
-                    # generator (an older xid on this connection): skip it.
-                    pos = end
-                link.rest = buf[pos:]
+                self._split(link, chunk, pending, ready)
                 if ready:
                     self._outage_since = None  # a member answered
         finally:
             self._busy = False
+
+    def _top_up(self, source: Iterator[tuple[str, bytes]], pending: deque[_InFlight],
+                want: int) -> tuple[bool, deque[_InFlight]]:
+        """Send up to `want` more requests from `source` in one write: (source exhausted, the in-flight
+        queue, which a failover replaces)."""
+        pack_len_xid = _LEN_XID.pack
+        xid = self._xid
+        frames: list[bytes] = []
+        for key, body in islice(source, want):
+            xid += 1
+            pending.append((xid, key, body))
+            frames.append(pack_len_xid(len(body) + 4, xid))
+            frames.append(body)
+        self._xid = xid
+        if frames:
+            try:
+                assert self._link is not None
+                self._link.send(b"".join(frames))
+            except OSError as e:
+                pending = self._failover(pending, e)
+        return len(frames) < 2 * want, pending
+
+    def _split(self, link: _Link, chunk: bytes, pending: deque[_InFlight], ready: list[_Reply]) -> None:
+        """Split what arrived into reply frames, each matched in order to the oldest request in flight (moved
+        to `ready`); a partial frame waits in `link.rest`."""
+        unpack_int = _INT.unpack_from
+        unpack_header = _REPLY_HEADER.unpack_from
+        buf = link.rest + chunk if link.rest else chunk
+        pos, size = 0, len(buf)
+        while size - pos >= 4:
+            end = pos + 4 + unpack_int(buf, pos)[0]
+            if end > size:
+                break
+            xid, _, err = unpack_header(buf, pos + 4)
+            if pending and xid == pending[0][0]:
+                ready.append((pending.popleft()[1], err, buf, pos + _REPLY_BODY, end))
+            elif xid >= 0 and (not pending or xid > pending[0][0]):
+                self._drop_link()  # out of step with the server: never reuse this connection
+                raise KadminError(
+                    f"ZooKeeper protocol error from {host_port(*link.address)}: "
+                    f"reply xid {xid}, expected {pending[0][0] if pending else 'none'}"
+                )
+            # else: a notification (xid < 0) or the reply to a request of an abandoned
+            # generator (an older xid on this connection): skip it.
+            pos = end
+        link.rest = buf[pos:]
 
     def _full_path(self, path: str) -> bytes:
         if not path.startswith("/"):

@@ -205,9 +205,10 @@ class _Opener:
 
     def admin_drain(self) -> AdminDrain:
         from kadmin.cluster.drain import AdminDrain
+        from kadmin.cluster.kraft import KraftClient
 
-        return self._once("admin_drain",
-                          lambda: AdminDrain(str(self.server), _client_config(self.settings), self.capped()))
+        return self._once("admin_drain", lambda: AdminDrain(KraftClient(
+            str(self.server), _client_config(self.settings), self.capped(), controllers=False)))
 
     def zk_drain(self) -> ZkDrain:
         from kadmin.cluster.drain import ZkDrain
@@ -288,7 +289,7 @@ class KafkaControllerLinks:
         self.security_protocol = str(config["security_protocol"])
 
     def connect(self, address: str, node_id: int) -> ControllerLink:
-        from kadmin.cluster.kafka import ControllerConnection
+        from kadmin.cluster.kraft import ControllerConnection
 
         return ControllerConnection(address, node_id, self.config, self.timeout)
 

@@ -1,7 +1,7 @@
 """Leadership drain: the cluster side (reorder replicas, elect preferred leaders, read leaders).
 
 Two implementations of the LeadershipMoves capability (kadmin/cluster/base.py):
-- `AdminDrain`: the Kafka protocol through kafka-python 3.x's admin client (Metadata,
+- `AdminDrain`: the Kafka protocol through kadmin's one Kafka client, KraftClient (Metadata,
   ListPartitionReassignments 46, AlterPartitionReassignments 45, ElectLeaders 43). KRaft, and ZooKeeper
   mode when --bootstrap-server is given (Kafka 2.4+ serves these APIs in ZooKeeper mode too).
 - `ZkDrain`: ZooKeeper mode with --zookeeper only: Kafka's admin znodes /admin/reassign_partitions and
@@ -12,83 +12,104 @@ Two implementations of the LeadershipMoves capability (kadmin/cluster/base.py):
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from kadmin.cluster.kafka import bootstrap_failures, bootstrap_reason, error_name, translate
+from kadmin.cluster.kafka import error_name
 from kadmin.domain.drain import Key, PartitionView
-from kadmin.errors import KadminError, Unsupported
+from kadmin.errors import KadminError, Rejected, Unsupported
 
 if TYPE_CHECKING:
     from kadmin.cluster.base import PartitionScan
+    from kadmin.cluster.kraft import KraftClient
 
 REASSIGN_ZNODE = "/admin/reassign_partitions"
 ELECTION_ZNODE = "/admin/preferred_replica_election"
 ELECTION_NOT_NEEDED = 84
+PREFERRED = 0  # ElectLeaders' election type
+NOT_CONTROLLER = 41
 
 
 class AdminDrain:
-    """The Kafka protocol, through brokers (--bootstrap-server)."""
+    """The Kafka protocol, through brokers (--bootstrap-server), over the one Kafka client (KraftClient).
+
+    Metadata goes to any broker; ListPartitionReassignments, AlterPartitionReassignments and ElectLeaders
+    go where Kafka takes them (`send_to_controller`: a KRaft broker forwards them, a ZooKeeper-mode broker
+    that is not the controller answers NOT_CONTROLLER and the controller Metadata names is asked)."""
 
     mode = "protocol"
 
-    def __init__(self, bootstrap: str, config: Mapping[str, Any], timeout: float) -> None:
-        from kafka import KafkaAdminClient
-        from kafka.errors import KafkaError
+    def __init__(self, client: KraftClient) -> None:
+        self.client = client
+        self.where = ",".join(client.addresses)
 
-        self.where = bootstrap
-        self.timeout_ms = int(timeout * 1000)
-        with bootstrap_failures() as failures:
-            try:
-                self.admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="kadmin",
-                                              request_timeout_ms=self.timeout_ms,
-                                              bootstrap_timeout_ms=self.timeout_ms, **config)
-            except KafkaError as e:
-                why = bootstrap_reason(failures, sasl=str(config.get("security_protocol", "")).startswith("SASL"))
-                raise (why(bootstrap) if why else translate(e, bootstrap)) from e
-            except OSError as e:
-                raise translate(e, bootstrap) from e
-
-    def _call(self, what: str, fn: Any, *args: Any, **kw: Any) -> Any:
-        from kafka.errors import KafkaError
-
+    def _send(self, api: str, make: Callable[[], Any], controller: bool = True,
+              not_controller: Callable[[Any], bool] | None = None) -> Any:
+        """Send and check the answer's own error code; every failure's message starts with the request."""
         try:
-            return fn(*args, **kw)
-        except (KafkaError, OSError) as e:
-            err = translate(e, self.where, what, lacks=Unsupported)
-            raise type(err)(f"{what}: {err.message}") from e
+            address, resp = self.client.send_to_controller(make, not_controller) if controller \
+                else self.client.send_any(make)
+        except Rejected as e:
+            if e.code == "unsupported_version":  # an operation, not a read that may fall back: exit 8
+                raise Unsupported(f"{api}: {e.message}", code=e.code) from e
+            raise
+        except KadminError as e:
+            raise type(e)(f"{api}: {e.message}", code=e.code) from e
+        code = int(getattr(resp, "error_code", 0) or 0)
+        if code:
+            raise self.client.rejected(code, getattr(resp, "error_message", None), address, api)
+        return resp
 
     def partitions(self, in_flight: bool = True) -> list[PartitionView]:
         """Every partition's replicas, ISR, leader and offline replicas (Metadata v5+: fenced, unregistered or
         log dir offline), marked when a reassignment is in flight."""
-        topics = self._call("Metadata", self.admin.describe_topics)
+        from kafka.protocol.metadata.metadata import MetadataRequest
+
+        meta = self._send("Metadata", lambda: MetadataRequest(topics=MetadataRequest.ALL_TOPICS,
+                                                              allow_auto_topic_creation=False), controller=False)
         ongoing = self.in_flight() if in_flight else set()
         out = []
-        for t in topics:
-            if t.get("error_code"):
-                raise KadminError(f"Metadata for topic {t.get('name')}: {error_name(int(t['error_code']))}")
-            for p in t["partitions"]:
-                key = (t["name"], int(p["partition_index"]))
-                out.append(PartitionView(key[0], key[1], tuple(p["replica_nodes"]), tuple(p["isr_nodes"]),
-                                         int(p["leader_id"]), key in ongoing, tuple(p.get("offline_replicas") or ())))
+        for t in meta.topics:
+            if t.error_code:
+                raise KadminError(f"Metadata for topic {t.name}: {error_name(int(t.error_code))}")
+            for p in t.partitions:
+                key = (str(t.name), int(p.partition_index))
+                out.append(PartitionView(key[0], key[1], tuple(p.replica_nodes), tuple(p.isr_nodes),
+                                         int(p.leader_id), key in ongoing,
+                                         tuple(getattr(p, "offline_replicas", None) or ())))
         return out
 
     def in_flight(self) -> set[Key]:
         """The partitions with an ongoing reassignment (ListPartitionReassignments, to the controller)."""
-        got = self._call("ListPartitionReassignments", self.admin.list_partition_reassignments)
-        return {(tp.topic, tp.partition) for tp in got}
+        from kafka.protocol.admin.topics import ListPartitionReassignmentsRequest as Req
+
+        resp = self._send("ListPartitionReassignments", lambda: Req(timeout_ms=self._timeout_ms(), topics=None))
+        return {(str(t.name), int(p.partition_index)) for t in resp.topics for p in t.partitions}
+
+    def _timeout_ms(self) -> int:
+        return int(self.client.timeout * 1000)
 
     def reassign(self, plan: Mapping[Key, tuple[int, ...]]) -> dict[Key, str]:
         """AlterPartitionReassignments: {key: error name} for the partitions the controller refused."""
-        from kafka import TopicPartition
+        from kafka.protocol.admin.topics import AlterPartitionReassignmentsRequest as Req
 
         if not plan:
             return {}
-        got = self._call("AlterPartitionReassignments", self.admin.alter_partition_reassignments,
-                         {TopicPartition(t, p): list(r) for (t, p), r in plan.items()})
-        return {(tp.topic, tp.partition): err.__name__ for tp, err in got.items() if err is not None}
+        by_topic: dict[str, list[tuple[int, tuple[int, ...]]]] = {}
+        for (t, p), replicas in sorted(plan.items()):
+            by_topic.setdefault(t, []).append((p, replicas))
+
+        def make() -> Any:
+            topic, part = Req.ReassignableTopic, Req.ReassignableTopic.ReassignablePartition
+            return Req(timeout_ms=self._timeout_ms(), topics=[
+                topic(name=t, partitions=[part(partition_index=p, replicas=list(r)) for p, r in parts])
+                for t, parts in by_topic.items()])
+
+        resp = self._send("AlterPartitionReassignments", make)
+        return {(str(t.name), int(p.partition_index)): error_name(int(p.error_code)) + (
+                    f" ({p.error_message})" if p.error_message else "")
+                for t in resp.responses for p in t.partitions if p.error_code}
 
     def reassigned(self, keys: Iterable[Key]) -> bool:
         return not (set(keys) & self.in_flight())
@@ -98,25 +119,34 @@ class AdminDrain:
 
     def elect_preferred(self, keys: Iterable[Key]) -> dict[Key, str]:
         """ElectLeaders (PREFERRED): {key: error name} except NONE and ELECTION_NOT_NEEDED."""
+        from kafka.protocol.admin.topics import ElectLeadersRequest as Req
+
         by_topic: dict[str, list[int]] = {}
         for t, p in sorted(keys):
             by_topic.setdefault(t, []).append(p)
         if not by_topic:
             return {}
-        resp = self._call("ElectLeaders", self.admin.elect_leaders, 0, by_topic, raise_errors=False)
-        if getattr(resp, "error_code", 0):
-            raise KadminError(f"ElectLeaders: {error_name(int(resp.error_code))}")
+        resp = self._send("ElectLeaders", lambda: Req(election_type=PREFERRED, timeout_ms=self._timeout_ms(),
+                                                      topic_partitions=[Req.TopicPartitions(topic=t, partitions=ps)
+                                                                        for t, ps in by_topic.items()]),
+                          not_controller=_election_not_controller)
         out = {}
         for r in resp.replica_election_results:
             for p in r.partition_result:
                 if p.error_code not in (0, ELECTION_NOT_NEEDED):
-                    out[(r.topic, int(p.partition_id))] = error_name(int(p.error_code)) + (
+                    out[(str(r.topic), int(p.partition_id))] = error_name(int(p.error_code)) + (
                         f" ({p.error_message})" if p.error_message else "")
         return out
 
     def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self.admin.close()
+        self.client.close()
+
+
+def _election_not_controller(resp: Any) -> bool:
+    """A ZooKeeper-mode broker that is not the controller answers ElectLeaders NOT_CONTROLLER per partition."""
+    results = [p.error_code for r in resp.replica_election_results for p in r.partition_result]
+    return getattr(resp, "error_code", 0) == NOT_CONTROLLER or (bool(results) and all(
+        c == NOT_CONTROLLER for c in results))
 
 
 class ZkAdminZnodes(Protocol):

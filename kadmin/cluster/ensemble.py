@@ -18,7 +18,7 @@ from __future__ import annotations
 import socket
 import ssl
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -242,6 +242,15 @@ def probe_member(host: str, port: int, timeout: float = 2.0, tls: ssl.SSLContext
     if not srvr_text.strip():
         return MemberProbe(address=address, reachable=True, error="empty answer to srvr")
 
+    answers, blocked, error = _ask_the_rest(srvr_text, ask)
+    if error == "not currently serving requests":
+        return MemberProbe(address=address, reachable=True, error=error, not_whitelisted=tuple(blocked))
+    return _member(address, answers, blocked, error)
+
+
+def _ask_the_rest(srvr_text: str, ask: Callable[[str], str]) -> tuple[dict[str, str], list[str], str | None]:
+    """`conf` and `mntr` after `srvr` answered: the answers by word, the words not whitelisted, and what
+    stopped the probe (a word that failed, or the member stopped serving between two words)."""
     blocked: list[str] = []
     answers: dict[str, str] = {}
     error: str | None = None
@@ -262,9 +271,11 @@ def probe_member(host: str, port: int, timeout: float = 2.0, tls: ssl.SSLContext
             blocked.append(word)
         else:
             answers[word] = text
-    if error == "not currently serving requests":
-        return MemberProbe(address=address, reachable=True, error=error, not_whitelisted=tuple(blocked))
+    return answers, blocked, error
 
+
+def _member(address: str, answers: dict[str, str], blocked: list[str], error: str | None) -> MemberProbe:
+    """A reachable member's probe from the words it answered (srvr's numbers, else mntr's)."""
     srvr = parse_srvr(answers.get("srvr", ""))
     conf, members = parse_conf(answers.get("conf", ""))
     mntr = parse_mntr(answers.get("mntr", ""))

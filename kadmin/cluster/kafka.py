@@ -1,19 +1,19 @@
 """The Kafka wire protocol through kafka-python 3.x. Loaded only by the commands that need it.
 
-kafka-python's admin client does the connection work (bootstrap, ApiVersions negotiation, TLS,
-SASL); APIs it does not ship are declared in `kadmin.cluster.messages` from Kafka's JSON schemas.
+What every Kafka-protocol client of kadmin shares: Kafka's error names, --command-config → kafka-python
+settings, and THE translation of a failure into kadmin's errors. The one client is `KraftClient`
+(kraft.py): kafka-python's connection manager does the connection work (ApiVersions negotiation, TLS,
+SASL); APIs kafka-python does not ship are declared in `kadmin.cluster.messages` from Kafka's JSON schemas.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import logging
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from kadmin.cluster.base import ShutdownReply
-from kadmin.errors import AuthFailed, ClusterUnreachable, KadminError, Rejected, Unsupported
+from kadmin.errors import AuthFailed, ClusterUnreachable, KadminError, Rejected
 
 _log = logging.getLogger("kafka")
 _log.addHandler(logging.NullHandler())
@@ -82,35 +82,10 @@ def _jaas_value(jaas: str, key: str) -> str | None:
     return parse_jaas(jaas)[1].get(key)
 
 
-@contextlib.contextmanager
-def bootstrap_failures() -> Iterator[list[BaseException]]:
-    """Collect why kafka-python's bootstrap connections failed: it retries them until its timeout and
-    then raises only "Unable to bootstrap", logging each failure ("Bootstrap connection to %s failed:
-    %s") on the way. The exceptions are kept, in order, while the block runs."""
-    seen: list[BaseException] = []
-
-    class _Collect(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            if record.msg.startswith("Bootstrap connection to") and isinstance(record.args, tuple) \
-                    and len(record.args) > 1 and isinstance(record.args[1], BaseException):
-                seen.append(record.args[1])
-
-    handler = _Collect(logging.WARNING)
-    # kafka-python internal: the logger name and the "Bootstrap connection to" warning of kafka.net.manager
-    # are the only place the cause of a failed bootstrap (TLS, SASL) is told; KafkaAdminClient raises a
-    # bare timeout. Tested with kafka-python 3.0.12 (pinned range in pyproject.toml).
-    log = logging.getLogger("kafka.net.manager")
-    log.addHandler(handler)
-    try:
-        yield seen
-    finally:
-        log.removeHandler(handler)
-
-
 def bootstrap_reason(failures: list[BaseException], sasl: bool) -> Callable[[str], KadminError] | None:
-    """What the collected bootstrap failures say, most telling first: a TLS verification failure, an
-    authentication failure, or (with SASL) a broker that closed every connection while authenticating,
-    which is how Kafka answers refused credentials. None when they say nothing more than a timeout."""
+    """What failed connections say, most telling first: a TLS verification failure, an authentication
+    failure, or (with SASL) a broker that closed every connection while authenticating, which is how Kafka
+    answers refused credentials. None when they say nothing more than a timeout or a refusal."""
     import ssl
 
     from kafka import errors as ke
@@ -134,59 +109,6 @@ def bootstrap_reason(failures: list[BaseException], sasl: bool) -> Callable[[str
             f"{where} closed every connection during SASL authentication, which is how Kafka answers "
             "refused credentials: check sasl.mechanism and sasl.jaas.config")
     return None
-
-
-class ControllerConnection:
-    """A connection to one broker (the active controller), for ZooKeeper-mode controller APIs."""
-
-    def __init__(self, bootstrap: str, node_id: int, config: Mapping[str, Any], timeout: float) -> None:
-        from kafka import KafkaAdminClient
-        from kafka.errors import KafkaError
-
-        self.node_id = node_id
-        self.bootstrap = bootstrap
-        self.timeout_ms = int(timeout * 1000)
-        with bootstrap_failures() as failures:
-            try:
-                self.admin = KafkaAdminClient(
-                    bootstrap_servers=bootstrap,
-                    client_id="kadmin",
-                    request_timeout_ms=self.timeout_ms,
-                    bootstrap_timeout_ms=self.timeout_ms,
-                    **config,
-                )
-            except KafkaError as e:
-                why = bootstrap_reason(failures, sasl=str(config.get("security_protocol", "")).startswith("SASL"))
-                raise (why(bootstrap) if why else translate(e, bootstrap, peer="the controller")) from e
-            except OSError as e:
-                raise translate(e, bootstrap, peer="the controller") from e
-
-    def controlled_shutdown(self, broker_id: int, broker_epoch: int) -> ShutdownReply:
-        """Send ControlledShutdown at the highest version both sides speak (v1-v3; v2+ carry the epoch)."""
-        from kafka.errors import KafkaError
-
-        from kadmin.cluster.messages import ControlledShutdownRequest
-
-        req = ControlledShutdownRequest(broker_id=broker_id, broker_epoch=broker_epoch)
-        # kafka-python internal: KafkaAdminClient._manager (its connection manager), because the admin
-        # client has no public way to send a request it does not ship (ControlledShutdown) to one
-        # node. Tested with kafka-python 3.0.12; the range is pinned in pyproject.toml.
-        m = self.admin._manager
-        try:
-            resp = m.run(m.send, req, self.node_id)
-        except (KafkaError, OSError) as e:
-            err = translate(e, self.bootstrap, "ControlledShutdown", peer="the controller")
-            if err.code == "unsupported_version":
-                err = Unsupported(f"the broker at {self.bootstrap} does not support ControlledShutdown (Kafka 4.0 "
-                                  "removed it; KRaft clusters shut down through BrokerHeartbeat)",
-                                  code="unsupported_version")
-            raise err from e
-        remaining = [(p.topic_name, p.partition_index) for p in resp.remaining_partitions]
-        return ShutdownReply(int(req.API_VERSION or resp.API_VERSION or 0), int(resp.error_code), remaining)
-
-    def close(self) -> None:
-        with contextlib.suppress(Exception):  # closing must never mask the result
-            self.admin.close()
 
 
 def translate(e: BaseException, where: str, api: str | None = None, peer: str = "",

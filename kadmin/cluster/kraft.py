@@ -12,14 +12,14 @@ import base64
 import contextlib
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from kadmin.cluster.base import ClusterDescription, KraftBroker
-from kadmin.cluster.kafka import ERROR_NAMES, error_name, translate
+from kadmin.cluster.base import ClusterDescription, KraftBroker, ShutdownReply
+from kadmin.cluster.kafka import ERROR_NAMES, bootstrap_reason, error_name, translate
 from kadmin.domain.addresses import host_port
 from kadmin.domain.quorum import QuorumState, ReplicaState
-from kadmin.errors import AuthFailed, ClusterUnreachable, ConfigError, KadminError, NotFound, Rejected
+from kadmin.errors import AuthFailed, ClusterUnreachable, ConfigError, KadminError, NotFound, Rejected, Unsupported
 
 METADATA_TOPIC = "__cluster_metadata"
 NOT_LEADER_OR_FOLLOWER = 6
@@ -69,11 +69,13 @@ class _Connection:
     3.0.12; the range is pinned in pyproject.toml.
     """
 
-    def __init__(self, address: str, config: Mapping[str, Any], timeout: float) -> None:
+    def __init__(self, address: str, config: Mapping[str, Any], timeout: float, peer: str = "") -> None:
         from kafka.net.manager import KafkaConnectionManager
         from kafka.net.selector import NetworkSelector
 
         self.address = address
+        self.peer = peer
+        self.sasl = str(config.get("security_protocol", "")).startswith("SASL")
         self.timeout_ms = int(timeout * 1000)
         self.net = NetworkSelector(client_id="kadmin")
         self.manager = KafkaConnectionManager(self.net, bootstrap_servers=address, client_id="kadmin",
@@ -93,7 +95,11 @@ class _Connection:
         try:
             return self.manager.run(go, request)
         except (ke.KafkaError, OSError) as e:
-            raise translate(e, self.address, type(request).__name__.removesuffix("Request")) from e
+            # why the connection failed (TLS verification, refused SASL credentials) before "cannot reach"
+            why = bootstrap_reason([e], self.sasl)
+            at = f"{self.peer} at {self.address}" if self.peer else self.address
+            raise (why(at) if why else translate(e, self.address, type(request).__name__.removesuffix("Request"),
+                                                 peer=self.peer)) from e
 
     def close(self) -> None:
         try:
@@ -109,16 +115,18 @@ class KraftClient:
 
     source = "DescribeCluster"  # where cluster_id() reads the id (ClusterIdentity)
 
-    def __init__(self, bootstrap: str, config: Mapping[str, Any], timeout: float, controllers: bool) -> None:
+    def __init__(self, bootstrap: str, config: Mapping[str, Any], timeout: float, controllers: bool,
+                 peer: str = "") -> None:
         self.addresses = [a.strip() for a in bootstrap.split(",") if a.strip()]
         self.config = dict(config)
         self.timeout = timeout
         self.controllers = controllers
+        self.peer = peer  # who is at the addresses, for messages ("the controller")
         self._conns: dict[str, _Connection] = {}
 
     def _conn(self, address: str) -> _Connection:  # one connection per address, reused
         if address not in self._conns:
-            self._conns[address] = _Connection(address, self.config, self.timeout)
+            self._conns[address] = _Connection(address, self.config, self.timeout, self.peer)
         return self._conns[address]
 
     def send_to(self, address: str, request: Any) -> Any:
@@ -136,13 +144,15 @@ class KraftClient:
         raise ClusterUnreachable(f"no bootstrap {'controller' if self.controllers else 'server'} answered "
                                  f"({', '.join(self.addresses)}): {last}")
 
-    def send_to_controller(self, make: Any) -> tuple[str, Any]:
+    def send_to_controller(self, make: Any, not_controller: Callable[[Any], bool] | None = None) -> tuple[str, Any]:
         """Send a request only the controller serves (ListPartitionReassignments, ...) where Kafka takes it: a
         KRaft broker forwards it to the quorum, a ZooKeeper-mode broker that is not the controller answers
         NOT_CONTROLLER. So it goes to the first bootstrap address, and on NOT_CONTROLLER to the controller that
-        Metadata names (as Kafka's admin client does), once."""
+        Metadata names (as Kafka's admin client does), once. `not_controller` tells a NOT_CONTROLLER answer
+        (default: the answer's own error code; ZooKeeper-mode ElectLeaders says it per partition)."""
         address, resp = self.send_any(make)
-        if getattr(resp, "error_code", 0) != NOT_CONTROLLER:
+        refused = not_controller or (lambda r: getattr(r, "error_code", 0) == NOT_CONTROLLER)
+        if not refused(resp):
             return address, resp
         from kafka.protocol.metadata.metadata import MetadataRequest
 
@@ -308,6 +318,60 @@ class KraftClient:
         if code == NOT_LEADER_OR_FOLLOWER:
             return Rejected(f"{detail}: this node is not the quorum leader", code="not_leader_or_follower")
         return Rejected(detail, code=ERROR_NAMES.get(code, "error").lower())
+
+
+class ControllerConnection:
+    """ControlledShutdown (API key 7) to the active controller of a ZooKeeper-mode cluster, over the one
+    Kafka client (KraftClient's connection to that one address)."""
+
+    def __init__(self, address: str, node_id: int, config: Mapping[str, Any], timeout: float) -> None:
+        self.node_id = node_id
+        self.address = address
+        self.client = KraftClient(address, config, timeout, controllers=False, peer="the controller")
+
+    def controlled_shutdown(self, broker_id: int, broker_epoch: int) -> ShutdownReply:
+        """Send ControlledShutdown at the highest version both sides speak (v1-v3; v2+ carry the epoch)."""
+        from kadmin.cluster.messages import ControlledShutdownRequest
+
+        try:
+            resp = self._send(ControlledShutdownRequest(broker_id=broker_id, broker_epoch=broker_epoch))
+        except Rejected as e:
+            if e.code != "unsupported_version":
+                raise
+            raise Unsupported(f"the broker at {self.address} does not support ControlledShutdown (Kafka 4.0 "
+                              "removed it; KRaft clusters shut down through BrokerHeartbeat)",
+                              code="unsupported_version") from e
+        remaining = [(p.topic_name, p.partition_index) for p in resp.remaining_partitions]
+        return ShutdownReply(int(resp.version), int(resp.error_code), remaining)
+
+    def _send(self, request: Any) -> Any:
+        """Send to the controller, retrying a refused connection within the timeout: a ZooKeeper-mode broker
+        registers (and may be elected controller) before its listeners accept connections, so a controller
+        that has just started refuses for a moment. A refused connection sent nothing, so a retry is safe."""
+        deadline = time.monotonic() + self.client.timeout
+        pause = 0.05
+        while True:
+            try:
+                return self.client.send_to(self.address, request)
+            except ClusterUnreachable as e:
+                if not _refused(e) or time.monotonic() + pause >= deadline:
+                    raise
+            self.client.close()  # a new connection next time, without kafka-python's reconnect backoff
+            time.sleep(pause)  # the listener is not open yet: nothing to wait on but time
+            pause = min(pause * 2, 1.0)
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def _refused(e: BaseException) -> bool:
+    """Whether a connection failed because nothing listens at the address (ECONNREFUSED)."""
+    cause: BaseException | None = e
+    while cause is not None:
+        if isinstance(cause, ConnectionRefusedError) or "ECONNREFUSED" in str(cause):
+            return True
+        cause = cause.__cause__ or cause.__context__
+    return False
 
 
 def _quorum_request() -> Any:

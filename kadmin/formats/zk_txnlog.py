@@ -52,6 +52,7 @@ _TXN_HDR_SIZE = _TXN_HDR.size  # 32
 _EOR = 0x42  # 'B'
 # vector<ACL> with the one ACL almost every znode has (OPEN_ACL_UNSAFE: perms ALL, world:anyone)
 _OPEN_ACL = struct.pack(">ii", 1, 31) + b"\x00\x00\x00\x05world\x00\x00\x00\x06anyone"
+_OPEN_ACL_LEN = len(_OPEN_ACL)
 
 TYPE_NAMES: dict[int, str] = {
     1: "create",
@@ -257,12 +258,9 @@ def iter_txns(
     pos = start
     rec_hdr = _REC_HDR.unpack_from
     head = _HEAD.unpack_from
-    i32 = _I32.unpack_from
     adler32 = zlib.adler32
     decode = _decode
-    new = _new
-    open_acl = _OPEN_ACL
-    open_acl_len = len(_OPEN_ACL)
+    write = _decode_write
     while pos < stop:
         if pos + _HEAD_SIZE <= n:
             # record header + TxnHeader + the first int of the body (a path length for most types)
@@ -298,39 +296,7 @@ def iter_txns(
             k = -1
         try:
             if (code == 1 or code == 5 or code == 15) and k >= 0:
-                # The bulk of a Kafka cluster's log, decoded inline: create/create2 (CreateTxn: path,
-                # data, acl, ephemeral[, parentCVersion]) and setData (SetDataTxn: path, data, version).
-                q += 4
-                if q + k + 4 > txn_end:
-                    raise struct.error(f"path of {k} bytes runs past the record")
-                path = str(src[q : q + k], "utf-8")
-                q += k
-                (k,) = i32(src, q)
-                q += 4
-                if k < 0:
-                    data = None
-                else:
-                    if q + k > txn_end:
-                        raise struct.error(f"data of {k} bytes runs past the record")
-                    data = bytes(src[q : q + k])
-                    q += k
-                txn: Txn = new(Txn)
-                if code == 5:
-                    if q + 4 > txn_end:
-                        raise struct.error("SetDataTxn ends before its version")
-                    (version,) = i32(src, q)
-                    txn.__dict__.update(offset=pos, session=session, cxid=cxid, zxid=zxid, time_ms=t, type="setData",
-                                        type_code=5, path=path, data=data, version=version)
-                else:
-                    if src[q : q + open_acl_len] == open_acl and q + open_acl_len < txn_end:
-                        q += open_acl_len
-                    else:
-                        q = _skip_acls(src, q, txn_end)
-                    if q >= txn_end:
-                        raise struct.error("CreateTxn ends before its ephemeral flag")
-                    txn.__dict__.update(offset=pos, session=session, cxid=cxid, zxid=zxid, time_ms=t,
-                                        type="create" if code == 1 else "create2", type_code=code, path=path,
-                                        data=data, ephemeral=src[q] != 0)
+                txn = write(src, q, k, txn_end, pos, session, cxid, zxid, t, code)
             else:
                 txn = decode(src, q, txn_end, pos, session, cxid, zxid, t, code)
         except (struct.error, UnicodeDecodeError, IndexError, ValueError) as e:
@@ -339,6 +305,46 @@ def iter_txns(
                         type=TYPE_NAMES.get(code, "unknown"), type_code=code)
         yield txn
         pos = txn_end + 1
+
+
+def _decode_write(src: Any, q: int, k: int, txn_end: int, pos: int, session: int, cxid: int, zxid: int, t: int,
+                  code: int) -> Txn:
+    """The bulk of a Kafka cluster's log, decoded inline (iter_txns' fast path): create/create2 (CreateTxn:
+    path, data, acl, ephemeral[, parentCVersion]) and setData (SetDataTxn: path, data, version). `k` is the
+    path's length, already read; raises struct.error for a body that runs past the record."""
+    i32 = _I32.unpack_from
+    q += 4
+    if q + k + 4 > txn_end:
+        raise struct.error(f"path of {k} bytes runs past the record")
+    path = str(src[q : q + k], "utf-8")
+    q += k
+    (k,) = i32(src, q)
+    q += 4
+    if k < 0:
+        data = None
+    else:
+        if q + k > txn_end:
+            raise struct.error(f"data of {k} bytes runs past the record")
+        data = bytes(src[q : q + k])
+        q += k
+    txn: Txn = _new(Txn)
+    if code == 5:
+        if q + 4 > txn_end:
+            raise struct.error("SetDataTxn ends before its version")
+        (version,) = i32(src, q)
+        txn.__dict__.update(offset=pos, session=session, cxid=cxid, zxid=zxid, time_ms=t, type="setData",
+                            type_code=5, path=path, data=data, version=version)
+    else:
+        if src[q : q + _OPEN_ACL_LEN] == _OPEN_ACL and q + _OPEN_ACL_LEN < txn_end:
+            q += _OPEN_ACL_LEN
+        else:
+            q = _skip_acls(src, q, txn_end)
+        if q >= txn_end:
+            raise struct.error("CreateTxn ends before its ephemeral flag")
+        txn.__dict__.update(offset=pos, session=session, cxid=cxid, zxid=zxid, time_ms=t,
+                            type="create" if code == 1 else "create2", type_code=code, path=path,
+                            data=data, ephemeral=src[q] != 0)
+    return txn
 
 
 def _source(buf: Buffer) -> Any:

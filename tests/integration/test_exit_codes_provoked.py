@@ -15,9 +15,10 @@ loses one that has a case). What the code does differently from the documentatio
 
 - NEVER_RETURNED: documented codes the command never returns. Their case builds the situation the row
   describes; the test checks the code it returns instead, and xfails saying so.
-- UNDOCUMENTED: codes a command returns that its row does not name, each provoked the same way.
+- A code a command was found to return that its row did not name is now documented and has its case (the
+  last one, --bootstrap-server given a controller's address, was exit 6 and is now 3).
 
-Fixing either side (the command, or its row in exit_docs) makes the entry's test fail: then move it to CASES.
+Fixing the command makes its NEVER_RETURNED entry fail: then remove the entry.
 UNPROVOKABLE would hold the documented codes no fast fixture can provoke; there are none.
 """
 
@@ -27,10 +28,8 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -48,6 +47,7 @@ from kadmin.exit_codes import CHECK_COMMANDS, Verdict
 from kadmin.exit_codes import ExitCode as X
 from kadmin.sandbox.fleet import BrokerSpec, ThreadedFleet
 from kadmin.sandbox.zkserver import Ensemble
+from tests.support.hung import Hung
 from tests.support.kraft_server import KraftServer, Scenario
 
 pytestmark = pytest.mark.integration
@@ -371,35 +371,10 @@ def sandbox_state(c: Ctx, text: str | None = None) -> str:
     return str(d)
 
 
-class Accepting:
-    """A TCP server that accepts connections and never answers; `accepted` is set at the first connection."""
-
-    def __init__(self) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.address = f"127.0.0.1:{self.sock.getsockname()[1]}"
-        self.accepted = threading.Event()
-        self.conns: list[socket.socket] = []
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        with contextlib.suppress(OSError):
-            while True:
-                self.conns.append(self.sock.accept()[0])
-                self.accepted.set()
-
-    def __enter__(self) -> Accepting:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.sock.close()
-        for conn in self.conns:
-            conn.close()
-
-
 def ctrl_c(c: Ctx, flag: str, *argv: str) -> Ran:
     """`python -m kadmin ARGV FLAG SERVER` against a server that never answers, and Ctrl-C (SIGINT) once it has
     connected: the command is then blocked inside, as on a hung cluster."""
-    server = c.stack.enter_context(Accepting())
+    server = c.stack.enter_context(Hung())
     args = [*argv, flag, server.address, "--connect-timeout", "60"]
     p = subprocess.Popen([sys.executable, "-m", "kadmin", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          text=True)
@@ -749,12 +724,6 @@ FOUND: dict[tuple[str, int], Case] = {
 }
 CASES.update(FOUND)
 
-# Codes a command returns that its row in exit_docs does not name: (command, code) -> (case, why). None now:
-# --bootstrap-server given a controller's address was exit 6 (MISMATCHED_ENDPOINT_TYPE), now 3 naming
-# --bootstrap-controller (test_a_controller_given_as_bootstrap_server_is_a_configuration_error).
-UNDOCUMENTED: dict[tuple[str, int], tuple[Case, str]] = {}
-
-
 def documented() -> set[tuple[str, int]]:
     """Every (command, code) docs/exit-codes.md lists per command (kadmin/cli/docs.py's exit_codes_md)."""
     pairs = {(cmd, int(code)) for cmd, codes in exit_docs.COMMANDS.items() for code in codes}
@@ -778,8 +747,6 @@ def test_every_documented_code_has_a_case() -> None:
     covered = set(CASES) | set(UNPROVOKABLE)
     assert covered == documented(), {"documented without a case": sorted(documented() - covered),
                                      "a case for no documented code": sorted(covered - documented())}
-    assert {cmd for cmd, _ in UNDOCUMENTED} <= set(exit_docs.COMMANDS) | set(CHECK_COMMANDS)
-    assert not set(UNDOCUMENTED) & documented(), "documented now: move the case into CASES"
 
 
 def provoke(c: Ctx, command: str, case: Case) -> Ran:
@@ -800,16 +767,6 @@ def test_documented_code_is_provoked(key: tuple[str, int], world: World, run_noz
         assert ran.exit_code == instead, str(ran)
         pytest.xfail(f"documented {code} is never returned: {why}; `kadmin {' '.join(ran.argv)}` exits {instead}")
     assert ran.exit_code == code, str(ran)
-
-
-@pytest.mark.parametrize("key", in_order(UNDOCUMENTED), ids=ident)
-def test_undocumented_code(key: tuple[str, int], world: World, run_nozk: Any, tmp_path: Path) -> None:
-    command, code = key
-    case, why = UNDOCUMENTED[key]
-    with Ctx(world, run_nozk, tmp_path) as c:
-        ran = provoke(c, command, case)
-    assert ran.exit_code == code, str(ran)
-    pytest.xfail(f"`kadmin {' '.join(ran.argv)}` exits {code}, which exit_docs does not list for {command}: {why}")
 
 
 @pytest.mark.parametrize("argv", [["brokers", "list"], ["brokers", "can-stop", "1"], ["cluster", "id"],

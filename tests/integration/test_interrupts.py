@@ -100,7 +100,7 @@ def test_ctrl_c_before_anything_was_committed_still_interrupts(run, kz, mocker):
 
 def test_ctrl_c_after_the_controller_accepted_a_shutdown_reports_it(zk_server, chroot, fleet, zk, run, mocker):
     """ControlledShutdown accepted, then Ctrl-C: the move happened, so its result is reported (exit 0)."""
-    from kadmin.cluster.kafka import ControllerConnection
+    from kadmin.cluster.kraft import ControllerConnection
     from tests.integration.test_shutdown import Cluster, three_brokers
 
     kc = Cluster(zk_server, chroot, fleet, zk)
@@ -125,7 +125,8 @@ def test_ctrl_c_after_the_controller_accepted_a_shutdown_reports_it(zk_server, c
 
 def test_ctrl_c_while_a_refused_shutdown_waits_to_retry_interrupts(zk_server, chroot, fleet, zk, run, mocker):
     """A refused request changed nothing: a Ctrl-C that came with the refusal interrupts (130)."""
-    from kadmin.cluster.kafka import ControllerConnection, ShutdownReply
+    from kadmin.cluster.base import ShutdownReply
+    from kadmin.cluster.kraft import ControllerConnection
     from tests.integration.test_shutdown import Cluster, three_brokers
 
     kc = Cluster(zk_server, chroot, fleet, zk)

@@ -11,12 +11,13 @@ import pytest
 
 
 class Hung:
-    """Accepts TCP connections and never sends a byte."""
+    """Accepts TCP connections and never sends a byte; `accepted` is set at the first connection."""
 
     def __init__(self) -> None:
         self.sock = socket.create_server(("127.0.0.1", 0))
         self.port = self.sock.getsockname()[1]
         self.address = f"127.0.0.1:{self.port}"
+        self.accepted = threading.Event()
         self.conns: list[socket.socket] = []
         threading.Thread(target=self._accept, daemon=True).start()
 
@@ -24,6 +25,13 @@ class Hung:
         with contextlib.suppress(OSError):
             while True:
                 self.conns.append(self.sock.accept()[0])
+                self.accepted.set()
+
+    def __enter__(self) -> Hung:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def close(self) -> None:
         self.sock.close()

@@ -96,12 +96,11 @@ def test_backends_say_which_replicas_are_not_live() -> None:
     from kadmin.cluster.drain import AdminDrain, ZkDrain
     from kadmin.domain.models import PartitionState
 
-    admin = AdminDrain.__new__(AdminDrain)  # no connection: the Metadata answer is given
-    admin.where = "b:9092"
-    admin.admin = SimpleNamespace(describe_topics=lambda: [{"name": "t", "error_code": 0, "partitions": [
-        {"partition_index": 0, "replica_nodes": [1, 3, 2], "isr_nodes": [1, 2, 3], "leader_id": 1,
-         "offline_replicas": [3]},
-        {"partition_index": 1, "replica_nodes": [2, 1], "isr_nodes": [2, 1], "leader_id": 2}]}])
+    ns = SimpleNamespace
+    metadata = ns(error_code=0, topics=[ns(name="t", error_code=0, partitions=[
+        ns(partition_index=0, replica_nodes=[1, 3, 2], isr_nodes=[1, 2, 3], leader_id=1, offline_replicas=[3]),
+        ns(partition_index=1, replica_nodes=[2, 1], isr_nodes=[2, 1], leader_id=2)])])  # v0-v4: no offline
+    admin = AdminDrain(ns(addresses=["b:9092"], send_any=lambda make: ("b:9092", metadata)))  # type: ignore[arg-type]
     got = admin.partitions(in_flight=False)
     assert [(p.key, p.offline) for p in got] == [(("t", 0), (3,)), (("t", 1), ())]
     assert dom.plan_drain(got, 1).reorder[("t", 0)] == (2, 3, 1)

@@ -69,47 +69,13 @@ class ZkPartitions(ZkReads):
         ids, problems = self._ids(self._children(IDS))
         live = frozenset(ids)
         names = sorted(self._children(TOPICS)) if topics is None else list(topics)
-        assignments: dict[str, znodes.TopicAssignment] = {}
-        unreadable: dict[str, str] = {}
-        min_isr: dict[str, int | None] = {}
-        config_problem: dict[str, str] = {}
         broker_min_isr, bad_default, bad_brokers = self._broker_min_isr(problems)
         from kadmin.domain.partitions import DEFAULT
 
         static_source = DEFAULT  # ZooKeeper does not keep the static level: --min-isr-default states it
         deleting = self._queued_for_deletion()
-        shared: dict[tuple[int, ...], tuple[int, ...]] = {}
-        if progress:
-            progress("topics", len(names), 0)
-        for path, node in self.get_many(f"{TOPICS}/{t}" for t in names):
-            name = path.rsplit("/", 1)[1]
-            if progress:
-                progress("topics", len(names), 1)
-            if node is None:
-                if topics is not None:
-                    problems.append(Problem("not_found", f"topic {name} does not exist"))
-                continue
-            try:
-                a = znodes.decode_topic(node.data)
-            except znodes.ZnodeFormatError as e:
-                problems.append(Problem("invalid_znode", f"{path}: {e}", topic=name))
-                unreadable[name] = f"unreadable topic znode {path}: {e}"
-                continue
-            # a million partitions share a few replica lists: one tuple each, not one per partition
-            a["partitions"] = {p: shared.setdefault(r, r) for p, r in a["partitions"].items()}
-            assignments[name] = a
-        for path, node in self.get_many(f"{CONFIG_TOPICS}/{t}" for t in assignments):
-            name = path.rsplit("/", 1)[1]
-            min_isr[name] = None
-            if node is None:
-                continue
-            try:
-                value = znodes.decode_config(node.data).get("min.insync.replicas")
-                if value is not None:
-                    min_isr[name] = znodes.parse_min_isr(value)
-            except znodes.ZnodeFormatError as e:
-                problems.append(Problem("invalid_znode", f"{path}: {e}", topic=name))
-                config_problem[name] = f"min.insync.replicas unknown: {path}: {e}"
+        assignments, unreadable = self._assignments(names, topics is not None, progress, problems)
+        min_isr, config_problem = self._topics_min_isr(assignments, problems)
         from_brokers = self._min_isr_from_brokers(sorted(assignments), live, min_isr_default, problems) \
             if self.kafka is not None and assignments else None
         if from_brokers is not None:  # what the brokers use (their static value included) wins over ZooKeeper
@@ -127,6 +93,53 @@ class ZkPartitions(ZkReads):
         stream = self._states(assignments, min_isr, config_problem, broker_min_isr, bad_default, bad_brokers,
                               min_isr_default, static_source, deleting, problems, progress)
         return PartitionStream(stream, live, problems, unreadable)
+
+    def _assignments(self, names: list[str], named: bool, progress: Progress | None,
+                     problems: list[Problem]) -> tuple[dict[str, znodes.TopicAssignment], dict[str, str]]:
+        """Each topic's assignment znode (pipelined), and the topics whose znode is unreadable (why)."""
+        assignments: dict[str, znodes.TopicAssignment] = {}
+        unreadable: dict[str, str] = {}
+        shared: dict[tuple[int, ...], tuple[int, ...]] = {}
+        if progress:
+            progress("topics", len(names), 0)
+        for path, node in self.get_many(f"{TOPICS}/{t}" for t in names):
+            name = path.rsplit("/", 1)[1]
+            if progress:
+                progress("topics", len(names), 1)
+            if node is None:
+                if named:
+                    problems.append(Problem("not_found", f"topic {name} does not exist"))
+                continue
+            try:
+                a = znodes.decode_topic(node.data)
+            except znodes.ZnodeFormatError as e:
+                problems.append(Problem("invalid_znode", f"{path}: {e}", topic=name))
+                unreadable[name] = f"unreadable topic znode {path}: {e}"
+                continue
+            # a million partitions share a few replica lists: one tuple each, not one per partition
+            a["partitions"] = {p: shared.setdefault(r, r) for p, r in a["partitions"].items()}
+            assignments[name] = a
+        return assignments, unreadable
+
+    def _topics_min_isr(self, assignments: dict[str, znodes.TopicAssignment], problems: list[Problem],
+                        ) -> tuple[dict[str, int | None], dict[str, str]]:
+        """Each topic's own min.insync.replicas in ZooKeeper (None: not set), and the topics whose config
+        znode is unreadable (why: their min ISR is unknown)."""
+        min_isr: dict[str, int | None] = {}
+        config_problem: dict[str, str] = {}
+        for path, node in self.get_many(f"{CONFIG_TOPICS}/{t}" for t in assignments):
+            name = path.rsplit("/", 1)[1]
+            min_isr[name] = None
+            if node is None:
+                continue
+            try:
+                value = znodes.decode_config(node.data).get("min.insync.replicas")
+                if value is not None:
+                    min_isr[name] = znodes.parse_min_isr(value)
+            except znodes.ZnodeFormatError as e:
+                problems.append(Problem("invalid_znode", f"{path}: {e}", topic=name))
+                config_problem[name] = f"min.insync.replicas unknown: {path}: {e}"
+        return min_isr, config_problem
 
     def _states(
         self, assignments: dict[str, znodes.TopicAssignment], min_isr: dict[str, int | None],
