@@ -178,12 +178,20 @@ def zk_topic(k: RealCluster, assignment: Assignment) -> str:
     return name
 
 
+def not_the_controller(k: RealCluster) -> str:
+    """One broker that is not the controller: it answers ListPartitionReassignments and
+    AlterPartitionReassignments NOT_CONTROLLER, and ElectLeaders NOT_CONTROLLER per partition, so kadmin must
+    take them on to the controller Metadata names, as Kafka's admin client does."""
+    controller = wait_for(k.controller, WAIT, "a controller")
+    return next(b.bootstrap for i, b in sorted(k.brokers.items()) if i != controller)
+
+
 @pytest.mark.parametrize("via", ["znodes", "protocol"])
 def test_zk_drain_then_undrain(kafka: RealCluster, tmp_path: Path, via: str) -> None:
     a = layout()
     topic = zk_topic(kafka, a)
     # -z as a flag too: a --bootstrap-server flag alone beats the KADMIN_ZOOKEEPER Run sets (KRaft mode)
-    extra = ["-z", kafka.zk, "--bootstrap-server", kafka.bootstrap] if via == "protocol" else []
+    extra = ["-z", kafka.zk, "--bootstrap-server", not_the_controller(kafka)] if via == "protocol" else []
     saved = tmp_path / "drain-1.json"
 
     code, doc, err = kafka.run.json("brokers", "drain", "1", "--dry-run", "--save", str(saved), *extra)
@@ -250,7 +258,7 @@ def test_zk_drain_elects_an_in_sync_replica_when_the_preferred_one_is_down(kafka
                                                                            via: str) -> None:
     kafka.ready(timeout=WAIT)
     # -z as a flag too: a --bootstrap-server flag alone beats the KADMIN_ZOOKEEPER Run sets (KRaft mode)
-    extra = ["-z", kafka.zk, "--bootstrap-server", kafka.bootstrap] if via == "protocol" else []
+    extra = ["-z", kafka.zk, "--bootstrap-server", not_the_controller(kafka)] if via == "protocol" else []
     drain_past_a_stopped_preferred_replica(kafka.home, kafka.bootstrap, kafka.run.json, kafka.brokers[3].stop,
                                            lambda: kafka.ready(timeout=WAIT), tmp_path, extra)
 
@@ -281,7 +289,7 @@ def test_zk_drain_refuses_while_a_reassignment_is_in_flight(kafka: RealCluster, 
     topic, plan = hold_reassignment(kafka.home, kafka.bootstrap, tmp_path, 1, [2, 3],
                                     lambda t: produce(kafka, t, 0, count=4000, size=1000))
     # -z as a flag too: a --bootstrap-server flag alone beats the KADMIN_ZOOKEEPER Run sets (KRaft mode)
-    extra = ["-z", kafka.zk, "--bootstrap-server", kafka.bootstrap] if via == "protocol" else []
+    extra = ["-z", kafka.zk, "--bootstrap-server", not_the_controller(kafka)] if via == "protocol" else []
     try:
         wait_state(kafka.home, kafka.bootstrap, [topic], lambda st: st[(topic, 0)][1] == [2, 3, 1],
                    f"{topic}-0 being reassigned")
