@@ -11,6 +11,20 @@ import typer
 
 from kadmin.cli.options import Invocation, command, seconds_or_zero
 from kadmin.domain.text import plural
+from kadmin.payloads_ops import (
+    SandboxControllerBounce,
+    SandboxControllerKill,
+    SandboxControllerStart,
+    SandboxDown,
+    SandboxKafkaBounce,
+    SandboxKafkaStart,
+    SandboxProcess,
+    SandboxStatus,
+    SandboxUp,
+    sandbox_bounce,
+    sandbox_kill,
+    sandbox_start,
+)
 from kadmin.render import views
 from kadmin.results import Result
 
@@ -32,14 +46,10 @@ BrokerId = Annotated[int, typer.Argument(help="Broker id, or (real KRaft sandbox
                                          metavar="ID")]
 
 
-def _what(data: dict[str, Any], node_id: int) -> str:
-    return f"{data.get('role', 'broker')} {node_id}"
-
-
-def _not_running(down: list[dict[str, Any]]) -> str:
+def _not_running(down: list[SandboxProcess]) -> str:
     """`not running: broker 2 (pid 4242), zookeeper 1 (pid 4200)`: which of the sandbox's processes are down."""
-    def name(p: dict[str, Any]) -> str:
-        return p["role"] + ("" if p["id"] is None else f" {p['id']}") + (f" (pid {p['pid']})" if p["pid"] else "")
+    def name(p: SandboxProcess) -> str:
+        return p.role + ("" if p.id is None else f" {p.id}") + (f" (pid {p.pid})" if p.pid else "")
 
     return "not running: " + ", ".join(name(p) for p in down)
 
@@ -86,19 +96,20 @@ def up(
         from kadmin.errors import UsageError
 
         raise UsageError("--mode kraft needs real Kafka: give --kafka-home DIR (or KADMIN_KAFKA_HOME)")
-    data = _sandbox(directory).up(brokers=brokers, ensemble=ensemble, kafka_home=kafka_home, mode=mode.value)
-    state = "already running: " if data["already_running"] else "up: "
-    kind = f"Kafka {data['kafka_version']} " if data.get("engine") == "kafka" else ""
-    count = plural(len(data["brokers"]), f"{kind}broker")
-    if data.get("mode") == "kraft":
+    data = SandboxUp.from_json(_sandbox(directory).up(brokers=brokers, ensemble=ensemble, kafka_home=kafka_home,
+                                                      mode=mode.value))
+    state = "already running: " if data.already_running else "up: "
+    kind = f"Kafka {data.kafka_version} " if data.engine == "kafka" else ""
+    count = plural(len(data.brokers), f"{kind}broker")
+    if data.mode == "kraft":
         msg = (f"{state}{count} (KRaft); export KADMIN_BOOTSTRAP_SERVER="
-               f"{data['bootstrap_servers']} (controllers: KADMIN_BOOTSTRAP_CONTROLLER="
-               f"{data['bootstrap_controllers']})")
+               f"{data.bootstrap_servers} (controllers: KADMIN_BOOTSTRAP_CONTROLLER="
+               f"{data.bootstrap_controllers})")
     else:
-        msg = (f"{state}{count} on {data['zookeeper']}; "
-               f"export KADMIN_ZOOKEEPER={data['zookeeper']}")
-        if data.get("engine") == "kafka":
-            msg += f" (bootstrap servers {data['bootstrap_servers']})"
+        msg = (f"{state}{count} on {data.zookeeper}; "
+               f"export KADMIN_ZOOKEEPER={data.zookeeper}")
+        if data.engine == "kafka":
+            msg += f" (bootstrap servers {data.bootstrap_servers})"
     return inv.emit(Result(data=data, message=msg), views.sandbox)
 
 
@@ -109,8 +120,8 @@ def status(inv: Invocation, directory: DirOpt = None) -> int:
     -o json has one row per process (`processes`: role, id, pid, port, alive, registered) and the engine
     (`engine` emulated or kafka, `mode`, `kafka_version`, `kafka_home`, `bootstrap_servers`).
     """
-    data = _sandbox(directory).status()
-    down = [p for p in data["processes"] if not p["alive"]]  # every engine lists its processes
+    data = SandboxStatus.from_json(_sandbox(directory).status())
+    down = [p for p in data.processes if not p.alive]  # every engine lists its processes
     from kadmin.exit_codes import ExitCode
 
     return inv.emit(Result(data=data, exit_code=ExitCode.CONDITION_NOT_MET if down else ExitCode.OK,
@@ -131,14 +142,15 @@ def bounce(
     the same config and port; returns once it is registered again (KRaft: registered and unfenced). A KRaft
     controller (3001...) returns once the quorum leader reports it caught up.
     """
-    data = _sandbox(directory).bounce(broker_id, down)
-    if data.get("role") == "controller":
-        msg = (f"controller {broker_id} restarted: pid {data.get('old_pid')} -> {data.get('pid')}, caught up with "
-               f"leader {data.get('controller')}")
-    elif data.get("old_epoch") is None and data.get("new_epoch") is None:  # KRaft: DescribeCluster has no epochs
-        msg = f"broker {broker_id} restarted: pid {data.get('old_pid')} -> {data.get('pid')}, registered and unfenced"
+    data = sandbox_bounce(_sandbox(directory).bounce(broker_id, down))
+    if isinstance(data, SandboxControllerBounce):
+        msg = (f"controller {broker_id} restarted: pid {data.old_pid} -> {data.pid}, caught up with "
+               f"leader {data.controller}")
+    elif data.old_epoch is None and data.new_epoch is None:  # KRaft: DescribeCluster has no epochs
+        pids = (data.old_pid, data.pid) if isinstance(data, SandboxKafkaBounce) else (None, None)
+        msg = f"broker {broker_id} restarted: pid {pids[0]} -> {pids[1]}, registered and unfenced"
     else:
-        msg = f"broker {broker_id} bounced: epoch {data['old_epoch']} -> {data['new_epoch']}"
+        msg = f"broker {broker_id} bounced: epoch {data.old_epoch} -> {data.new_epoch}"
     return inv.emit(Result(data=data, message=msg), views.key_values)
 
 
@@ -155,8 +167,9 @@ def kill(
     On real Kafka: SIGTERM and wait for the exit (a controlled shutdown), or SIGKILL with --hard (a crash).
     In a KRaft sandbox ID may be a controller (3001...): it leaves the quorum until started again.
     """
-    data = _sandbox(directory).kill(broker_id, hard)
-    return inv.emit(Result(data=data, message=f"{_what(data, broker_id)} stopped"), views.key_values)
+    data = sandbox_kill(_sandbox(directory).kill(broker_id, hard))
+    what = "controller" if isinstance(data, SandboxControllerKill) else "broker"
+    return inv.emit(Result(data=data, message=f"{what} {broker_id} stopped"), views.key_values)
 
 
 @command(app, "start", cluster=False)
@@ -165,20 +178,22 @@ def start(inv: Invocation, broker_id: BrokerId, directory: DirOpt = None) -> int
 
     A KRaft controller (3001...) is started again with the same config and directory; this returns once
     the quorum leader reports it caught up (its LastCaughtUpTimestamp after the start)."""
-    data = _sandbox(directory).start(broker_id)
-    epoch = f"epoch {data['new_epoch']}" if data.get("new_epoch") is not None else f"pid {data.get('pid')}"
-    if data.get("role") == "controller":
-        epoch += f", caught up with leader {data.get('controller')}"
-    msg = f"{_what(data, broker_id)} started with {epoch}"
+    data = sandbox_start(_sandbox(directory).start(broker_id))
+    if isinstance(data, SandboxControllerStart):  # no epoch
+        msg = f"controller {broker_id} started with pid {data.pid}, caught up with leader {data.controller}"
+    else:
+        pid = data.pid if isinstance(data, SandboxKafkaStart) else None
+        msg = f"broker {broker_id} started with " + (f"epoch {data.new_epoch}" if data.new_epoch is not None
+                                                     else f"pid {pid}")
     return inv.emit(Result(data=data, message=msg), views.key_values)
 
 
 @command(app, "down", cluster=False)
 def down(inv: Invocation, directory: DirOpt = None) -> int:
     """Stop every process this sandbox started, by pid."""
-    data = _sandbox(directory).down()
-    msg = "stopped " + plural(len(data["stopped"]), "process", "processes")
-    if data["already_gone"]:
-        msg += f"; {len(data['already_gone'])} already gone: " + ", ".join(
-            f"{g['process']} (pid {g['pid']}: {g['reason']})" for g in data["already_gone"])
+    data = SandboxDown.from_json(_sandbox(directory).down())
+    msg = "stopped " + plural(len(data.stopped), "process", "processes")
+    if data.already_gone:
+        msg += f"; {len(data.already_gone)} already gone: " + ", ".join(
+            f"{g.process} (pid {g.pid}: {g.reason})" for g in data.already_gone)
     return inv.emit(Result(data=data, message=msg), views.sandbox_down)

@@ -4,7 +4,7 @@ Each command names its view when it emits its result (`inv.emit(result, views.br
 function of the result's data (`ViewFn`), which is a typed payload (kadmin/payloads.py) where the command
 has one: the view reads its fields, and the JSON form (`to_json()`) is the renderer's business. There is no
 table of views by command name and no fallback; a command without a view of its own names `key_values` (a
-dict, or a payload: the keys of its JSON form) or `records` (a list of dicts).
+dict, or a payload: the keys of its JSON form) or `records` (a list of dicts or payloads).
 
 `-o plain` prints a view's `text` exactly when it has one (what scripts capture with `$(kadmin ...)`: a
 broker id, a connect string, kafka-metadata-quorum's text), else its rows in tabulate's plain columns under
@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from kadmin.payloads import ShutdownDryRun
+from kadmin.payloads_ops import SandboxDown, SandboxStatus
 from kadmin.results import Payload
 
 if TYPE_CHECKING:
@@ -118,10 +119,12 @@ def key_values(data: Mapping[str, Any] | Payload) -> View:
     return View(["KEY", "VALUE"], rows)
 
 
-def records(data: list[dict[str, Any]]) -> View:
-    """One column per key of the first record (upper-cased): the view of a list without a view of its own."""
-    headers = list(data[0]) if data else []
-    return View([h.upper() for h in headers], [[row.get(h) for h in headers] for row in data])
+def records(data: Sequence[Mapping[str, Any] | Payload]) -> View:
+    """One column per key of the first record (upper-cased): the view of a list without a view of its own. A
+    payload's keys are those of its JSON form (`history report`)."""
+    rows = [r.to_json() if isinstance(r, Payload) else r for r in data]
+    headers = list(rows[0]) if rows else []
+    return View([h.upper() for h in headers], [[row.get(h) for h in headers] for row in rows])
 
 
 def max_epoch(data: MaxEpoch) -> View:
@@ -163,28 +166,31 @@ def brokers_wait(data: BrokerWait) -> View:
     return v
 
 
-def sandbox(data: dict[str, Any]) -> View:
+def sandbox(data: SandboxStatus | Mapping[str, Any]) -> View:
     """`sandbox up/status`: plain output is what to connect to (the ZooKeeper connect string, or a KRaft
-    sandbox's bootstrap servers)."""
-    if data.get("engine") == "kafka" and data.get("processes"):
+    sandbox's bootstrap servers). A mapping is read as the status it is the JSON form of."""
+    if isinstance(data, Mapping):
+        data = SandboxStatus.from_json(data)
+    if data.engine == "kafka" and data.processes:
         # real JVMs: one row per process (an epoch exists only in ZooKeeper mode)
         v = View(["ROLE", "ID", "PID", "PORT", "ALIVE", "REGISTERED", "EPOCH"],
-                 [[p["role"], p["id"], p["pid"], p["port"], p["alive"], p["registered"],
-                   data["brokers"].get(p["id"]) if p["role"] == "broker" else None]
-                  for p in data["processes"]])
+                 [[p.role, p.id, p.pid, p.port, p.alive, p.registered,
+                   data.brokers.get(p.id) if p.role == "broker" and p.id is not None else None]
+                  for p in data.processes])
     else:
-        v = View(["ID", "EPOCH", "CONTROLLER"],
-                 [[b, e, b == data.get("controller")] for b, e in data["brokers"].items()])
-    connect = data["bootstrap_servers"] if data.get("mode") == "kraft" else (data.get("zookeeper")
-                                                                             or data.get("bootstrap_servers"))
+        v = View(["ID", "EPOCH", "CONTROLLER"], [[b, e, b == data.controller] for b, e in data.brokers.items()])
+    connect = data.bootstrap_servers if data.mode == "kraft" else (data.zookeeper or data.bootstrap_servers)
     v.text = None if connect is None else f"{connect}\n"
     return v
 
 
-def sandbox_down(data: dict[str, Any]) -> View:
-    """One row per process the sandbox started: stopped now, or already gone (and why)."""
-    rows = [[p["process"], p["pid"], "stopped", p["reason"]] for p in data["stopped"]]
-    rows += [[p["process"], p["pid"], "already-gone", p["reason"]] for p in data["already_gone"]]
+def sandbox_down(data: SandboxDown | Mapping[str, Any]) -> View:
+    """One row per process the sandbox started: stopped now, or already gone (and why). A mapping is read as
+    the result it is the JSON form of."""
+    if isinstance(data, Mapping):
+        data = SandboxDown.from_json(data)
+    rows = [[p.process, p.pid, "stopped", p.reason] for p in data.stopped]
+    rows += [[p.process, p.pid, "already-gone", p.reason] for p in data.already_gone]
     return View(["PROCESS", "PID", "STATE", "REASON"], rows)
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from kadmin.domain.text import plural
 from kadmin.errors import ConditionNotMet, ConfigError, KadminError, Unsafe, UsageError
 from kadmin.exit_codes import ExitCode
+from kadmin.payloads_ops import IngestDamage, Ingested, NothingIngested, ReportRow, report_row
 from kadmin.results import Progress, Result
 
 
@@ -102,7 +103,8 @@ def _check_cluster(cluster: str) -> None:
 
 def ingest(paths: list[str], cluster: str, out: str, master: str, chroot: str | None,
            progress: Progress | None = None, wait_lock: float = 0.0,
-           note: Callable[[str], None] | None = None, log: Callable[[str], None] | None = None) -> Result:
+           note: Callable[[str], None] | None = None,
+           log: Callable[[str], None] | None = None) -> Result[Ingested | NothingIngested]:
     """`log` (-v): one line saying which CRC-32C implementation checks KRaft batches."""
     from kadmin.pipeline.ingest import crc32c_impl, discover
     from kadmin.pipeline.ingest import ingest as run
@@ -118,9 +120,9 @@ def ingest(paths: list[str], cluster: str, out: str, master: str, chroot: str | 
         raise UsageError(f"no such file or directory: {e}") from e
     warnings = [f"{d}: cannot read this directory: skipped" for d in found.unreadable]
     if not found.sources:
-        data = {"cluster": cluster, "out": out, "files": 0, "events_parsed": 0, "events_added": 0,
-                "skipped": found.skipped, "unreadable": found.unreadable}
-        return Result(data=data, warnings=warnings,
+        nothing = NothingIngested(cluster, out, files=0, events_parsed=0, events_added=0,
+                                  skipped=tuple(found.skipped), unreadable=tuple(found.unreadable))
+        return Result(data=nothing, warnings=warnings,
                       exit_code=ExitCode.PARTIAL if found.unreadable else ExitCode.CONDITION_NOT_MET,
                       message="nothing to ingest: no ZooKeeper log.*, KRaft *.log/*.checkpoint or *.ndjson found")
 
@@ -141,11 +143,11 @@ def ingest(paths: list[str], cluster: str, out: str, master: str, chroot: str | 
             table.recover()
             with _Spark(master) as spark, StageProgress(spark, progress):
                 s = run(spark, found, cluster, table, run_id, chroot)
-    data = {"cluster": cluster, "out": out, "files": s.files, "ranges": s.ranges, "bytes": s.bytes,
-            "events_parsed": s.events_parsed, "events_added": s.events_added, "damage": s.damage,
-            "skipped": s.skipped, "unreadable": s.unreadable, "run_id": run_id if s.committed_files else None}
-    warnings += [f"{d['file']}: damaged at offset {d['offset']}: {d['reason']} (records before it were kept)"
-                 for d in s.damage]
+    damage = tuple(IngestDamage(d["file"], d["offset"], d["reason"]) for d in s.damage)
+    data = Ingested(cluster, out, files=s.files, ranges=s.ranges, bytes=s.bytes, events_parsed=s.events_parsed,
+                    events_added=s.events_added, damage=damage, skipped=tuple(s.skipped),
+                    unreadable=tuple(s.unreadable), run_id=run_id if s.committed_files else None)
+    warnings += [f"{d.file}: damaged at offset {d.offset}: {d.reason} (records before it were kept)" for d in damage]
     warnings += [f"{p}: not a ZooKeeper txn log, KRaft metadata log or kadmin NDJSON file: skipped" for p in s.skipped]
     return Result(data=data, warnings=warnings,
                   exit_code=ExitCode.PARTIAL if s.damage or s.unreadable else ExitCode.OK,
@@ -154,7 +156,7 @@ def ingest(paths: list[str], cluster: str, out: str, master: str, chroot: str | 
 
 
 def report(directory: str, kind: str, cluster: str | None, since_ms: int | None, until_ms: int | None,
-           master: str, png: str | None) -> Result:
+           master: str, png: str | None) -> Result[list[ReportRow]]:
     from kadmin.pipeline import reports
     from kadmin.pipeline.table import Table
 
@@ -169,7 +171,7 @@ def report(directory: str, kind: str, cluster: str | None, since_ms: int | None,
                              f"{directory}` first)")
         with _Spark(master) as spark:
             df = reports.load(spark, directory, cluster, since_ms, until_ms)
-            rows = reports.report(spark, df, kind)
+            rows = [report_row(kind, r) for r in reports.report(spark, df, kind)]
             if png:
                 hist = reports.broker_history(df)
                 if not hist.generations:
