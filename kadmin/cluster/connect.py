@@ -130,9 +130,11 @@ def open_backend(settings: ConnectionSettings, command: str, log: Callable[[str]
     flag-given --bootstrap-server is not overruled by KADMIN_ZOOKEEPER), so "a ZooKeeper is given" means
     given where it takes precedence. Nothing is contacted until a capability is first used.
 
-    `deadline` (time.monotonic(); a command's own) caps each connection's timeout; `on_connection` hears,
-    in one line each, that a ZooKeeper connection was lost and that it is back. `command` names the
-    command in the exit-3 error of a capability the mode lacks.
+    `deadline` (time.monotonic(); a command's own): no wait for an answer outlasts it, connecting included;
+    each one lasts at most --connect-timeout anyway (docs/connecting.md, Deadlines: ZkSession.bound(),
+    KraftClient.bound()). `on_connection` hears, in one line each, that a ZooKeeper connection was lost and that
+    it is back, while a watch loop runs. `command` names the command in the exit-3 error of a capability the
+    mode lacks.
     """
     o = _Opener(settings, log, deadline, on_connection)
     missing: dict[str, Missing] = {"epochs": EPOCHS_BY_COMMAND.get(command, EPOCHS_MISSING),
@@ -188,10 +190,10 @@ class _Opener:
         return self._made[name]  # type: ignore[return-value]
 
     def zk(self) -> ZkCluster:
-        return self._once("zk", lambda: _zk_cluster(self.settings, self.log, self.left(), self.on_connection))
+        return self._once("zk", lambda: _zk_cluster(self.settings, self.log, self.deadline, self.on_connection))
 
     def kraft(self) -> KraftClient:
-        return self._once("kraft", lambda: kraft_client(self.settings, log=self.log))
+        return self._once("kraft", lambda: kraft_client(self.settings, log=self.log, deadline=self.deadline))
 
     def kraft_cluster(self) -> KraftCluster:
         from kadmin.cluster.kraft_cluster import KraftCluster
@@ -208,7 +210,8 @@ class _Opener:
         from kadmin.cluster.kraft import KraftClient
 
         return self._once("admin_drain", lambda: AdminDrain(KraftClient(
-            str(self.server), _client_config(self.settings), self.capped(), controllers=False)))
+            str(self.server), _client_config(self.settings), self.capped(), controllers=False,
+            deadline=self.deadline)))
 
     def zk_drain(self) -> ZkDrain:
         from kadmin.cluster.drain import ZkDrain
@@ -216,7 +219,8 @@ class _Opener:
         return self._once("zk_drain", lambda: ZkDrain(self.zk()))
 
     def controller_links(self) -> KafkaControllerLinks:
-        return self._once("links", lambda: KafkaControllerLinks(_client_config(self.settings), self.capped()))
+        return self._once("links", lambda: KafkaControllerLinks(_client_config(self.settings), self.capped(),
+                                                                self.deadline))
 
     def ensemble(self) -> ZkEnsemble:
         return self._once("ensemble", lambda: ZkEnsemble(self.settings, self.log))
@@ -254,11 +258,16 @@ def _client_config(settings: ConnectionSettings) -> dict[str, Any]:
     return client_config(read_properties(path) if path else {})
 
 
-def _zk_cluster(settings: ConnectionSettings, log: Callable[[str], None] | None, timeout: float | None,
+def _zk_cluster(settings: ConnectionSettings, log: Callable[[str], None] | None, deadline: float | None,
                 on_connection: Callable[[str], None] | None) -> ZkCluster:
+    """The ZooKeeper-mode cluster, connected: within --connect-timeout and the command's `deadline`, which every
+    later read is bounded by too (ZkSession.bound())."""
+    import time
+
     from kadmin.cluster.zookeeper import ZkCluster
 
-    conn = zk_connection(settings, timeout)
+    left = None if deadline is None else max(deadline - time.monotonic(), 0.001)
+    conn = zk_connection(settings, left)
     if log:
         log(f"backend: ZooKeeper mode, {conn.where}, because zookeeper came from {settings.source('zookeeper')}")
     # With --bootstrap-server too, min.insync.replicas comes from the brokers (DescribeConfigs: their
@@ -268,30 +277,37 @@ def _zk_cluster(settings: ConnectionSettings, log: Callable[[str], None] | None,
         import dataclasses
 
         brokers_only = {k: v for k, v in settings.values.items() if k != "bootstrap-controller"}
-        kafka = kraft_client(dataclasses.replace(settings, values=brokers_only))
+        kafka = kraft_client(dataclasses.replace(settings, values=brokers_only), deadline=deadline)
         if log:
             log(f"min.insync.replicas: DescribeConfigs via --bootstrap-server {settings.get('bootstrap-server')} "
                 f"(from {settings.source('bootstrap-server')}), else ZooKeeper and --min-isr-default")
     try:
-        return ZkCluster(conn, on_connection=on_connection, kafka=kafka).start()
+        cluster = ZkCluster(conn, on_connection=on_connection, kafka=kafka, deadline=deadline).start()
     except BaseException:
         if kafka is not None:
             kafka.close()
         raise
+    if log:
+        log(f"connected to ZooKeeper {cluster.connected_server() or conn.hosts} (session "
+            f"0x{cluster.zk.client_id[0]:x}); each read waits at most {conn.timeout:g}s"
+            + ("" if deadline is None else ", and never past the command's --timeout"))
+    return cluster
 
 
 class KafkaControllerLinks:
-    """ControlledShutdown connections to the active controller, configured by --command-config."""
+    """ControlledShutdown connections to the active controller, configured by --command-config; each request
+    waits at most `timeout` (--connect-timeout), never past `deadline` (the command's)."""
 
-    def __init__(self, config: dict[str, Any], timeout: float) -> None:
+    def __init__(self, config: dict[str, Any], timeout: float, deadline: float | None = None) -> None:
         self.config = config
         self.timeout = timeout
+        self.deadline = deadline
         self.security_protocol = str(config["security_protocol"])
 
     def connect(self, address: str, node_id: int) -> ControllerLink:
         from kadmin.cluster.kraft import ControllerConnection
 
-        return ControllerConnection(address, node_id, self.config, self.timeout)
+        return ControllerConnection(address, node_id, self.config, self.timeout, self.deadline)
 
 
 class ZkEnsemble:
@@ -359,8 +375,10 @@ def zookeeper_quorum(settings: ConnectionSettings, log: Callable[[str], None] | 
     return dataclasses.replace(q, cluster_id=cluster_id), now_ms
 
 
-def kraft_client(settings: ConnectionSettings, log: Callable[[str], None] | None = None) -> KraftClient:
-    """A KRaftClient for --bootstrap-server or --bootstrap-controller (exactly one)."""
+def kraft_client(settings: ConnectionSettings, log: Callable[[str], None] | None = None,
+                 deadline: float | None = None) -> KraftClient:
+    """A KRaftClient for --bootstrap-server or --bootstrap-controller (exactly one): each request waits at most
+    --connect-timeout, never past `deadline` (the command's, time.monotonic())."""
     from kadmin.cluster.kraft import KraftClient
 
     server, controller = settings.get("bootstrap-server"), settings.get("bootstrap-controller")
@@ -372,7 +390,8 @@ def kraft_client(settings: ConnectionSettings, log: Callable[[str], None] | None
     if log:
         which = "bootstrap-controller" if controller else "bootstrap-server"
         log(f"backend: KRaft via {which} {server or controller} (from {settings.source(which)})")
-    return KraftClient(str(server or controller), cfg, settings.connect_timeout, controllers=bool(controller))
+    return KraftClient(str(server or controller), cfg, settings.connect_timeout, controllers=bool(controller),
+                       deadline=deadline)
 
 
 

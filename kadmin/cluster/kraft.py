@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import queue
+import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -31,6 +33,30 @@ AUTH_ERRORS = {29, 30, 31, 58}  # topic/group/cluster authorization, SASL authen
 
 
 ZERO_UUID_TEXT = "AAAAAAAAAAAAAAAAAAAAAA"  # Uuid.ZERO_UUID.toString(): Kafka's "unknown"/"unassigned"
+
+# The deadlines (docs/connecting.md), as ZooKeeper's (kadmin/cluster/zookeeper/session.py): one wait for an answer
+# lasts at most --connect-timeout and never past the command's own deadline; once that has passed, LAST_LOOK.
+LAST_LOOK = 0.5  # s
+STAGGER_MAX = 2.0  # s: a read a bootstrap address has not answered by then goes to the next address too
+# Requests that only read: a request to "any bootstrap address" is sent to the next one too when the first is
+# slow to answer (the first answer wins). Any other request goes to one address at a time: a write is never in
+# flight twice.
+READS = frozenset({"ApiVersions", "Metadata", "DescribeCluster", "DescribeTopicPartitions", "DescribeConfigs",
+                   "ListPartitionReassignments", "DescribeQuorum", "DescribeLogDirs"})
+
+
+def api_name(request: Any) -> str:
+    """A request's API name, as Kafka names it: `DescribeCluster`."""
+    return type(request).__name__.removesuffix("Request")
+
+
+def seconds_text(value: float) -> str:
+    """A duration as messages say it: `5`, `2.5`, `0.3` (seconds, to a tenth)."""
+    return f"{round(value, 1):g}"
+
+
+class NoAnswer(ClusterUnreachable):
+    """A node that did not answer a request within the time it had (frozen, black-holed, or too slow)."""
 
 
 def uuid_text(value: Any) -> str | None:
@@ -83,23 +109,40 @@ class _Connection:
         self.node_id = self.manager.cluster.bootstrap_brokers()[0].node_id
         self.net.start()
 
-    def send(self, request: Any) -> Any:
+    def send(self, request: Any, timeout: float | None = None, who: str = "", since: float | None = None) -> Any:
+        """Send `request` and return the answer, all of it (connecting, ApiVersions, SASL, the request) within
+        `timeout` seconds (default: the connection's own): no answer by then is NoAnswer, naming `who` (the node:
+        `broker 127.0.0.1:9092`), the request and how long the node has been silent (since `since`, when it had
+        left an earlier request unanswered, else since this one was sent)."""
         from kafka import errors as ke
 
-        async def go(req: Any) -> Any:
-            conn = self.manager.get_connection(self.node_id, timeout_ms=self.timeout_ms,
-                                               refresh_metadata_on_err=False)
-            await conn  # TCP, ApiVersions (with the KIP-511 fallback), SASL
-            return await conn.send_request(req)
+        budget = self.timeout_ms / 1000 if timeout is None else max(timeout, 0.001)
+        ms = max(int(budget * 1000), 1)
+        start = time.monotonic()
+        end = start + budget
 
+        async def go(req: Any) -> Any:
+            conn = self.manager.get_connection(self.node_id, timeout_ms=ms, refresh_metadata_on_err=False)
+            await conn  # TCP, ApiVersions (with the KIP-511 fallback), SASL
+            left = max(int((end - time.monotonic()) * 1000), 1)
+            return await conn.send_request(req, request_timeout_ms=left)
+
+        async def bounded(req: Any) -> Any:  # the whole of it, whatever part waits: connecting or the answer
+            return await self.manager.wait_for(self.manager.call_soon(go, req), ms)
+
+        api = api_name(request)
         try:
-            return self.manager.run(go, request)
+            return self.manager.run(bounded, request)
         except (ke.KafkaError, OSError) as e:
             # why the connection failed (TLS verification, refused SASL credentials) before "cannot reach"
             why = bootstrap_reason([e], self.sasl)
             at = f"{self.peer} at {self.address}" if self.peer else self.address
-            raise (why(at) if why else translate(e, self.address, type(request).__name__.removesuffix("Request"),
-                                                 peer=self.peer)) from e
+            if why:
+                raise why(at) from e
+            if time.monotonic() >= end - 0.05 or isinstance(e, (ke.KafkaTimeoutError, ke.RequestTimedOutError)):
+                silent = end - (start if since is None else min(since, start))
+                raise NoAnswer(f"{who or at} did not answer {api} within {seconds_text(silent)} s") from e
+            raise translate(e, self.address, api, peer=self.peer) from e
 
     def close(self) -> None:
         try:
@@ -111,38 +154,213 @@ class _Connection:
 
 class KraftClient:
     """A KRaft cluster reached through brokers (`--bootstrap-server`) or controllers
-    (`--bootstrap-controller`)."""
+    (`--bootstrap-controller`).
+
+    Deadlines (docs/connecting.md): every request waits at most `timeout` (--connect-timeout) for its answer, and
+    never past `deadline` (the command's own, on time.monotonic; None: it has none): once that has passed, a
+    request gets LAST_LOOK. An address that has left a request unanswered for `timeout` is not waited on again by
+    this client (the command): a request to it fails at once, saying so.
+
+    A request to any bootstrap address (`send_any`) goes first to the current one (the address that answered the
+    last such request; at first the first one given: a command reads one broker's metadata while it answers), then
+    to the others in the order given, those with a request unanswered and those given up on last; all of them
+    within one `timeout`. A read goes to the first; when it has not answered within a share of the time (at most
+    STAGGER_MAX), to the next one too, and so on: the first answer wins and becomes the current address, and the
+    others are left to end by themselves. A write goes to one address at a time: the current one gets all the time
+    left, any other an equal share of it."""
 
     source = "DescribeCluster"  # where cluster_id() reads the id (ClusterIdentity)
 
     def __init__(self, bootstrap: str, config: Mapping[str, Any], timeout: float, controllers: bool,
-                 peer: str = "") -> None:
+                 peer: str = "", deadline: float | None = None) -> None:
         self.addresses = [a.strip() for a in bootstrap.split(",") if a.strip()]
         self.config = dict(config)
         self.timeout = timeout
+        self.deadline = deadline
         self.controllers = controllers
         self.peer = peer  # who is at the addresses, for messages ("the controller")
         self._conns: dict[str, _Connection] = {}
+        self._lock = threading.Lock()  # reads race on threads: the state below is shared
+        self._asked: dict[str, float] = {}  # address -> since when it has a request unanswered (none: absent)
+        self._gave_up: dict[str, str] = {}  # address -> why it is not waited on again (it did not answer in time)
+        self._current: str | None = None  # the bootstrap address that answered send_any's last request
+
+    # ------------------------------------------------------------------ deadlines and the request path
+    def bound(self) -> float:
+        """How long one request may wait for its answer now: `timeout`, never past the deadline (then LAST_LOOK)."""
+        if self.deadline is None:
+            return self.timeout
+        return min(self.timeout, max(self.deadline - time.monotonic(), LAST_LOOK))
+
+    def _who(self, address: str) -> str:
+        if self.peer:
+            return f"{self.peer} at {address}"
+        return f"{'controller' if self.controllers else 'broker'} {address}"
 
     def _conn(self, address: str) -> _Connection:  # one connection per address, reused
-        if address not in self._conns:
-            self._conns[address] = _Connection(address, self.config, self.timeout, self.peer)
-        return self._conns[address]
+        with self._lock:
+            if address not in self._conns:
+                self._conns[address] = _Connection(address, self.config, self.timeout, self.peer)
+            return self._conns[address]
 
-    def send_to(self, address: str, request: Any) -> Any:
-        """Send `request` to the node at `address` (not a bootstrap address: a broker's advertised one)."""
-        return self._conn(address).send(request)
+    def _send(self, address: str, request: Any, until: float | None = None) -> Any:
+        """Send to `address` within bound() (and `until`, time.monotonic()), minding what it did before: an
+        address that did not answer in time is not asked again, and one with a request unanswered since t has
+        until t + timeout, whatever this request's own time."""
+        now = time.monotonic()
+        api = api_name(request)
+        budget = self.bound() if until is None else min(self.bound(), until - now)
+        with self._lock:
+            why = self._gave_up.get(address)
+            since = self._asked.get(address)
+            if why is None and since is not None and since + self.timeout <= now:
+                why = f"it has not answered for {seconds_text(now - since)} s"
+            if why is None and since is not None:
+                budget = min(budget, since + self.timeout - now)
+            if why is None:
+                self._asked.setdefault(address, now)
+        if why is not None:
+            raise NoAnswer(f"{self._who(address)} was not asked {api}: {why}")
+        conn = self._conn(address)
+        try:
+            resp = conn.send(request, budget, self._who(address), since)
+        except NoAnswer as e:
+            with self._lock:
+                if self._asked.get(address, now) + self.timeout <= time.monotonic() + 0.05:
+                    # "broker X did not answer DescribeLogDirs within 5 s" -> "it did not answer ..."
+                    self._gave_up.setdefault(address, "it" + e.message.removeprefix(self._who(address)))
+            raise
+        except BaseException:
+            with self._lock:  # it answered, if only with an error (refused, reset, TLS): not silent
+                if self._asked.get(address) == now:
+                    del self._asked[address]
+            raise
+        with self._lock:
+            self._asked.pop(address, None)
+            self._gave_up.pop(address, None)
+        return resp
+
+    def send_to(self, address: str, request: Any, until: float | None = None) -> Any:
+        """Send `request` to the node at `address` (not a bootstrap address: a broker's advertised one), within
+        bound() and `until` (time.monotonic())."""
+        return self._send(address, request, until)
+
+    def send_each(self, requests: Mapping[str, Any]) -> dict[str, Any]:
+        """Send each request to its node's address, all at once (a thread each), within one bound(): {address: the
+        answer, or the KadminError it failed with}. Nodes that do not answer cost one wait together, not one each
+        (DescribeLogDirs and DescribeConfigs at every broker)."""
+        end = time.monotonic() + self.bound()
+        out: dict[str, Any] = {}
+
+        def ask(address: str, request: Any) -> None:
+            try:
+                out[address] = self._send(address, request, end)
+            except BaseException as e:  # noqa: BLE001 - handed to the caller's thread
+                out[address] = e
+
+        if len(requests) == 1:
+            ((address, request),) = requests.items()
+            ask(address, request)
+        else:
+            threads = [threading.Thread(target=ask, args=item, name="kadmin-kafka-request", daemon=True)
+                       for item in requests.items()]
+            for t in threads:
+                t.start()
+            for t in threads:  # each request ends by `end` by itself: the margin is thread scheduling only
+                t.join(max(end - time.monotonic(), 0.0) + 0.5)
+        for address, request in requests.items():
+            got = out.get(address)
+            if got is None:
+                out[address] = NoAnswer(f"{self._who(address)} did not answer {api_name(request)} in time")
+            elif isinstance(got, BaseException) and not isinstance(got, KadminError):
+                raise got
+        return out
+
+    def preferred(self, addresses: list[str] | None = None) -> list[str]:
+        """`addresses` (default: the bootstrap addresses) in the order to ask them: the current one, the others in
+        the order given, those with a request unanswered, those given up on."""
+        addresses = self.addresses if addresses is None else addresses
+        with self._lock:
+            rank = {a: 0 if a == self._current else 3 if a in self._gave_up else 2 if a in self._asked else 1
+                    for a in addresses}
+        return sorted(addresses, key=lambda a: rank[a])  # stable: the order given within a rank
 
     def send_any(self, make: Any) -> tuple[str, Any]:
-        """Send to the first bootstrap address that answers (a new request object each time)."""
-        last: Exception | None = None
-        for address in self.addresses:
+        """Send to the bootstrap addresses until one answers (a new request object each time), all within one
+        bound(): a read to the next address too when the one before has not answered within a share of the time,
+        a write to one address at a time. A node that answers with an error (not an unreachable one) is the
+        answer."""
+        first = make()
+        order = self.preferred()
+        end = time.monotonic() + self.bound()
+        if api_name(first) in READS and len(order) > 1:
+            return self._race(order, first, make, end)
+        failures: list[ClusterUnreachable] = []
+        for i, address in enumerate(order):
+            left = end - time.monotonic()
+            if left <= 0:
+                break
+            share = left if address == self._current else left / (len(order) - i)
             try:
-                return address, self.send_to(address, make())
+                resp = self._send(address, first if i == 0 else make(), time.monotonic() + share)
             except ClusterUnreachable as e:
-                last = e
-        raise ClusterUnreachable(f"no bootstrap {'controller' if self.controllers else 'server'} answered "
-                                 f"({', '.join(self.addresses)}): {last}")
+                failures.append(e)
+                continue
+            self._current = address
+            return address, resp
+        raise self._none_answered(failures)
+
+    def _race(self, order: list[str], first: Any, make: Any, end: float) -> tuple[str, Any]:
+        """A read to the addresses in `order`, the next one started when those started have all failed or none
+        has answered within `stagger`; the first answer wins (the others end by themselves, on daemon threads)."""
+        answers: queue.Queue[tuple[str, Any, BaseException | None]] = queue.Queue()
+        budget = end - time.monotonic()
+        stagger = min(STAGGER_MAX, budget / len(order))
+
+        def ask(address: str, request: Any) -> None:
+            try:
+                answers.put((address, self._send(address, request, end), None))
+            except BaseException as e:  # noqa: BLE001 - handed to the caller's thread
+                answers.put((address, None, e))
+
+        failures: list[ClusterUnreachable] = []
+        done: set[str] = set()
+        started = pending = 0
+        next_at = time.monotonic()
+        while True:
+            now = time.monotonic()
+            if started < len(order) and (pending == 0 or now >= next_at):
+                request = first if started == 0 else make()
+                threading.Thread(target=ask, args=(order[started], request), name="kadmin-kafka-request",
+                                 daemon=True).start()
+                started += 1
+                pending += 1
+                next_at = now + stagger
+                continue
+            if pending == 0:
+                raise self._none_answered(failures)
+            until = end if started == len(order) else min(end, next_at)
+            try:
+                address, resp, error = answers.get(timeout=max(until - now, 0.0))
+            except queue.Empty:
+                if time.monotonic() >= end:  # those still in flight end by themselves
+                    failures += [NoAnswer(f"{self._who(a)} did not answer {api_name(first)} within "
+                                          f"{seconds_text(budget)} s") for a in order[:started] if a not in done]
+                    raise self._none_answered(failures) from None
+                continue
+            pending -= 1
+            done.add(address)
+            if error is None:
+                self._current = address
+                return address, resp
+            if not isinstance(error, ClusterUnreachable):
+                raise error
+            failures.append(error)
+
+    def _none_answered(self, failures: list[ClusterUnreachable]) -> ClusterUnreachable:
+        said = "; ".join(dict.fromkeys(f.message for f in failures)) or "no address left to ask"
+        return ClusterUnreachable(f"no bootstrap {'controller' if self.controllers else 'server'} answered "
+                                  f"({', '.join(self.addresses)}): {said}")
 
     def send_to_controller(self, make: Any, not_controller: Callable[[Any], bool] | None = None) -> tuple[str, Any]:
         """Send a request only the controller serves (ListPartitionReassignments, ...) where Kafka takes it: a
@@ -164,10 +382,12 @@ class KraftClient:
         return controller, self.send_to(controller, make())
 
     def close(self) -> None:
-        for c in self._conns.values():
+        """Close every connection (what the addresses did is kept: a later request of this command minds it)."""
+        with self._lock:
+            conns, self._conns = list(self._conns.values()), {}
+        for c in conns:
             with contextlib.suppress(Exception):  # closing must never mask the result
                 c.close()
-        self._conns.clear()
 
     # ------------------------------------------------------------------ DescribeCluster
     def describe_cluster(self) -> ClusterDescription:
@@ -227,7 +447,7 @@ class KraftClient:
     # ------------------------------------------------------------------ DescribeQuorum
     def describe_quorum(self) -> tuple[QuorumState, int]:
         cluster = self.describe_cluster()
-        addresses = list(self.addresses)
+        addresses = self.preferred()  # those that answered first, those that did not last
         if self.controllers:
             # Only the raft leader answers DescribeQuorum; DescribeCluster named it.
             leader = next((b for b in cluster.brokers if b.id == cluster.controller_id), None)
@@ -235,9 +455,10 @@ class KraftClient:
                 at = host_port(leader.host, leader.port)
                 addresses = [at] + [a for a in addresses if a != at]
         last_error: KadminError | None = None
+        end = time.monotonic() + self.bound()  # all of them within one bound, as send_any
         for address in addresses:
             try:
-                resp = self.send_to(address, _quorum_request())
+                resp = self.send_to(address, _quorum_request(), end)
             except ClusterUnreachable as e:
                 last_error = e
                 continue
@@ -324,10 +545,12 @@ class ControllerConnection:
     """ControlledShutdown (API key 7) to the active controller of a ZooKeeper-mode cluster, over the one
     Kafka client (KraftClient's connection to that one address)."""
 
-    def __init__(self, address: str, node_id: int, config: Mapping[str, Any], timeout: float) -> None:
+    def __init__(self, address: str, node_id: int, config: Mapping[str, Any], timeout: float,
+                 deadline: float | None = None) -> None:
         self.node_id = node_id
         self.address = address
-        self.client = KraftClient(address, config, timeout, controllers=False, peer="the controller")
+        self.client = KraftClient(address, config, timeout, controllers=False, peer="the controller",
+                                  deadline=deadline)
 
     def controlled_shutdown(self, broker_id: int, broker_epoch: int) -> ShutdownReply:
         """Send ControlledShutdown at the highest version both sides speak (v1-v3; v2+ carry the epoch)."""
@@ -347,12 +570,13 @@ class ControllerConnection:
     def _send(self, request: Any) -> Any:
         """Send to the controller, retrying a refused connection within the timeout: a ZooKeeper-mode broker
         registers (and may be elected controller) before its listeners accept connections, so a controller
-        that has just started refuses for a moment. A refused connection sent nothing, so a retry is safe."""
-        deadline = time.monotonic() + self.client.timeout
+        that has just started refuses for a moment. A refused connection sent nothing, so a retry is safe.
+        All of it within one request's time (KraftClient.bound())."""
+        deadline = time.monotonic() + self.client.bound()
         pause = 0.05
         while True:
             try:
-                return self.client.send_to(self.address, request)
+                return self.client.send_to(self.address, request, deadline)
             except ClusterUnreachable as e:
                 if not _refused(e) or time.monotonic() + pause >= deadline:
                     raise

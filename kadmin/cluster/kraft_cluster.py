@@ -83,19 +83,24 @@ class KraftCluster:
         are described, so a topic created meanwhile is not taken for a hidden one. A broker whose log dirs
         cannot be listed (refused, unreachable, a log dir offline, not registered) is in `unread`, with why
         and what would let kadmin list them."""
+        from kafka.protocol.admin.cluster import DescribeLogDirsRequest as Req
+
         desc = self.describe(fresh=True)
         where = {b.id: (b.host, b.port) for b in desc.brokers}
         hosted: dict[int, frozenset[tuple[str, int]]] = {}
         unread: dict[int, str] = {}
         refused: set[int] = set()
-        for bid in sorted(where if brokers is None else set(brokers)):
+        wanted = sorted(where if brokers is None else set(brokers))
+        # every broker asked at once: brokers that do not answer cost one --connect-timeout together
+        answers = self.client.send_each({host_port(*where[b]): Req(topics=None) for b in wanted if b in where})
+        for bid in wanted:
             if bid not in where:
                 unread[bid] = (f"broker {bid} is not registered (DescribeCluster): no address to list its log dirs "
                                "at, so partitions only it hosts cannot be seen")
                 continue
             address = host_port(*where[bid])
             try:
-                hosted[bid] = self._log_dirs(address)
+                hosted[bid] = self._log_dirs(answers[address])
             except KadminError as e:
                 if e.code == "cluster_authorization_failed" or isinstance(e, AuthFailed):
                     refused.add(bid)
@@ -104,11 +109,12 @@ class KraftCluster:
                                   "kadmin must reach every broker's advertised address"))
         return Coverage(hosted, unread, frozenset(where), frozenset(refused))
 
-    def _log_dirs(self, address: str) -> frozenset[tuple[str, int]]:
-        """Every partition in the log dirs of the broker at `address` (future replicas included)."""
-        from kafka.protocol.admin.cluster import DescribeLogDirsRequest as Req
-
-        resp = self.client.send_to(address, Req(topics=None))
+    @staticmethod
+    def _log_dirs(resp: Any) -> frozenset[tuple[str, int]]:
+        """Every partition in a broker's DescribeLogDirs answer (future replicas included); the KadminError the
+        request failed with, raised."""
+        if isinstance(resp, KadminError):
+            raise resp
         version = int(resp.version)
         code = int(getattr(resp, "error_code", 0) or 0)
         if code:

@@ -2,8 +2,8 @@
 
 One implementation for both modes: KraftCluster (--bootstrap-server) and ZkCluster when a ZooKeeper-mode
 cluster is also reachable over --bootstrap-server. The topics are described once (their own value), each
-live broker on its own connection (its dynamic value, the dynamic cluster default, and its static
-server.properties value, which ZooKeeper cannot show).
+live broker on its own connection, all of them at once (its dynamic value, the dynamic cluster default, and its
+static server.properties value, which ZooKeeper cannot show): brokers that do not answer cost one wait together.
 """
 
 from __future__ import annotations
@@ -60,14 +60,19 @@ def levels(result: Any) -> dict[int, int | None]:
     return min_isr_levels(entries)
 
 
-def describe_configs(client: Any, address: str | None, resources: list[tuple[int, str]]) -> list[Any]:
-    """DescribeConfigs of min.insync.replicas with synonyms: at `address`, or any bootstrap broker (None)."""
+def describe_configs_request(resources: list[tuple[int, str]]) -> Any:
+    """DescribeConfigs of min.insync.replicas with synonyms for `resources` ((resource type, name), ...)."""
     from kafka.protocol.admin.configs import DescribeConfigsRequest as Req
 
+    return Req(resources=[Req.DescribeConfigsResource(resource_type=rt, resource_name=name,
+                                                      configuration_keys=[MIN_ISR])
+                          for rt, name in resources], include_synonyms=True)
+
+
+def describe_configs(client: Any, address: str | None, resources: list[tuple[int, str]]) -> list[Any]:
+    """DescribeConfigs of min.insync.replicas with synonyms: at `address`, or any bootstrap broker (None)."""
     def make() -> Any:
-        return Req(resources=[Req.DescribeConfigsResource(resource_type=rt, resource_name=name,
-                                                          configuration_keys=[MIN_ISR])
-                              for rt, name in resources], include_synonyms=True)
+        return describe_configs_request(resources)
 
     if address is None:
         _, resp = client.send_any(make)
@@ -119,13 +124,19 @@ def read_min_isr(client: Any, topics: Sequence[str], live: Sequence[int], addres
     statics: list[int] = []
     answered = 0
     unknown: dict[int, str] = {}
+    # every live broker asked at once: brokers that do not answer cost one --connect-timeout together
+    answers = client.send_each({host_port(*addresses[b]): describe_configs_request([(RESOURCE_BROKER, str(b))])
+                                for b in live if b in addresses})
     for bid in sorted(live):
         where = addresses.get(bid)
         if where is None:
             unknown[bid] = f"broker {bid}'s own min.insync.replicas could not be read: it has no address"
             continue
         try:
-            results = describe_configs(client, host_port(*where), [(RESOURCE_BROKER, str(bid))])
+            got = answers[host_port(*where)]
+            if isinstance(got, KadminError):
+                raise got
+            results = list(got.results)
         except KadminError as e:
             problems.append(Problem("describe_configs", f"broker {bid}'s min.insync.replicas: {e.message}"))
             unknown[bid] = unanswered(bid, host_port(*where), e.message)

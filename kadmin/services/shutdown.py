@@ -83,10 +83,15 @@ def shutdown(
     progress: Progress | None = None,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
+    deadline: float | None = None,
 ) -> Result[Shutdown]:
     """`brokers shutdown`: check (can-stop, unless --force), then send ControlledShutdown to the active
-    controller until it is accepted with nothing left, refused, or the deadline passes."""
-    deadline = clock() + timeout
+    controller until it is accepted with nothing left, refused, or the deadline passes.
+
+    `deadline` (on `clock`): the command's, the one its backend's connections keep (connecting included);
+    default `timeout` from now. Every read and request below is bounded by the backend itself (--connect-timeout,
+    never past that deadline), the check of /controller before anything else included."""
+    deadline = clock() + timeout if deadline is None else deadline
     _refuse_kraft_controller(cluster)
     broker, _ = cluster.get_broker(broker_id)
     if epoch is None:

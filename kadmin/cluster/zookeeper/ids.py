@@ -8,6 +8,7 @@ from kadmin import interrupts
 from kadmin.cluster.base import Contention, IdState
 from kadmin.cluster.zookeeper.reads import TOPICS, ZkReads
 from kadmin.domain import znodes
+from kadmin.errors import KadminError
 from kadmin.results import Problem, Progress
 
 HOSTS = "/brokers/hosts"
@@ -71,6 +72,10 @@ class ZkIds(ZkReads):
         return IdState(registered, mappings, seqid.stat.version if seqid else -1,
                        hosts_node.stat.version if hosts_node else -1, assigned, problems, invalid)
 
+    def _create_empty(self, path: str) -> None:
+        """Create `path` (and its parents) empty; bounded, sent again on a lost connection (NodeExists then)."""
+        self._call(path, lambda: self.zk.create_async(path, b"", makepath=True), "creating")
+
     def write_mapping(
         self, host: str, broker_id: int | None, *, hosts_version: int, mapping_version: int | None,
         seqid_version: int | None = None, seqid_steps: int = 1,
@@ -87,7 +92,7 @@ class ZkIds(ZkReads):
         if hosts_version < 0 or (seqid_version is not None and seqid_version < 0):
             for path in (HOSTS, SEQID):
                 with contextlib.suppress(NodeExistsError):
-                    self.zk.create(path, b"", makepath=True)
+                    self._create_empty(path)
             raise Contention("created /brokers/hosts or /brokers/seqid")
         t = self.zk.transaction()
         t.set_data(HOSTS, b"", version=hosts_version)
@@ -103,7 +108,12 @@ class ZkIds(ZkReads):
             t.set_data(path, encode_mapping(broker_id), version=mapping_version)
         interrupts.arm()  # from here a Ctrl-C waits until the outcome is reported (kadmin/interrupts.py)
         try:
-            results = t.commit()
+            # bounded (no answer: ClusterUnreachable, the outcome unknown), never sent twice: a version-checked
+            # multi applied with its reply lost would fail the second time, and the caller reads again anyway
+            results = self._blocking(HOSTS, "writing", t.commit)
+        except KadminError:
+            interrupts.disarm()
+            raise
         except Exception as e:  # noqa: BLE001
             interrupts.disarm()
             raise self._translate(HOSTS, e) from e

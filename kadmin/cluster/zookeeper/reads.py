@@ -51,12 +51,17 @@ def _broker(bid: int, data: bytes | None, stat: Stat, controller_id: int | None)
 
 
 class ZkReads(ZkSession):
+    """Every read and write here is bounded (ZkSession._call: --connect-timeout, never past the command's deadline)
+    and sent again when the connection is lost meanwhile; kazoo's blocking calls are never used for a request."""
+
     def _children(self, path: str, watch: Watch | None = None) -> list[str]:
         try:
-            return list(self.zk.retry(self.zk.get_children, path, watch=watch))
+            return list(self._call(path, lambda: self.zk.get_children_async(path, watch=watch), "listing"))
         except NoNodeError:
             if path == IDS:
                 raise self._wrong_chroot() from None
+            raise
+        except KadminError:
             raise
         except Exception as e:  # noqa: BLE001 - translated at the layer's edge
             raise self._translate(path, e) from e
@@ -66,7 +71,8 @@ class ZkReads(ZkSession):
         hint = ""
         try:
             if not self.conn.chroot:
-                roots = [c for c in self.zk.get_children("/") if c != "zookeeper"]
+                roots = [c for c in self._call("/", lambda: self.zk.get_children_async("/"), "listing")
+                         if c != "zookeeper"]
                 if roots:
                     hint = f"; top-level znodes here: {', '.join('/' + r for r in sorted(roots)[:5])}"
         except Exception:  # noqa: BLE001 - a hint only
@@ -75,25 +81,30 @@ class ZkReads(ZkSession):
             f"{IDS} does not exist under {where} on {self.conn.hosts}: the chroot is probably wrong{hint}"
         )
 
-    def get(self, path: str, watch: Watch | None = None) -> Znode | None:
+    def get(self, path: str, watch: Watch | None = None, until: float | None = None) -> Znode | None:
+        """`path`'s znode, None when it does not exist; bounded (`until`, else ZkSession.bound()), errors translated."""
         try:
-            data, stat = self.zk.retry(self.zk.get, path, watch=watch)
+            data, stat = self._call(path, lambda: self.zk.get_async(path, watch=watch), until=until)
         except NoNodeError:
             return None
+        except KadminError:
+            raise
         except Exception as e:  # noqa: BLE001
             raise self._translate(path, e) from e
         return Znode(path, data, _stat(stat))
 
     # ------------------------------------------------------------------ plain znodes (Kafka's admin znodes)
-    def read_znode(self, path: str) -> bytes | None:
-        """`path`'s data (b"" when it has none), None when it does not exist; retried, errors translated."""
-        node = self.get(path)
+    def read_znode(self, path: str, until: float | None = None) -> bytes | None:
+        """`path`'s data (b"" when it has none), None when it does not exist; bounded, retried, errors translated."""
+        node = self.get(path, until=until)
         return None if node is None else (node.data or b"")
 
     def znode_exists(self, path: str) -> bool:
-        """Whether `path` exists (ZooKeeper checks no ACL for this); retried, errors translated."""
+        """Whether `path` exists (ZooKeeper checks no ACL for this); bounded, retried, errors translated."""
         try:
-            return self.zk.retry(self.zk.exists, path) is not None
+            return self._call(path, lambda: self.zk.exists_async(path), "checking") is not None
+        except KadminError:
+            raise
         except Exception as e:  # noqa: BLE001
             raise self._translate(path, e) from e
 
@@ -107,11 +118,14 @@ class ZkReads(ZkSession):
         holding anything else, another writer's; absent, the create did not happen and is made again. One
         ambiguity is left, and harmless for Kafka's admin znodes: applied, then consumed and deleted by
         the controller before the read back, the create is made again; the same request twice, which asks
-        the controller for what it has just done. Errors are translated as the reads' are."""
+        the controller for what it has just done. Errors are translated as the reads' are. The whole of it (the
+        creates and the reads back) is bounded as one request is (ZkSession.bound()): no answer in time is
+        ClusterUnreachable saying the outcome is unknown."""
+        until = self._clock() + self.bound()
         lost: Exception | None = None
         for _ in range(CREATE_TRIES):
             try:
-                self.zk.create(path, data, makepath=True)
+                self._blocking(path, "creating", lambda: self.zk.create(path, data, makepath=True), until)
                 return True
             except NodeExistsError:
                 if lost is None:
@@ -119,9 +133,11 @@ class ZkReads(ZkSession):
                 # an earlier attempt of ours may have been applied after all: read it back
             except _UNKNOWN_OUTCOME as e:
                 lost = e
+            except KadminError:
+                raise
             except Exception as e:  # noqa: BLE001
                 raise self._translate_create(path, e) from e
-            now = self.read_znode(path)  # retried: waits for the connection to come back
+            now = self.read_znode(path, until)  # retried: waits for the connection to come back, within the bound
             if now is not None:
                 return now == data
         assert lost is not None
@@ -143,8 +159,16 @@ class ZkReads(ZkSession):
         the kazoo session, so watched reads go through kazoo.
         """
         if watch is None:
-            for p, data, stat in self._bulk().get_many(paths):
-                yield p, (Znode(p, data, stat) if stat is not None else None)
+            try:
+                for p, data, stat in self._bulk().get_many(paths):
+                    yield p, (Znode(p, data, stat) if stat is not None else None)
+            except ClusterUnreachable as e:
+                self._silent = True  # closing does not wait for ZooKeeper's reply either
+                silent = self._bulk_reader.went_silent if self._bulk_reader is not None else None
+                if silent is not None:  # a member that stopped answering: said as every other read says it
+                    who, path, waited = silent
+                    raise self._no_answer(path, "reading", waited, who=who) from e
+                raise
             return
         batch: list[str] = []
         for p in paths:
@@ -156,14 +180,19 @@ class ZkReads(ZkSession):
             yield from self._get_batch(batch, watch)
 
     def _get_batch(self, paths: list[str], watch: Watch | None) -> Iterator[tuple[str, Znode | None]]:
+        """Pipelined kazoo reads: each answer waited for within the bound (ZooKeeper answers a session's requests
+        in order, so this is the longest silence allowed); one lost to a dropped connection is read again."""
         asyncs = [(p, self.zk.get_async(p, watch=watch)) for p in paths]
         for p, a in asyncs:
+            bound = self.bound()
             try:
-                data, stat = a.get(timeout=self.conn.timeout)
+                data, stat = a.get(timeout=bound)
             except NoNodeError:
                 yield p, None
                 continue
-            except (ConnectionLoss, KazooTimeoutError):
+            except KazooTimeoutError:
+                raise self._no_answer(p, "reading", bound) from None
+            except ConnectionLoss:
                 yield p, self.get(p, watch=watch)  # re-issued through the retrying path
                 continue
             except Exception as e:  # noqa: BLE001

@@ -14,6 +14,7 @@ from typing import Any, Self
 from kazoo.client import KazooClient
 from kazoo.exceptions import AuthFailedError, ConnectionLoss, KazooException, NoAuthError, SessionExpiredError
 from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.interfaces import IAsyncResult
 from kazoo.protocol.serialization import Close
 from kazoo.protocol.states import KazooState
 from kazoo.retry import KazooRetry
@@ -51,6 +52,55 @@ class ZkConnection:
 
 
 REFUSED_AFTER = 0.3  # s: a session not up by then is checked for members that all refuse or do not resolve
+# The deadlines (docs/connecting.md): one wait for ZooKeeper lasts at most --connect-timeout (ZkConnection.timeout)
+# and never past the command's own deadline (--timeout); once that has passed, a wait gets LAST_LOOK (the command's
+# last look: a verdict read after the deadline). KraftClient (kadmin/cluster/kraft.py) keeps the same rules.
+LAST_LOOK = 0.5  # s
+RETRY_PAUSE, RETRY_PAUSE_MAX = 0.05, 0.5  # s: before a request whose connection was lost is sent again
+LAST_CHANCE = 0.5  # s: after the bulk reader's member fell silent for a whole wait, to reach another member
+
+
+def seconds_text(value: float) -> str:
+    """A duration as messages say it: `5`, `2.5`, `0.3` (seconds, to a tenth)."""
+    return f"{round(value, 1):g}"
+
+
+class _BulkReader(BulkReader):
+    """The bulk reader (kadmin/cluster/bulk.py) on its session's deadlines: every wait is the session's bound at
+    the time (`bound`: --connect-timeout, never past the command's deadline), and a member that fell silent costs
+    that one wait: the reconnect that follows gets LAST_CHANCE to reach another member, not a second whole wait
+    (bulk.py's own failover gives the reconnect a timeout of its own)."""
+
+    def __init__(self, bound: Callable[[], float], hosts: list[tuple[str, int]], **kw: Any) -> None:
+        self._bound = bound
+        self._closing: float | None = None  # set when closing: how long to wait for the CloseSession reply
+        # (member, path, seconds) while replacing a member that did not answer the request for path in time
+        self.went_silent: tuple[str, str, float] | None = None
+        super().__init__(hosts, timeout=bound(), **kw)
+
+    @property  # type: ignore[override]
+    def timeout(self) -> float:
+        t = self._bound()
+        return t if self._closing is None else min(t, self._closing)
+
+    @timeout.setter
+    def timeout(self, _value: float) -> None:
+        """BulkSession.__init__ sets it: the session's bound stands instead."""
+
+    def _failover(self, pending: Any, cause: BaseException) -> Any:
+        if self._outage_since is None and "no reply from" in str(cause) and self._link is not None:
+            # silent for a whole wait already: that was the outage
+            waited = self.timeout
+            self.went_silent = (host_port(*self._link.address), pending[0][1] if pending else "/", waited)
+            self._outage_since = time.monotonic() - waited + min(LAST_CHANCE, waited)
+        fresh = super()._failover(pending, cause)
+        self.went_silent = None  # another member answers
+        return fresh
+
+    def close_now(self, wait: float) -> None:
+        """Close, waiting at most `wait` seconds for the server to confirm the end of the session."""
+        self._closing = wait
+        self.close()
 
 
 class ZkSession:
@@ -58,8 +108,12 @@ class ZkSession:
 
     def __init__(self, conn: ZkConnection, sleep: Callable[[float], None] = time.sleep,
                  on_connection: Callable[[str], None] | None = None, kafka: Any = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, deadline: float | None = None) -> None:
         self.conn = conn
+        # the command's own deadline (on `clock`), None without one: no wait for ZooKeeper outlasts it (bound())
+        self.deadline = deadline
+        self._silent = False  # a request went unanswered: closing does not wait for ZooKeeper's reply
+        self._watching = 0  # watch loops running (kadmin/cluster/zookeeper/watches.py): they say lost connections
         # a KraftClient for --bootstrap-server, when also given: min.insync.replicas from DescribeConfigs
         self.kafka = kafka
         self.description = conn.where
@@ -83,18 +137,86 @@ class ZkSession:
             **kw,
         )
         self._started = False
-        self._bulk_reader: BulkReader | None = None
+        self._bulk_reader: _BulkReader | None = None
 
     def _bulk(self) -> BulkReader:
         """The pipelined reader every scan without a watch goes through (kadmin/cluster/bulk.py)."""
         if self._bulk_reader is None:
             c = self.conn
             ctx = client_ssl_context(c.tls_ca, c.tls_cert, c.tls_key, c.tls_check_hostname) if c.use_tls else None
-            self._bulk_reader = BulkReader(parse_hosts(c.hosts), chroot=c.chroot, auth=c.auth,
-                                           ssl_context=ctx, timeout=c.timeout, window=WINDOW)
+            self._bulk_reader = _BulkReader(self.bound, parse_hosts(c.hosts), chroot=c.chroot, auth=c.auth,
+                                            ssl_context=ctx, window=WINDOW)
         return self._bulk_reader
 
+    # ------------------------------------------------------------------ deadlines
+    def bound(self) -> float:
+        """How long one wait for ZooKeeper may last now: --connect-timeout, never past the command's deadline
+        (once that has passed, LAST_LOOK: the command's last look)."""
+        if self.deadline is None:
+            return self.conn.timeout
+        return min(self.conn.timeout, max(self.deadline - self._clock(), LAST_LOOK))
+
+    def _call(self, path: str, send: Callable[[], IAsyncResult], verb: str = "reading",
+              until: float | None = None) -> Any:
+        """One kazoo request and its answer within `until` (on the session's clock; default: bound() from now).
+
+        `send` sends it (e.g. `lambda: self.zk.get_async(path)`), and sends it again when the connection is lost
+        before the answer: kazoo reconnects meanwhile (to another member, or to the same one once it is back).
+        No answer by `until`: ClusterUnreachable naming the member, the time and the znode. Never kazoo's
+        blocking calls: a request made while kazoo reconnects would wait for the reconnection, however long."""
+        began = self._clock()
+        end = began + self.bound() if until is None else until
+        pause = RETRY_PAUSE
+        while True:
+            left = end - self._clock()
+            if left <= 0:
+                raise self._no_answer(path, verb, end - began)
+            try:
+                return send().get(timeout=left)
+            except KazooTimeoutError:
+                raise self._no_answer(path, verb, end - began) from None
+            except ConnectionLoss:
+                left = end - self._clock()
+                if left <= 0:
+                    raise self._no_answer(path, verb, end - began) from None
+                self._sleep(min(pause, left))
+                pause = min(pause * 2, RETRY_PAUSE_MAX)
+
+    def _blocking(self, path: str, verb: str, call: Callable[[], Any], until: float | None = None) -> Any:
+        """A blocking kazoo call (a create, a transaction's commit) waited for within `until` (default: bound()
+        from now) on a helper thread: no answer by then is ClusterUnreachable (the outcome is unknown, and said so).
+        Not retried here: whether a write was applied is the caller's to find out."""
+        began = self._clock()
+        end = began + self.bound() if until is None else until
+        box: dict[str, Any] = {}
+        done = threading.Event()
+
+        def run() -> None:
+            try:
+                box["value"] = call()
+            except BaseException as e:  # noqa: BLE001 - handed to the caller
+                box["error"] = e
+            finally:
+                done.set()
+
+        threading.Thread(target=run, name="kadmin-zk-call", daemon=True).start()
+        if not done.wait(max(end - self._clock(), 0.0)):
+            raise self._no_answer(path, verb, end - began, unknown=True)
+        if "error" in box:
+            raise box["error"]
+        return box["value"]
+
+    def _no_answer(self, path: str, verb: str, waited: float, unknown: bool = False,
+                   who: str | None = None) -> ClusterUnreachable:
+        """The one line for a request ZooKeeper did not answer in time, naming the member and the znode."""
+        self._silent = True
+        who = who or self.connected_server() or self.conn.hosts
+        outcome = "; whether it was applied is unknown" if unknown else ""
+        return ClusterUnreachable(f"ZooKeeper {who} did not answer within {seconds_text(waited)} s "
+                                  f"({verb} {path}{outcome})")
+
     def start(self) -> Self:
+        began = self._clock()
         try:
             with warnings.catch_warnings():
                 # kazoo warns when the chroot does not exist; kadmin says so itself, as an error
@@ -112,8 +234,9 @@ class ZkSession:
                     started.wait(timeout=self.conn.timeout - first)
                 if not self.zk.connected:
                     raise KazooTimeoutError("Connection time-out")
-                if self.zk.chroot:
-                    self.zk.exists("/")  # what kazoo's start() does too: an auth failure shows here
+                if self.zk.chroot:  # what kazoo's start() does too: an auth failure shows here
+                    self._call(self.zk.chroot, lambda: self.zk.exists_async("/"), "checking the chroot",
+                               until=began + self.conn.timeout)
         except KazooTimeoutError as e:
             # Stopping waits for kazoo's connection thread, which may sit in a connect attempt to a
             # hung server for the whole session timeout: stop it in the background (its threads are
@@ -131,6 +254,9 @@ class ZkSession:
         except KazooException as e:
             self.zk.stop()
             raise ClusterUnreachable(f"cannot connect to {self.conn.where}: {e or type(e).__name__}") from e
+        except ClusterUnreachable:  # connected, then no answer: stop in the background, as above
+            threading.Thread(target=self._quiet_stop, name="kadmin-zk-stop", daemon=True).start()
+            raise
         self._started = True
         self.zk.add_listener(self._report_state)
         return self
@@ -191,8 +317,10 @@ class ZkSession:
             self.zk.close()
 
     def _report_state(self, state: str) -> None:
-        """Tell `on_connection` (stderr) when the connection goes and comes back: a watch must not go quiet."""
-        if self._on_connection is None or not self._started:
+        """Tell `on_connection` (stderr) when the connection goes and comes back while a watch loop runs: a watch
+        must not go quiet. A one-shot read says nothing: its connection is back within the read's bound (said by
+        nobody), or the read fails and the command's one error line says what did not answer."""
+        if self._on_connection is None or not self._started or (not self._watching and not self._down):
             return
         if state == KazooState.SUSPENDED and not self._down:
             self._down = True
@@ -226,7 +354,8 @@ class ZkSession:
                 self.kafka.close()
             self.kafka = None
         if self._bulk_reader is not None:
-            self._bulk_reader.close()
+            # ZooKeeper did not answer: its confirmation of the session's end is not waited for either
+            self._bulk_reader.close_now(0.0 if self._silent else 2.0)
             self._bulk_reader = None
         if sent is not None:
             sent()
@@ -266,14 +395,18 @@ class ZkSession:
         connected = zk.connected
         threading.Thread(target=stop, name="kadmin-zk-close", daemon=True).start()
 
+        silent = self._silent
+
         def wait_sent() -> None:
             if connected:  # else there is nothing to send it on: the stop only ends kazoo's reconnecting
-                over.wait(min(self.conn.timeout, 2.0))
+                over.wait(min(self.conn.timeout, 0.5 if silent else 2.0))
 
         return wait_sent
 
     def _translate(self, path: str, e: Exception) -> KadminError:
         """A kazoo error while reading or writing `path`, as kadmin's (library exceptions stop here)."""
+        if isinstance(e, KadminError):  # said already (e.g. _call's: ZooKeeper did not answer)
+            return e
         if isinstance(e, NoAuthError):
             return AuthFailed(f"not authorized to read {path} on {self.conn.where}: check --zk-auth")
         if isinstance(e, (ConnectionLoss, SessionExpiredError, KazooTimeoutError)):

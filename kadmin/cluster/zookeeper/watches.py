@@ -40,8 +40,12 @@ class ZkWatches(ZkReads):
 
         listener = self._resync_listener(lambda: events.put(RESYNC))
         deadline = None if timeout is None else self._clock() + timeout
+        watching = False
         try:
-            yield read_all(watch, "initial")
+            initial = read_all(watch, "initial")  # a failure here is the command's error, said once
+            self._watching += 1  # from here a lost and regained connection is said on stderr (_report_state)
+            watching = True
+            yield initial
             while True:
                 left = None if deadline is None else deadline - self._clock()
                 if left is not None and left <= 0:
@@ -65,6 +69,8 @@ class ZkWatches(ZkReads):
                 if got is not None:
                     yield got
         finally:
+            if watching:
+                self._watching -= 1
             self.zk.remove_listener(listener)
 
     def _resync_listener(self, on_reconnect: Callable[[], None]) -> Callable[[str], None]:
