@@ -24,12 +24,14 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kadmin.errors import ConfigError, UsageError
+from kadmin.inputs import InputRefused, read_input
 
 DEFAULT_TIMEOUT = 10.0
 MAX_TIMEOUT = 365 * 24 * 3600.0  # a year
@@ -191,23 +193,94 @@ def _one_address(values: dict[str, Sourced]) -> tuple[dict[str, Sourced], tuple[
     return {k: v for k, v in values.items() if k not in dropped}, notes
 
 
+# ------------------------------------------------------------------------------------------- secrets
+# Words that make a setting secret: Kafka's *.password keys (ssl.keystore.password, ssl.key.password, ...),
+# OAuth client secrets and tokens, passphrases; sasl.jaas.config and ssl.keystore.key are secret as a whole.
+SECRET_WORDS = ("password", "passphrase", "secret", "token", "credential")
+SECRET_KEYS = frozenset({"sasl.jaas.config", "ssl.keystore.key", "zk-auth"})
+HIDDEN = "value hidden"
+
+_remembered: set[str] = set()
+
+
+def is_secret(key: str) -> bool:
+    """Whether a setting's value (a --command-config property, a JAAS option, zk-auth) may hold a secret: a
+    message about it names the key and a position, never the value."""
+    k = key.lower()
+    return k in SECRET_KEYS or any(word in k for word in SECRET_WORDS)
+
+
+def remember_secret(value: str) -> None:
+    """A secret read from the settings, for `scrub`: the last resort should a message ever quote it."""
+    if len(value.strip()) >= 8:  # a shorter one ("kafka", "admin") is a word of ordinary messages too
+        _remembered.add(value.strip())
+
+
+def scrub(text: str) -> str:
+    """`text` with every remembered secret replaced by ***. Messages are built not to quote a secret in the
+    first place (each names the setting and a position instead); this catches one a library might quote."""
+    for secret in sorted(_remembered, key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text
+
+
+def forget_secrets() -> None:
+    _remembered.clear()
+
+
+_JAAS_VALUE = re.compile(r'([\w.-]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"?|([^\s;"]+))', re.S)
+
+
+def _remember_property(key: str, value: str) -> None:
+    if not is_secret(key):
+        return
+    remember_secret(value)
+    if key.lower() == "sasl.jaas.config":  # its secret options, found leniently: the value may be malformed
+        for m in _JAAS_VALUE.finditer(value):
+            if is_secret(m.group(1)):
+                remember_secret(m.group(2) if m.group(2) is not None else m.group(3))
+
+
 def read_secret(value: str) -> str:
     """`@FILE` reads the value from FILE (so no secret sits on a command line); otherwise the value."""
     if not value.startswith("@"):
         return value
     p = Path(value[1:]).expanduser()
     try:
-        return p.read_text().strip()
+        data = read_input(p, "--zk-auth")
+    except InputRefused as e:
+        raise UsageError(f"--zk-auth @{p}: {e.reason}") from None
     except OSError as e:
         raise ConfigError(f"cannot read credentials file {p}: {e.strerror}") from e
+    try:
+        return data.decode("utf-8").strip()
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"credentials file {p}: not UTF-8 text ({e.reason} at byte {e.start}; {HIDDEN})") from e
 
 
 def parse_auth(value: str) -> tuple[str, str]:
-    """`SCHEME:CREDENTIALS` (for example `digest:user:password`)."""
+    """`SCHEME:CREDENTIALS` (for example `digest:user:password`). A malformed value is a usage error that
+    names the fault and its position (character N of the value, or of the @FILE's text), never the value."""
     secret = read_secret(value)
+    what = f"--zk-auth {value}" if value.startswith("@") else "--zk-auth"
+    remember_secret(secret)
     scheme, sep, cred = secret.partition(":")
-    if not sep or not scheme or not cred:
-        raise UsageError("--zk-auth takes SCHEME:CREDENTIALS, for example digest:user:password (or @FILE)")
+    remember_secret(cred)
+    usage = "give SCHEME:CREDENTIALS, for example digest:user:password (or @FILE)"
+    bad = next((i for i, c in enumerate(secret) if ord(c) < 32 or ord(c) == 127), None)
+    if not secret:
+        raise UsageError(f"{what}: empty: {usage}")
+    if bad is not None:
+        raise UsageError(f"{what}: a control character (a line break?) at character {bad + 1} ({HIDDEN}): {usage}")
+    if not sep:
+        raise UsageError(f"{what}: no ':' after the scheme ({HIDDEN}): {usage}")
+    if not scheme:
+        raise UsageError(f"{what}: no scheme before the ':' at character 1 ({HIDDEN}): {usage}")
+    if not cred:
+        raise UsageError(f"{what}: no credentials after the ':' at character {len(scheme) + 1} ({HIDDEN}): {usage}")
+    if scheme == "digest" and ":" not in cred:
+        raise UsageError(f"{what}: digest credentials are USER:PASSWORD, and there is no ':' after the user "
+                         f"({HIDDEN})")
     return scheme, cred
 
 
@@ -219,28 +292,33 @@ def read_properties(path: str) -> dict[str, str]:
     """
     p = Path(path).expanduser()
     try:
-        data = p.read_bytes()
+        data = read_input(p, "--command-config")
     except OSError as e:
         raise ConfigError(f"--command-config {p}: cannot read: {e.strerror}") from e
     try:
-        return parse_properties(data.decode("iso-8859-1"))
+        props = parse_properties(data.decode("iso-8859-1"))
     except ValueError as e:
         raise ConfigError(f"--command-config {p}: {e}") from e
+    for key, value in props.items():
+        _remember_property(key, value)
+    return props
 
 
 _PROP_BLANK = " \t\f"
 
 
-def _logical_lines(text: str) -> list[str]:
-    """java.util.Properties.LineReader: the logical lines, comments and blank lines dropped.
+def _logical_lines(text: str) -> list[tuple[int, str]]:
+    """java.util.Properties.LineReader: the logical lines, comments and blank lines dropped, each with the
+    offset in `text` of its first character (for the line number of an error).
 
     Natural lines end at \\n, \\r or \\r\\n. Leading blanks (space, tab, form feed) go. A line whose
     first character is # or ! is a comment (also when a continuation left the logical line empty so
     far). An odd number of backslashes at the end continues the line on the next one, whose leading
     blanks go; the continuing backslash goes too, also at the end of the file.
     """
-    lines: list[str] = []
+    lines: list[tuple[int, str]] = []
     buf: list[str] = []
+    start = 0  # the offset of the logical line's first character
     skip_blank = True  # at the start of a natural line
     appended = False  # that natural line continues a logical one
     backslash = False  # the previous character is an unescaped backslash
@@ -261,6 +339,8 @@ def _logical_lines(text: str) -> list[str]:
             skip_blank = True
             continue
         if c not in "\r\n":
+            if not buf:
+                start = i - 1
             buf.append(c)
             backslash = (not backslash) if c == "\\" else False
             continue
@@ -275,14 +355,22 @@ def _logical_lines(text: str) -> list[str]:
             if c == "\r" and text[i] == "\n":
                 i += 1
             continue
-        lines.append("".join(buf))
+        lines.append((start, "".join(buf)))
         buf = []
         skip_blank = True
     if buf:
         if backslash:
             buf.pop()
-        lines.append("".join(buf))
+        lines.append((start, "".join(buf)))
     return lines
+
+
+class _BadEscape(ValueError):
+    """A malformed \\uXXXX: where it starts in the text unescaped (0-based) and the characters after \\u."""
+
+    def __init__(self, offset: int, digits: str) -> None:
+        super().__init__("malformed \\uxxxx escape")
+        self.offset, self.digits = offset, digits
 
 
 def _unescape(s: str) -> str:
@@ -300,7 +388,7 @@ def _unescape(s: str) -> str:
         if c == "u":
             digits = s[i:i + 4]
             if len(digits) < 4 or any(d not in "0123456789abcdefABCDEF" for d in digits):
-                raise ValueError(f"malformed \\uxxxx escape \\u{digits} (java.util.Properties refuses it too)")
+                raise _BadEscape(i - 2, digits)
             out.append(chr(int(digits, 16)))
             i += 4
         else:
@@ -316,10 +404,11 @@ def parse_properties(text: str) -> dict[str, str]:
 
     The key ends at the first unescaped `=`, `:` or blank; blanks, then at most one `=`/`:` (if the
     key did not end at one), then blanks separate it from the value. Escapes are then decoded in both.
-    A later key replaces an earlier one. Raises ValueError for a malformed \\uXXXX.
+    A later key replaces an earlier one. Raises ValueError for a malformed \\uXXXX, naming its line, its key and
+    its position; the escape itself only when the key's value is not a secret (`is_secret`).
     """
     props: dict[str, str] = {}
-    for line in _logical_lines(text):
+    for start, line in _logical_lines(text):
         n = len(line)
         key_end, value_start, has_sep, backslash = 0, n, False, False
         while key_end < n:
@@ -340,5 +429,22 @@ def parse_properties(text: str) -> dict[str, str]:
                 else:
                     break
             value_start += 1
-        props[_unescape(line[:key_end])] = _unescape(line[value_start:])
+        try:
+            key = _unescape(line[:key_end])
+        except _BadEscape as e:  # a key is no secret, but a misplaced secret could read as one: no digits
+            raise ValueError(f"line {_line_number(text, start)}: malformed \\uxxxx escape at character "
+                             f"{e.offset + 1} of the key (java.util.Properties refuses it too)") from None
+        try:
+            props[key] = _unescape(line[value_start:])
+        except _BadEscape as e:
+            secret = is_secret(key)
+            escape = "" if secret else f"\\u{e.digits} "
+            raise ValueError(f"line {_line_number(text, start)}: {key}: malformed \\uxxxx escape {escape}at "
+                             f"character {e.offset + 1} of its value ({HIDDEN + '; ' if secret else ''}"
+                             "java.util.Properties refuses it too)") from None
     return props
+
+
+def _line_number(text: str, offset: int) -> int:
+    """The natural line (1-based) `offset` is on: \\n, \\r and \\r\\n each end one."""
+    return len(re.findall(r"\r\n|\r|\n", text[:offset])) + 1

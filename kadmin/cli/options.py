@@ -33,7 +33,7 @@ import typer
 
 from kadmin import interrupts
 from kadmin.cli.help import HelpCommand
-from kadmin.config import MAX_TIMEOUT, ConnectionSettings, Sourced, resolve
+from kadmin.config import MAX_TIMEOUT, ConnectionSettings, Sourced, forget_secrets, resolve, scrub
 from kadmin.errors import KadminError, UsageError
 from kadmin.exit_codes import CHECK_COMMANDS, ExitCode, Verdict, verdict
 from kadmin.render import Renderer
@@ -374,6 +374,8 @@ def run_guarded(inv: Invocation, body: Callable[[], int], *, check: bool = False
     (INTERNAL, one line naming it; the traceback only with -v), Ctrl-C 130. For a check verb (`check`)
     every exit that is not a verdict (0-2) or 130 is 3, UNKNOWN, and the JSON status says so.
 
+    Error text is scrubbed of the secrets the settings held (kadmin.config.scrub) before it is printed.
+
     A Ctrl-C that came after the command's change was committed was deferred (kadmin/interrupts.py):
     the committed result is reported, with its own exit code, and a note says so.
     """
@@ -384,7 +386,7 @@ def run_guarded(inv: Invocation, body: Callable[[], int], *, check: bool = False
             if interrupts.pending():
                 inv.renderer.note("interrupted after the change was committed: the result above is what happened")
     except KadminError as e:
-        message = e.message
+        message = scrub(e.message)  # the last resort: no message is built to quote a secret (kadmin.config)
         if message.startswith("this command "):  # a layer below the CLI that does not know the command's name
             message = f"{inv.command} {message.removeprefix('this command ')}"
         code = int(Verdict.UNKNOWN) if check else int(e.exit_code)
@@ -400,11 +402,12 @@ def run_guarded(inv: Invocation, body: Callable[[], int], *, check: bool = False
         code = int(Verdict.UNKNOWN) if check else 0
     except Exception as e:  # noqa: BLE001 - never a traceback unless asked for
         if inv.verbose:
-            traceback.print_exc()
+            print(scrub(traceback.format_exc()), end="", file=sys.stderr, flush=True)
         code = int(Verdict.UNKNOWN) if check else int(ExitCode.INTERNAL)
-        message = " ".join(f"{type(e).__name__}: {e}".split()).removesuffix(":")  # one line, whatever it says
+        message = scrub(" ".join(f"{type(e).__name__}: {e}".split()).removesuffix(":"))  # one line, whatever it says
         code = inv.renderer.emit_error(inv.command, "internal", message, code, check=check, label="internal error",
                                        hint="" if inv.verbose else " (run with -v for the traceback)")
     finally:
         inv.close()
+        forget_secrets()
     return verdict(code) if check else code

@@ -37,7 +37,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from kadmin.config import HIDDEN, is_secret, remember_secret
 from kadmin.errors import ConfigError
+from kadmin.inputs import read_input
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI", "OAUTHBEARER")
@@ -92,7 +94,7 @@ def client_settings(props: Mapping[str, str], warn: Warn | None = None) -> dict[
                 warn(f"{key} is not applied by kadmin ({what})")
         cfg["ssl_context"] = ssl_context(props)
     if uses_sasl:
-        cfg.update(sasl_settings(props))
+        cfg.update(sasl_settings(props, warn))
     return cfg
 
 
@@ -142,14 +144,24 @@ def _store_type(props: Mapping[str, str], kind: str) -> str:
 def _read(props: Mapping[str, str], key: str) -> bytes:
     path = Path(props[key]).expanduser()
     try:
-        return path.read_bytes()
+        return read_input(path, key)
     except OSError as e:
         raise ConfigError(f"{key} {path}: cannot read: {e.strerror}") from e
 
 
 def _password(props: Mapping[str, str], key: str) -> bytes | None:
     value = props.get(key)
-    return value.encode() if value else None
+    return _utf8(value, key) if value else None
+
+
+def _utf8(value: str, what: str) -> bytes:
+    """A secret as UTF-8; one that is not text (a lone UTF-16 surrogate from a \\uD800 escape) is a
+    configuration error naming where, not the value."""
+    try:
+        return value.encode()
+    except UnicodeEncodeError as e:
+        raise ConfigError(f"{what} is not text at character {e.start + 1} (a lone UTF-16 surrogate; {HIDDEN})") \
+            from None
 
 
 class _Reader:
@@ -323,15 +335,17 @@ def _pkcs12(data: bytes, passwords: list[bytes | None], what: str, location: str
 PEM_BLOCK = re.compile(r"-----BEGIN ([A-Z0-9 ]+)-----(.*?)-----END \1-----", re.S)
 
 
-def _pem_blocks(text: str) -> list[tuple[str, bytes]]:
+def _pem_blocks(text: str, what: str) -> list[tuple[str, bytes]]:
     """(label, DER) of every PEM block in `text`, white space inside the base64 ignored, as Kafka's
-    PEM reader does (a properties value often puts a whole PEM block on one line)."""
+    PEM reader does (a properties value often puts a whole PEM block on one line). `what` names the
+    setting or file in an error, which gives the block's position, never its text (a key is secret)."""
     out = []
     for m in PEM_BLOCK.finditer(text):
         try:
             out.append((m.group(1), base64.b64decode("".join(m.group(2).split()), validate=True)))
         except ValueError as e:
-            raise ConfigError(f"a PEM {m.group(1)} block is not valid base64: {e}") from e
+            raise ConfigError(f"{what}: the PEM {m.group(1)} block at character {m.start() + 1} is not valid "
+                              f"base64 ({e}; {HIDDEN})") from None
     return out
 
 
@@ -342,7 +356,7 @@ def _pem(label: str, der: bytes) -> str:
 
 
 def _certificates_pem(text: str, what: str) -> str:
-    certs = [der for label, der in _pem_blocks(text) if label == "CERTIFICATE"]
+    certs = [der for label, der in _pem_blocks(text, what) if label == "CERTIFICATE"]
     if not certs:
         raise ConfigError(f"{what}: holds no PEM certificate")
     return "".join(_pem("CERTIFICATE", der) for der in certs)
@@ -362,7 +376,8 @@ def _keystore(props: Mapping[str, str]) -> tuple[Any, list[Any]] | None:
             raise ConfigError("give ssl.keystore.location or ssl.keystore.key/certificate.chain, not both")
         if typ != "PEM":
             raise ConfigError("ssl.keystore.key and ssl.keystore.certificate.chain need ssl.keystore.type=PEM")
-        text, what = key_pem + "\n" + chain_pem, "ssl.keystore.key"
+        blocks = _pem_blocks(key_pem, "ssl.keystore.key") + _pem_blocks(chain_pem, "ssl.keystore.certificate.chain")
+        what = "ssl.keystore.key"
     elif location:
         data = _read(props, "ssl.keystore.location")
         typ = _sniffed(props, "keystore", typ, data)
@@ -385,10 +400,10 @@ def _keystore(props: Mapping[str, str]) -> tuple[Any, list[Any]] | None:
             if p12.key is None or p12.cert is None:
                 raise ConfigError(f"ssl.keystore.location {location}: holds no private key with its certificate")
             return p12.key, [p12.cert.certificate] + [c.certificate for c in p12.additional_certs]
-        text, what = data.decode("latin-1"), f"ssl.keystore.location {location}"
+        what = f"ssl.keystore.location {location}"
+        blocks = _pem_blocks(data.decode("latin-1"), what)
     else:
         return None
-    blocks = _pem_blocks(text)
     keys = [(label, der) for label, der in blocks if label.endswith("PRIVATE KEY")]
     chain = [x509.load_der_x509_certificate(der) for label, der in blocks if label == "CERTIFICATE"]
     if len(keys) != 1 or not chain:
@@ -440,41 +455,64 @@ _JAAS_TOKEN = re.compile(r'\s*(?:"((?:[^"\\]|\\.)*)"|([^\s=;"]+)|(=)|(;))', re.S
 _JAAS_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f"}
 
 
+# The login modules Kafka ships (a shaded copy, kafkashaded.org.apache..., is the same class): another is a
+# custom Java class kadmin cannot run, whose options are then read as the mechanism's own.
+KAFKA_LOGIN_MODULES = ("PlainLoginModule", "ScramLoginModule", "OAuthBearerLoginModule", "Krb5LoginModule")
+JAAS_FORM = 'LoginModuleClass required key="value" ...;'
+
+
+def _jaas_error(fault: str, at: int | None = None) -> ConfigError:
+    """One line naming what is wrong with sasl.jaas.config and where (character `at`, 0-based), never its text:
+    the value holds the password."""
+    where = "" if at is None else f" at character {at + 1}"
+    return ConfigError(f"sasl.jaas.config: {fault}{where} ({HIDDEN}); Kafka's form is `{JAAS_FORM}`")
+
+
 def parse_jaas(jaas: str) -> tuple[str, dict[str, str]]:
     """`sasl.jaas.config` → (login module class, options), as Kafka's JaasConfig reads it: one
-    `Class flag key=value ...;` entry, values quoted ("..." with backslash escapes) or bare words."""
-    tokens: list[tuple[str, str]] = []
-    pos = 0
-    text = jaas.strip()
-    while pos < len(text):
-        m = _JAAS_TOKEN.match(text, pos)
-        if m is None:
-            raise ConfigError(f"sasl.jaas.config: cannot read it at {text[pos:pos + 20]!r}")
+    `Class flag key=value ...;` entry, values quoted ("..." with backslash escapes) or bare words.
+
+    A malformed value is a ConfigError naming the fault and its position (character N of the value),
+    never the value's text: it holds the password."""
+    tokens: list[tuple[str, str, int]] = []  # (kind, text, offset in `jaas`)
+    pos = len(jaas) - len(jaas.lstrip())
+    end = len(jaas.rstrip())
+    while pos < end:
+        m = _JAAS_TOKEN.match(jaas, pos, end)
+        if m is None:  # only a quote that never closes matches no token
+            raise _jaas_error("unterminated quote", pos + len(jaas[pos:end]) - len(jaas[pos:end].lstrip()))
+        at = m.end() - len(m.group(0).lstrip())
         pos = m.end()
         if m.group(1) is not None:
             tokens.append(("str", re.sub(r"\\(.)", lambda e: _JAAS_ESCAPES.get(e.group(1), e.group(1)),
-                                         m.group(1), flags=re.S)))
+                                         m.group(1), flags=re.S), at))
         elif m.group(2) is not None:
-            tokens.append(("word", m.group(2)))
+            tokens.append(("word", m.group(2), at))
         else:
-            tokens.append(("=", "=") if m.group(3) else (";", ";"))
-    if len(tokens) < 3 or tokens[0][0] != "word" or tokens[1][1].lower() not in JAAS_FLAGS or tokens[-1][0] != ";":
-        raise ConfigError("sasl.jaas.config must be `LoginModuleClass required key=\"value\" ...;`")
-    if any(t == ";" for t, _ in tokens[:-1]):
-        raise ConfigError("sasl.jaas.config must hold exactly one login module (Kafka's rule)")
+            tokens.append(("=", "=", at) if m.group(3) else (";", ";", at))
+    if not tokens:
+        raise _jaas_error("empty")
+    if tokens[0][0] != "word":
+        raise _jaas_error("no login module class", tokens[0][2])
+    if len(tokens) < 2 or tokens[1][1].lower() not in JAAS_FLAGS:
+        raise _jaas_error("no control flag (required, requisite, sufficient or optional) after the login module "
+                          "class", tokens[1][2] if len(tokens) > 1 else end)
+    if tokens[-1][0] != ";":
+        raise _jaas_error("a ';' is missing", end)
+    extra = next((at for t, _, at in tokens[:-1] if t == ";"), None)
+    if extra is not None:
+        raise _jaas_error("more than one login module (Kafka allows exactly one): a ';'", extra)
     options: dict[str, str] = {}
     body = tokens[2:-1]
-    if len(body) % 3:
-        raise ConfigError("sasl.jaas.config: options must be key=value pairs")
     for i in range(0, len(body), 3):
-        (kt, key), (et, _), (vt, value) = body[i:i + 3]
-        if kt != "word" or et != "=" or vt not in ("word", "str"):
-            raise ConfigError("sasl.jaas.config: options must be key=value pairs")
-        options[key] = value
+        triple = body[i:i + 3]
+        if len(triple) < 3 or triple[0][0] != "word" or triple[1][0] != "=" or triple[2][0] not in ("word", "str"):
+            raise _jaas_error("not a key=value option", triple[0][2])
+        options[triple[0][1]] = triple[2][1]
     return tokens[0][1], options
 
 
-def sasl_settings(props: Mapping[str, str]) -> dict[str, Any]:
+def sasl_settings(props: Mapping[str, str], warn: Warn = _stderr_warn) -> dict[str, Any]:
     mech = props.get("sasl.mechanism", "GSSAPI").strip().upper()
     if mech not in MECHANISMS:
         raise ConfigError(f"sasl.mechanism {mech} is not supported by kadmin ({', '.join(MECHANISMS)})")
@@ -484,11 +522,20 @@ def sasl_settings(props: Mapping[str, str]) -> dict[str, Any]:
             return _gssapi(props, {})
         raise ConfigError("sasl.jaas.config is missing: kadmin reads the credentials from it (not from a JAAS "
                           "file named by java.security.auth.login.config)")
-    _module, options = parse_jaas(jaas)
+    module, options = parse_jaas(jaas)
+    for key, value in options.items():
+        if is_secret(key):
+            remember_secret(value)
+    if module.rsplit(".", 1)[-1] not in KAFKA_LOGIN_MODULES:
+        warn(f"sasl.jaas.config: the login module {module} is not one of Kafka's "
+             f"({', '.join(KAFKA_LOGIN_MODULES)}): kadmin cannot run a Java class, and reads its options as "
+             f"sasl.mechanism {mech}'s")
     if mech in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"):
         user, password = options.get("username"), options.get("password")
         if user is None or password is None:
             raise ConfigError('sasl.jaas.config must carry username="..." and password="..."')
+        _utf8(user, "sasl.jaas.config: its username")
+        _utf8(password, "sasl.jaas.config: its password")
         return {"sasl_mechanism": mech, "sasl_plain_username": user, "sasl_plain_password": password}
     if mech == "GSSAPI":
         return _gssapi(props, options)

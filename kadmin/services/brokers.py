@@ -17,6 +17,7 @@ from kadmin.domain.models import Broker, Registered
 from kadmin.domain.znodes import INT32_MAX, INT64_MAX, INT64_MIN, loads_strict, show_value
 from kadmin.errors import ConditionNotMet, ConfigError, NotFound, UsageError
 from kadmin.exit_codes import ExitCode
+from kadmin.inputs import read_input
 from kadmin.payloads import (
     Bounced,
     BrokerEvent,
@@ -122,15 +123,19 @@ def max_epoch(cluster: BrokerEpochs) -> Result[MaxEpoch]:
     return Result(data=data, errors=listing.problems)
 
 
-def load_saved_epochs(path: Path) -> dict[int, int]:
+def load_saved_epochs(path: Path, flag: str = "--since") -> dict[int, int]:
     """Read a saved `kadmin brokers list -o json` (or its NDJSON): broker id → epoch."""
+    return parse_saved_epochs(read_saved(path, flag), str(path))
+
+
+def read_saved(path: Path, flag: str) -> str:
+    """The text of a saved listing: a regular file under kadmin.inputs' limit, UTF-8 (else exit 2, one line)."""
     try:
-        text = path.read_text()
+        return read_input(path, flag).decode("utf-8")
     except OSError as e:
-        raise UsageError(f"--since {path}: cannot read: {e.strerror}") from e
+        raise UsageError(f"{flag} {path}: cannot read: {e.strerror}") from e
     except UnicodeDecodeError as e:
-        raise UsageError(f"--since {path}: not UTF-8 text ({e.reason} at byte {e.start})") from e
-    return parse_saved_epochs(text, str(path))
+        raise UsageError(f"{flag} {path}: not UTF-8 text ({e.reason} at byte {e.start})") from e
 
 
 def parse_saved_epochs(text: str, name: str) -> dict[int, int]:
@@ -480,9 +485,10 @@ def parse_saved_registrations(text: str, name: str) -> dict[int, Saved]:
     return {i: Saved(e, incarnations.get(i)) for i, e in epochs_by_id.items()}
 
 
-def load_saved_registrations(path: Path) -> dict[int, Saved]:
-    load_saved_epochs(path)  # the same readable/UTF-8 checks and messages
-    return parse_saved_registrations(path.read_text(), str(path))
+def load_saved_registrations(path: Path, flag: str = "--since") -> dict[int, Saved]:
+    text = read_saved(path, flag)
+    parse_saved_epochs(text, str(path))  # the same checks and messages
+    return parse_saved_registrations(text, str(path))
 
 
 def diff_registrations(before: Mapping[int, Saved], after: Mapping[int, Saved], exit_code_on_change: bool = False,
@@ -512,7 +518,7 @@ def diff_registrations(before: Mapping[int, Saved], after: Mapping[int, Saved], 
 def diff_saved(since: Path, to: Path, exit_code_on_change: bool = False) -> Result[BrokersDiff]:
     """`brokers diff --since FILE --to FILE`: two saved KRaft listings (`brokers list --metadata-dir -o json`)."""
     before = load_saved_registrations(since)
-    return diff_registrations(before, load_saved_registrations(to), exit_code_on_change=exit_code_on_change)
+    return diff_registrations(before, load_saved_registrations(to, "--to"), exit_code_on_change=exit_code_on_change)
 
 
 def diff_metadata_dir(since: Path, metadata_dir: Path, exit_code_on_change: bool = False) -> Result[BrokersDiff]:

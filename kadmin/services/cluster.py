@@ -7,6 +7,7 @@ from pathlib import Path
 from kadmin.errors import NotFound
 from kadmin.exit_codes import ExitCode
 from kadmin.formats.meta_properties import MetaPropertiesError, parse
+from kadmin.inputs import InputRefused, read_input
 from kadmin.payloads import ClusterId, ClusterIdCheck, MetaPropertiesFile
 from kadmin.results import Result
 
@@ -20,7 +21,9 @@ def cluster_id_result(cluster_id: str | None, source: str) -> Result[ClusterId]:
 def read_meta(path: Path, cluster_id: str) -> MetaPropertiesFile:
     """What `path` says against the live cluster's id; `error` when it cannot be read or parsed."""
     try:
-        meta = parse(path.read_text())
+        meta = parse(read_input(path, "").decode("utf-8"))
+    except InputRefused as e:  # not a regular file, or too large: the row says why, the file names itself
+        return MetaPropertiesFile(str(path), None, None, None, None, error=e.reason)
     except OSError as e:
         return MetaPropertiesFile(str(path), None, None, None, None, error=f"cannot read: {e.strerror}")
     except (MetaPropertiesError, UnicodeDecodeError) as e:

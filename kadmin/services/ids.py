@@ -13,6 +13,7 @@ from kadmin.domain.text import plural
 from kadmin.errors import ConditionNotMet, ConfigError, InvalidData, KadminError, NotFound, Unsafe, UsageError
 from kadmin.exit_codes import ExitCode
 from kadmin.formats.meta_properties import MetaPropertiesError, parse
+from kadmin.inputs import read_input
 from kadmin.payloads import (
     HostMapping,
     IdClaim,
@@ -32,7 +33,7 @@ def meta_id(path: Path | None) -> int | None:
     if path is None:
         return None
     try:
-        return parse(path.read_text()).node_id
+        return parse(read_input(path, "--meta-properties").decode("utf-8")).node_id
     except OSError as e:
         raise ConfigError(f"--meta-properties {path}: cannot read: {e.strerror}") from e
     except (MetaPropertiesError, UnicodeDecodeError) as e:
