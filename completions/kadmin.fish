@@ -178,7 +178,7 @@ complete -c kadmin -n '__fish_seen_subcommand_from brokers ; and __fish_seen_sub
 complete -c kadmin -n '__fish_seen_subcommand_from brokers ; and __fish_seen_subcommand_from undrain' -l connect-timeout -d 'Give up reaching the cluster after this long (10 seconds unless set)'
 complete -c kadmin -n '__fish_seen_subcommand_from brokers ; and __fish_seen_subcommand_from undrain' -l context -d 'Use a context from $XDG_CONFIG_HOME/kadmin/config'
 complete -c kadmin -n '__fish_seen_subcommand_from brokers ; and __fish_seen_subcommand_from undrain' -l dry-run -d 'Say what would be restored and elected; change nothing'
-complete -c kadmin -n '__fish_seen_subcommand_from brokers ; and __fish_seen_subcommand_from undrain' -l force -d 'Go on when a reassignment is in flight for a saved partition (that partition is left alone)'
+complete -c kadmin -n '__fish_seen_subcommand_from brokers ; and __fish_seen_subcommand_from undrain' -l force -d 'Go on when a reassignment is in flight for a saved partition (that partition is left alone), or the file was saved on another cluster or for another broker'
 complete -c kadmin -n '__fish_seen_subcommand_from brokers ; and __fish_seen_subcommand_from undrain' -l from -d 'The file `brokers drain` saved'
 complete -c kadmin -n '__fish_seen_subcommand_from brokers ; and __fish_seen_subcommand_from undrain' -l help -d 'Show help'
 complete -c kadmin -n '__fish_seen_subcommand_from brokers ; and __fish_seen_subcommand_from undrain' -l output -d 'auto: a table on a terminal, plain columns on a pipe'

@@ -4,8 +4,8 @@ A payload is a frozen dataclass whose fields are the keys of the command's JSON 
 (kadmin.results.Payload: `to_json()` is the JSON form; a key that is there only sometimes is said in the
 payload's own `to_json()`). Services build them, views read their fields, the renderer prints their JSON
 form. Here, below both services and render (which may not import each other), for `brokers`, `partitions`,
-`quorum`, `cluster` and `ids`, with the pieces they share; the other command groups (`history`, `sandbox`)
-still hand over JSON values.
+`quorum`, `cluster` and `ids`, with the pieces they share; the other command groups (`history`, `sandbox`) have
+theirs in kadmin/payloads_ops.py.
 """
 
 from __future__ import annotations
@@ -394,11 +394,15 @@ class Drain(Payload):
     refused: tuple[MoveRefused, ...]
     remaining: tuple[TopicPartition, ...]
     led_after: int | None = None
+    # submitted partitions another reassignment changed during the drain (issue 22); with led_after only
+    changed_by_others: tuple[TopicPartition, ...] | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = super().to_json()
         if self.led_after is None:
             del out["led_after"]
+        if self.changed_by_others is None:
+            del out["changed_by_others"]
         return out
 
 

@@ -286,11 +286,12 @@ def shutdown(
 
     if timeout <= 0:
         raise UsageError("--timeout must be positive")
-    backend = inv.backend(time.monotonic() + timeout)
+    deadline = time.monotonic() + timeout  # one deadline for the connections and the service's waits
+    backend = inv.backend(deadline)
     links = backend.controller_links  # KRaft: exit 3 before anything is asked
     with ScanProgress() as progress:
         result = run(backend.epochs, links, broker_id, epoch=epoch, wait=wait_, timeout=timeout, dry_run=dry_run,
-                     force=force, listener=listener, progress=progress)
+                     force=force, listener=listener, progress=progress, deadline=deadline)
     return inv.emit(result, views.shutdown)
 
 
@@ -346,17 +347,24 @@ def drain(
     nothing or --timeout passes. Plain output is the file's path (with --dry-run: one line per
     partition to reorder, `topic<TAB>partition<TAB>replicas<TAB>new replicas`).
 
-    Exit 7 when a reassignment is in flight for a partition the broker hosts (unless --force). Exit 1
-    naming what the broker still leads, e.g. a partition whose only in-sync replica it is
-    (`only_isr`: no one else may lead it). The broker stays a preferred leader nowhere, so Kafka's
-    automatic leader rebalance does not move leaders back; undrain does.
+    The file is written atomically (a killed drain leaves no file or a complete one) and records the
+    cluster's id; the partitions are read again just before anything is sent. Exit 7 when a reassignment
+    is in flight for a partition the broker hosts (unless --force), or the partitions changed since they
+    were read (another drain or reassignment is running; nothing was sent, the file is removed). The
+    verdict comes from a fresh reading: exit 1 naming what the broker still leads, e.g. a partition
+    whose only in-sync replica it is (`only_isr`: no one else may lead it), or the partitions another
+    reassignment changed during the drain (`changed_by_others`). Ctrl-C after the reordering was sent
+    stops before the election: exit 130 naming the undrain command that restores the order. The broker
+    stays a preferred leader nowhere, so Kafka's automatic leader rebalance does not move leaders back;
+    undrain does.
     """
     from kadmin.services.drain import drain as run
 
     if timeout <= 0:
         raise UsageError("--timeout must be positive")
-    moves = inv.backend(time.monotonic() + timeout).leadership
-    return inv.emit(run(moves, broker_id, save=save, dry_run=dry_run, force=force, timeout=timeout), views.drain)
+    backend = inv.backend(time.monotonic() + timeout)
+    return inv.emit(run(backend.leadership, backend.identity, broker_id, save=save, dry_run=dry_run, force=force,
+                        timeout=timeout), views.drain)
 
 
 @command(app, "undrain")
@@ -367,7 +375,8 @@ def undrain(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Say what would be restored and elected; change "
                                           "nothing.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Go on when a reassignment is in flight for a saved "
-                                        "partition (that partition is left alone).")] = False,
+                                        "partition (that partition is left alone), or the file was saved on "
+                                        "another cluster or for another broker.")] = False,
     timeout: DrainTimeout = 120.0,
 ) -> int:
     """Undo `brokers drain`: restore the saved replica order and elect the preferred leaders again.
@@ -376,13 +385,16 @@ def undrain(
     Then the leaders are read again, every 0.1 s growing to 1 s, until each saved partition is led
     by its preferred replica or --timeout passes (exit 1 naming the others: a preferred replica
     that is not in sync cannot be elected; run `kadmin brokers wait ID --in-sync` first). Exit 7 when a
-    reassignment is in flight for a saved partition (unless --force).
+    reassignment is in flight for a saved partition (unless --force). A file saved on another cluster
+    (exit 3) or for another broker (exit 2) is refused unless --force. Ctrl-C after the order was sent
+    stops before the election (exit 130: run the same command again to finish).
     """
     from kadmin.services.drain import read_file
     from kadmin.services.drain import undrain as run
 
     if timeout <= 0:
         raise UsageError("--timeout must be positive")
-    read_file(source, broker_id)  # a bad file is exit 2 before anything is contacted
-    moves = inv.backend(time.monotonic() + timeout).leadership
-    return inv.emit(run(moves, broker_id, source, dry_run=dry_run, force=force, timeout=timeout), views.key_values)
+    read_file(source, broker_id, force)  # a bad file is exit 2 before anything is contacted
+    backend = inv.backend(time.monotonic() + timeout)
+    return inv.emit(run(backend.leadership, backend.identity, broker_id, source, dry_run=dry_run, force=force,
+                        timeout=timeout), views.key_values)

@@ -18,6 +18,8 @@ _CONNECT: Codes = {X.CONFIG: "", X.UNREACHABLE: ""}
 _READ: Codes = {**_CONNECT, X.PARTIAL: "some data could not be read or parsed"}
 _ZK_ONLY = "also for a KRaft cluster: this command needs ZooKeeper mode"
 _SANDBOX: Codes = {X.CONFIG: "no sandbox, or it could not start or stop a process"}
+# A file named on the command line must be a regular file of at most 64 MiB (kadmin.inputs).
+_INPUT = ", is not a regular file (a directory, FIFO, socket or device) or is over 64 MiB"
 
 # The check verbs (`kadmin.exit_codes.CHECK_COMMANDS`) follow the monitoring-plugin convention
 # (`kadmin.exit_codes.Verdict`) instead of the general table; this says what WARNING and CRITICAL mean for each.
@@ -35,10 +37,12 @@ COMMANDS: dict[str, Codes] = {
     "brokers can-stop": {X.OK: "the broker can stop", X.CONDITION_NOT_MET: "it cannot (blocking partitions listed), "
                          "or no such broker", **_READ},
     "brokers diff": {X.OK: "", X.CONDITION_NOT_MET: "with `--exit-code`: something changed",
-                     X.USAGE: "the saved listing cannot be read", **_READ,
+                     X.USAGE: f"the saved listing cannot be read{_INPUT}", **_READ,
                      X.CONFIG: "also a live diff of a KRaft cluster (use `--metadata-dir`)"},
-    "brokers drain": {X.OK: "the broker leads nothing", X.CONDITION_NOT_MET: "it still leads partitions (named)",
-                      **_READ, X.UNSAFE: "a reassignment is in flight (`--force` overrides)",
+    "brokers drain": {X.OK: "the broker leads nothing", X.CONDITION_NOT_MET: "it still leads partitions (named), "
+                      "or another reassignment changed its partitions during the drain",
+                      **_READ, X.UNSAFE: "a reassignment is in flight (`--force` overrides), or its partitions "
+                      "changed since they were read (nothing was sent)",
                       X.UNSUPPORTED: "the brokers do not serve the reassignment API (Kafka before 2.4)"},
     "brokers list": {X.OK: "", **_READ},
     "brokers max-epoch": {X.OK: "", X.CONDITION_NOT_MET: "no live broker", **_READ, X.CONFIG: _ZK_ONLY},
@@ -50,7 +54,8 @@ COMMANDS: dict[str, Codes] = {
                          X.UNSUPPORTED: "the active controller is a KRaft controller (migration)",
                          X.CONFIG: _ZK_ONLY},
     "brokers undrain": {X.OK: "", X.CONDITION_NOT_MET: "preferred leaders not all elected",
-                        X.USAGE: "the drain file cannot be read", **_READ,
+                        X.USAGE: "the drain file cannot be read, or is another broker's (`--force` overrides)",
+                        **_READ, X.CONFIG: "the drain file was saved on another cluster (`--force` overrides)",
                         X.UNSAFE: "a reassignment is in flight (`--force` overrides)",
                         X.UNSUPPORTED: "the brokers do not serve the reassignment API (Kafka before 2.4)"},
     "brokers unregister": {X.OK: "", X.CONDITION_NOT_MET: "the broker is not registered", **_CONNECT,
@@ -63,7 +68,7 @@ COMMANDS: dict[str, Codes] = {
                       X.CONDITION_NOT_MET: "`--count N`: fewer than N events before `--timeout`", **_READ},
     "cluster check-id": {X.OK: "every file belongs to this cluster",
                          X.CONDITION_NOT_MET: "a file belongs to another cluster",
-                         X.USAGE: "a file cannot be read", **_CONNECT},
+                         X.USAGE: f"a file cannot be read{_INPUT}", **_CONNECT},
     "cluster id": {X.OK: "", X.CONDITION_NOT_MET: "the cluster has no id (no /cluster/id)", **_READ},
     "completion": {X.OK: ""},
     "history ingest": {X.OK: "", X.CONDITION_NOT_MET: "nothing to ingest (no log, snapshot or NDJSON found)",

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, TypeVar
 
-from kadmin.domain.drain import Key, PartitionView
+from kadmin.domain.drain import Key, PartitionView, Unknown
 from kadmin.domain.models import Broker, Controller, Coverage, Generation, PartitionState, Registered, Stat
 from kadmin.domain.quorum import QuorumState
 from kadmin.errors import ConfigError
@@ -213,6 +213,7 @@ class LeadershipMoves(Protocol):
 
     mode: str  # how the moves are asked for, recorded in the drain file: "protocol" or "zookeeper"
     where: str
+    unknown: tuple[Unknown, ...]  # what the last partitions() could not tell (a gate must not take it as none)
 
     def partitions(self, in_flight: bool = True) -> list[PartitionView]: ...
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kadmin.cluster.kafka import error_name
-from kadmin.domain.drain import Key, PartitionView
+from kadmin.domain.drain import Key, PartitionView, Unknown
 from kadmin.errors import KadminError, Rejected, Unsupported
 
 if TYPE_CHECKING:
@@ -43,6 +43,7 @@ class AdminDrain:
     def __init__(self, client: KraftClient) -> None:
         self.client = client
         self.where = ",".join(client.addresses)
+        self.unknown: tuple[Unknown, ...] = ()  # a topic Metadata cannot describe is an error (below), not unknown
 
     def _send(self, api: str, make: Callable[[], Any], controller: bool = True,
               not_controller: Callable[[Any], bool] | None = None) -> Any:
@@ -177,6 +178,7 @@ class ZkDrain:
     def __init__(self, cluster: ZkAdminZnodes) -> None:
         self.cluster = cluster
         self.where = cluster.description
+        self.unknown: tuple[Unknown, ...] = ()
 
     def partitions(self, in_flight: bool = True) -> list[PartitionView]:
         """Replicas from the topic znodes, ISR and leader from the state znodes (what the controller wrote);
@@ -184,6 +186,10 @@ class ZkDrain:
         the topic znode (API reassignments, Kafka 2.4+) or the partition listed in /admin/reassign_partitions."""
         scan = self.cluster.scan_partitions()
         legacy = self._znode_partitions() if in_flight else set()
+        # what this reading could not tell (an unreadable topic znode, a missing or unreadable state znode)
+        self.unknown = tuple([Unknown(t, None, None, why) for t, why in sorted(scan.unreadable.items())] + [
+            Unknown(p.topic, p.partition, tuple(p.replicas), p.problem or "no state znode")
+            for p in scan.partitions if p.leader is None])
         out = []
         for p in scan.partitions:
             moving = bool(p.adding_replicas or p.removing_replicas) or (p.topic, p.partition) in legacy

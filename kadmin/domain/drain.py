@@ -145,15 +145,57 @@ class BadDrainFile(ValueError):
     pass
 
 
+@dataclass(frozen=True)
+class Unknown:
+    """What a reading of the partitions could not tell: a whole topic (partition None, replicas unknown) or one
+    partition's leader (its replicas known), and why."""
+
+    topic: str
+    partition: int | None
+    replicas: tuple[int, ...] | None
+    why: str
+
+    def concerns(self, broker_id: int) -> bool:
+        """Whether the broker may host it (a topic whose assignment is unknown may be hosted by any broker)."""
+        return self.replicas is None or broker_id in self.replicas
+
+    @property
+    def name(self) -> str:
+        return self.topic if self.partition is None else f"{self.topic}-{self.partition}"
+
+
+@dataclass(frozen=True)
+class SavedDrain:
+    """A drain file: the broker it drained, the cluster's id (None: not recorded, by a kadmin before issue 22 or
+    because it could not be read then) and the original order."""
+
+    broker_id: int
+    cluster_id: str | None
+    order: dict[Key, tuple[int, ...]]
+
+
 def parse_drain_file(doc: Any, broker_id: int) -> dict[Key, tuple[int, ...]]:
-    """{(topic, partition): original replicas} from a drain file; BadDrainFile says what is wrong."""
+    """{(topic, partition): original replicas} from a drain file of broker `broker_id`; BadDrainFile says what
+    is wrong."""
+    saved = parse_saved_drain(doc)
+    if saved.broker_id != broker_id:
+        raise BadDrainFile(f"the file is for broker {saved.broker_id!r}, not {broker_id}")
+    return saved.order
+
+
+def parse_saved_drain(doc: Any) -> SavedDrain:
+    """A drain file, whichever broker it is for; BadDrainFile says what is wrong."""
     if not isinstance(doc, dict) or doc.get("kind") != FILE_KIND:
         raise BadDrainFile("not a kadmin drain file (no \"kind\": \"kadmin-drain\")")
     if doc.get("version") != FILE_VERSION:
         raise BadDrainFile(f"drain file version {doc.get('version')!r} is not supported (this kadmin reads "
                            f"version {FILE_VERSION})")
-    if doc.get("broker_id") != broker_id:
-        raise BadDrainFile(f"the file is for broker {doc.get('broker_id')!r}, not {broker_id}")
+    if type(doc.get("broker_id")) is not int:
+        raise BadDrainFile("\"broker_id\" is not an int")
+    cluster = doc.get("cluster")
+    cluster_id = cluster.get("id") if isinstance(cluster, dict) else None
+    if cluster_id is not None and not isinstance(cluster_id, str):
+        raise BadDrainFile("\"cluster\".\"id\" is not a string")
     out: dict[Key, tuple[int, ...]] = {}
     parts = doc.get("partitions")
     if not isinstance(parts, list):
@@ -166,7 +208,7 @@ def parse_drain_file(doc: Any, broker_id: int) -> dict[Key, tuple[int, ...]]:
             raise BadDrainFile(f"partitions[{i}] is not {{\"topic\": str, \"partition\": int, \"replicas\": "
                                "[distinct ints]}")
         out[(p["topic"], p["partition"])] = tuple(p["replicas"])
-    return out
+    return SavedDrain(doc["broker_id"], cluster_id, out)
 
 
 @dataclass

@@ -11,6 +11,7 @@ for partitions that have not moved yet.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
 import json
@@ -21,12 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from kadmin import interrupts
-from kadmin.cluster.base import LeadershipMoves
+from kadmin.cluster.base import ClusterIdentity, LeadershipMoves
 from kadmin.domain import drain as dom
 from kadmin.domain.drain import Key, PartitionView
 from kadmin.domain.text import plural
-from kadmin.errors import UsageError
+from kadmin.errors import ConfigError, KadminError, UsageError
 from kadmin.exit_codes import ExitCode
+from kadmin.inputs import read_input
 from kadmin.payloads import Drain, MoveRefused, NotPreferred, Reorder, TopicPartition, Undrain
 from kadmin.results import Result
 
@@ -55,30 +57,90 @@ def default_path(broker_id: int, now: datetime.datetime | None = None) -> Path:
 
 
 def write_file(path: Path, doc: Mapping[str, Any]) -> None:
-    """Write the drain file once (never over an existing one: that would lose an original order)."""
+    """Write the drain file once, atomically: a temporary file beside it, fsynced, then linked to its name
+    (which fails if the name exists: an existing file may hold the original order of an earlier drain) and
+    the directory fsynced. A SIGKILL at any point leaves no file or a complete one (at worst a hidden
+    `.NAME.tmp-PID` beside it)."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists():
+        raise UsageError(f"{path} exists: it may hold the order of an earlier drain; give another --save FILE")
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
-        with open(path, "x", encoding="utf-8") as f:
+        with open(tmp, "w", encoding="utf-8") as f:
             json.dump(doc, f, indent=2)
             f.write("\n")
-    except FileExistsError:
-        raise UsageError(f"{path} exists: it may hold the order of an earlier drain; give another --save FILE") \
-            from None
+            f.flush()
+            os.fsync(f.fileno())
+        try:
+            os.link(tmp, path)  # atomic, and never over an existing file
+        except FileExistsError:
+            raise UsageError(f"{path} exists: it may hold the order of an earlier drain; give another --save "
+                             "FILE") from None
+        _fsync_dir(path.parent)
     except OSError as e:
         raise UsageError(f"cannot write {path}: {e.strerror or e}") from e
+    finally:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
 
 
-def read_file(path: Path, broker_id: int) -> dict[Key, tuple[int, ...]]:
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def remove_file(path: Path) -> None:
+    """Remove a drain file written for a drain that then changed nothing (refused before anything was sent)."""
+    with contextlib.suppress(OSError):
+        path.unlink()
+        _fsync_dir(path.parent)
+
+
+def read_file(path: Path, broker_id: int, force: bool = False) -> dom.SavedDrain:
+    """The drain file `--from PATH` for broker `broker_id` (another broker's only with --force): exit 2 naming
+    what is wrong."""
+    try:
+        doc = json.loads(read_input(path, "--from"))
     except OSError as e:
         raise UsageError(f"--from {path}: {e.strerror or e}") from e
     except ValueError as e:
         raise UsageError(f"--from {path}: not JSON: {e}") from e
     try:
-        return dom.parse_drain_file(doc, broker_id)
+        saved = dom.parse_saved_drain(doc)
     except dom.BadDrainFile as e:
         raise UsageError(f"--from {path}: {e}") from e
+    if saved.broker_id != broker_id and not force:
+        raise UsageError(f"--from {path}: the file is for broker {saved.broker_id}, not {broker_id} (--force restores "
+                         "it anyway)")
+    return saved
+
+
+def _same_cluster(saved: dom.SavedDrain, identity: ClusterIdentity, source: Path, force: bool,
+                  warnings: list[str]) -> None:
+    """Refuse a drain file saved on another cluster (exit 3) unless --force; say when it cannot be told."""
+    try:
+        here = identity.cluster_id()
+    except KadminError as e:
+        here, why = None, e.message
+    else:
+        why = "the cluster has no id"
+    if saved.cluster_id is None:
+        warnings.append(f"{source} does not record its cluster's id: kadmin cannot tell it from another cluster's")
+        return
+    if here is None:
+        if not force:
+            raise ConfigError(f"--from {source} was saved on cluster {saved.cluster_id}, and this cluster's id could "
+                              f"not be read ({why}): --force restores it anyway")
+        warnings.append(f"--force: this cluster's id could not be read ({why}); {source} is of {saved.cluster_id}")
+        return
+    if here != saved.cluster_id:
+        if not force:
+            raise ConfigError(f"--from {source} was saved on cluster {saved.cluster_id}, not this one ({here}): "
+                              "--force restores it anyway", code="other_cluster")
+        warnings.append(f"--force: {source} was saved on cluster {saved.cluster_id}, not this one ({here})")
 
 
 def _poll(backend: LeadershipMoves, left: Callable[[], float], done: Callable[[list[PartitionView]], bool],
@@ -141,8 +203,9 @@ def _reorders(plan: Mapping[Key, tuple[int, ...]], before: Mapping[Key, tuple[in
     return tuple(Reorder(t, p, before[(t, p)], r) for (t, p), r in sorted(plan.items()))
 
 
-def drain(backend: LeadershipMoves, broker_id: int, *, save: Path | None, dry_run: bool, force: bool, timeout: float,
-          sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.monotonic) -> Result[Drain]:
+def drain(backend: LeadershipMoves, identity: ClusterIdentity, broker_id: int, *, save: Path | None, dry_run: bool,
+          force: bool, timeout: float, sleep: Callable[[float], None] = time.sleep,
+          clock: Callable[[], float] = time.monotonic) -> Result[Drain]:
     deadline = clock() + timeout
 
     def left() -> float:
@@ -187,14 +250,31 @@ def drain(backend: LeadershipMoves, broker_id: int, *, save: Path | None, dry_ru
                f"(it goes last) and elect preferred leaders for {len(plan.elect)}; the original order would be saved "
                f"to {path}")
         return Result(data=data, warnings=warnings + notes, message=msg)
+    cluster_id, id_warning = _cluster_id(identity)
+    if id_warning:
+        warnings.append(id_warning)
     write_file(path, dom.drain_file(broker_id, plan, _now().isoformat(), {"mode": backend.mode,
-                                                                          "where": backend.where}))
+                                                                          "where": backend.where,
+                                                                          "id": cluster_id}))
+    # The plan was made from a reading; another drain or reassignment may have moved these partitions since.
+    # Read them again just before submitting: anything changed or in flight now is refused (exit 7), so the
+    # saved file holds what was there and nothing overwrites someone else's reassignment.
+    moved_meanwhile = _changed_since(backend, plan.reorder, before)
+    if moved_meanwhile:
+        remove_file(path)
+        return Result(data=data, warnings=warnings + notes, exit_code=ExitCode.UNSAFE,
+                      message=f"refused: {dom.keys_text(moved_meanwhile)} changed or started a reassignment since "
+                      "kadmin read them (another drain or reassignment is running); nothing was sent, try again")
     # From here the cluster may change: a Ctrl-C is held back until the outcome is reported
     # (kadmin/interrupts.py); the waits stop early and say what holds then. The file is already saved.
     interrupts.arm()
     refused = backend.reassign(plan.reorder)
-    if not _wait_reassigned(backend, [k for k in plan.reorder if k not in refused], left, sleep):
+    submitted = {k: v for k, v in plan.reorder.items() if k not in refused}
+    if not _wait_reassigned(backend, list(submitted), left, sleep) and not interrupts.pending():
         warnings.append("the reordering was not complete before the deadline")
+    if interrupts.pending():
+        return _interrupted(backend, data, broker_id, path, warnings + notes,
+                            "after the reordering was submitted and before the election")
     refused.update(_elect(backend, [k for k in plan.elect if k not in refused], left, sleep))
     stuck = plan.stuck
 
@@ -206,24 +286,83 @@ def drain(backend: LeadershipMoves, broker_id: int, *, save: Path | None, dry_ru
         if again and _wait_election_free(backend, lambda: min(left(), 1.0), sleep):
             backend.elect_preferred(again)
 
-    final = _poll(backend, left, done, reelect, sleep, clock)
+    _poll(backend, left, done, reelect, sleep, clock)
+    if interrupts.pending():
+        return _interrupted(backend, data, broker_id, path, warnings + notes, "after the election was asked")
+    # The verdict comes from a fresh reading taken now, reassignments in flight included: never "leads none"
+    # from an earlier reading, nor while another reassignment is rewriting these partitions.
+    final = backend.partitions()
     remaining = dom.led_by(final, broker_id)
+    foreign = _not_as_submitted(final, submitted)
+    unknown = [u for u in backend.unknown if u.concerns(broker_id)]
     data = dataclasses.replace(
         data, refused=_refusals({k: v for k, v in refused.items() if k in set(remaining) or k in plan.reorder}),
-        remaining=_keys(remaining), led_after=len(remaining))
+        remaining=_keys(remaining), led_after=len(remaining), changed_by_others=_keys(foreign))
     moved = max(0, data.led_before - len(remaining))
     said = f"moved {plural(moved, 'leadership')} off broker {broker_id}"
+    if foreign:
+        return Result(data=data, warnings=warnings + notes, exit_code=ExitCode.CONDITION_NOT_MET,
+                      message=f"{said}, but another reassignment changed {dom.keys_text(foreign)} during the drain "
+                      f"(not in the order kadmin submitted, or moving now): broker {broker_id} leads "
+                      f"{len(remaining)} partition(s) now and may lead more; the original order is saved in {path}")
     if remaining:
         return Result(data=data, warnings=warnings + notes,
                       exit_code=ExitCode.CONDITION_NOT_MET,
                       message=f"{said}; it still leads {len(remaining)} partition(s): "
                       f"{dom.keys_text(remaining)}; the original order is saved in {path}")
+    if unknown:  # never "leads none" while a partition it may lead could not be read
+        return Result(data=data, warnings=warnings + notes, exit_code=ExitCode.PARTIAL,
+                      message=f"{said}; it leads none of the partitions kadmin could read, but "
+                      f"{_unknown_text(unknown)}, so it may lead them; the original order is saved in {path}")
     return Result(data=data, warnings=warnings + notes,
                   message=f"{said}; it now leads none; the original order is saved in {path} "
                   f"(undo: kadmin brokers undrain {broker_id} --from {path})")
 
 
-def undrain(backend: LeadershipMoves, broker_id: int, source: Path, *, dry_run: bool, force: bool, timeout: float,
+def _unknown_text(unknown: list[dom.Unknown]) -> str:
+    shown = "; ".join(f"{u.name}: {u.why}" for u in unknown[:5])
+    more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+    return f"could not read {shown}{more}"
+
+
+def _cluster_id(identity: ClusterIdentity) -> tuple[str | None, str | None]:
+    """The cluster's id for the drain file, and a warning when it could not be read (the file then says null,
+    and `undrain --from` cannot tell it from another cluster's)."""
+    try:
+        return identity.cluster_id(), None
+    except KadminError as e:
+        return None, f"the cluster id could not be read ({e.message}): the drain file records none"
+
+
+def _changed_since(backend: LeadershipMoves, plan: Mapping[Key, tuple[int, ...]],
+                   before: Mapping[Key, tuple[int, ...]]) -> list[Key]:
+    """The planned partitions whose replicas differ from the reading the plan was made from, or that are being
+    reassigned now."""
+    now = {p.key: p for p in backend.partitions()}
+    return sorted(k for k in plan if k not in now or now[k].replicas != before[k] or now[k].reassigning)
+
+
+def _not_as_submitted(final: list[PartitionView], submitted: Mapping[Key, tuple[int, ...]]) -> list[Key]:
+    """Submitted partitions not in the submitted order now, or being reassigned: someone else's reassignment."""
+    now = {p.key: p for p in final}
+    return sorted(k for k, want in submitted.items()
+                  if k in now and (now[k].replicas != want or now[k].reassigning))
+
+
+def _interrupted(backend: LeadershipMoves, data: Drain, broker_id: int, path: Path, warnings: list[str],
+                 when: str) -> Result[Drain]:
+    """Ctrl-C between steps: stop, and say from a fresh reading what state the cluster is in and how to undo."""
+    now = backend.partitions(in_flight=False)
+    remaining = dom.led_by(now, broker_id)
+    data = dataclasses.replace(data, remaining=_keys(remaining), led_after=len(remaining))
+    return Result(data=data, warnings=warnings, exit_code=ExitCode.INTERRUPTED,
+                  message=f"interrupted {when}: the replicas of {plural(len(data.reorder), 'partition')} are "
+                  f"reordered (broker {broker_id} last) and broker {broker_id} leads {len(remaining)} now; "
+                  f"restore the original order with: kadmin brokers undrain {broker_id} --from {path}")
+
+
+def undrain(backend: LeadershipMoves, identity: ClusterIdentity, broker_id: int, source: Path, *, dry_run: bool,
+            force: bool, timeout: float,
             sleep: Callable[[float], None] = time.sleep,
             clock: Callable[[], float] = time.monotonic) -> Result[Undrain]:
     deadline = clock() + timeout
@@ -231,7 +370,12 @@ def undrain(backend: LeadershipMoves, broker_id: int, source: Path, *, dry_run: 
     def left() -> float:
         return deadline - clock()
 
-    saved = read_file(source, broker_id)
+    loaded = read_file(source, broker_id, force)
+    warnings: list[str] = []
+    if loaded.broker_id != broker_id:
+        warnings.append(f"--force: {source} is the drain file of broker {loaded.broker_id}, not {broker_id}")
+    _same_cluster(loaded, identity, source, force, warnings)
+    saved = loaded.order
     parts = backend.partitions()
     plan = dom.plan_undrain(saved, parts, broker_id, skip_in_flight=force)
     before = {p.key: p.replicas for p in parts}
@@ -253,11 +397,12 @@ def undrain(backend: LeadershipMoves, broker_id: int, source: Path, *, dry_run: 
         refused=(),
         not_preferred=(),
     )
-    warnings = []
     if plan.changed:
         warnings.append(f"the replica set changed since the drain, left as it is: {dom.keys_text(plan.changed)}")
-    if plan.gone:
-        warnings.append(f"no longer exist: {dom.keys_text(plan.gone)}")
+    unreadable_topics = {u.topic for u in backend.unknown if u.partition is None}
+    gone = [k for k in plan.gone if k[0] not in unreadable_topics]  # unreadable is not gone: said at the end
+    if gone:
+        warnings.append(f"no longer exist: {dom.keys_text(gone)}")
     if plan.in_flight and not force:
         return Result(data=data, warnings=warnings, exit_code=ExitCode.UNSAFE,
                       message=f"refused: a reassignment is in flight for {dom.keys_text(plan.in_flight)}; wait for "
@@ -269,7 +414,7 @@ def undrain(backend: LeadershipMoves, broker_id: int, source: Path, *, dry_run: 
                       message=f"would restore the saved order of {len(plan.restore)} partition(s) and elect "
                       f"preferred leaders for {len(plan.elect)}")
     interrupts.arm()  # as in drain: from here a Ctrl-C is reported with the outcome
-    final, lagging, targets, refused = _restore(backend, plan, preferred, warnings, left, sleep, clock)
+    final, lagging, targets, refused, stopped = _restore(backend, plan, preferred, warnings, left, sleep, clock)
     by_key = {p.key: p for p in final}
     data = dataclasses.replace(
         data, refused=_refusals({k: v for k, v in refused.items() if k in set(lagging)}),
@@ -277,6 +422,13 @@ def undrain(backend: LeadershipMoves, broker_id: int, source: Path, *, dry_run: 
                                          preferred_in_sync=targets[(t, p)] in by_key[(t, p)].isr)
                             for t, p in lagging),
         led_after=len(dom.led_by(final, broker_id)))
+    if stopped:
+        return Result(data=data, warnings=warnings, exit_code=ExitCode.INTERRUPTED,
+                      message=f"interrupted {stopped}: {len(lagging)} saved partition(s) are not led by their "
+                      f"preferred replica now; finish with the same command: kadmin brokers undrain {broker_id} "
+                      f"--from {source}")
+    unknown = [u for u in backend.unknown if (u.topic, u.partition) in saved
+               or (u.partition is None and any(t == u.topic for t, _ in saved))]
     if lagging:
         out_of_sync = [k for k in lagging if targets[k] not in by_key[k].isr]
         why = (f" (not in sync, so not electable: {dom.keys_text(out_of_sync)}; `kadmin brokers wait {broker_id} "
@@ -284,6 +436,10 @@ def undrain(backend: LeadershipMoves, broker_id: int, source: Path, *, dry_run: 
         return Result(data=data, warnings=warnings, exit_code=ExitCode.CONDITION_NOT_MET,
                       message=f"{len(lagging)} partition(s) are not led by their preferred replica: "
                       f"{dom.keys_text(lagging)}{why}")
+    if unknown:
+        return Result(data=data, warnings=warnings, exit_code=ExitCode.PARTIAL,
+                      message=f"restored the order of {len(plan.restore)} partition(s), but {_unknown_text(unknown)}: "
+                      "whether they are led by their preferred replica is unknown")
     return Result(data=data, warnings=warnings,
                   message=f"restored the order of {len(plan.restore)} partition(s); every saved partition is led by "
                   f"its preferred replica (broker {broker_id} leads {data.led_after})")
@@ -291,13 +447,19 @@ def undrain(backend: LeadershipMoves, broker_id: int, source: Path, *, dry_run: 
 
 def _restore(backend: LeadershipMoves, plan: dom.UndrainPlan, preferred: Mapping[Key, int], warnings: list[str],
              left: Callable[[], float], sleep: Callable[[float], None],
-             clock: Callable[[], float]) -> tuple[list[PartitionView], list[Key], dict[Key, int], dict[Key, str]]:
+             clock: Callable[[], float],
+             ) -> tuple[list[PartitionView], list[Key], dict[Key, int], dict[Key, str], str | None]:
     """Put the saved order back and elect the preferred leaders, then read the leaders again until each saved
-    partition is led by its preferred replica or time is up: (last reading, partitions still not led by it,
-    the leaders aimed at, the partitions the cluster refused)."""
+    partition is led by its preferred replica or time is up: (a fresh last reading, partitions still not led by
+    it, the leaders aimed at, the partitions the cluster refused, when a Ctrl-C stopped it or None)."""
     refused = backend.reassign(plan.restore)
-    if not _wait_reassigned(backend, [k for k in plan.restore if k not in refused], left, sleep):
+    if not _wait_reassigned(backend, [k for k in plan.restore if k not in refused], left, sleep) \
+            and not interrupts.pending():
         warnings.append("the reordering was not complete before the deadline")
+    targets = {k: v for k, v in preferred.items() if k not in refused or k in plan.already}
+    if interrupts.pending():
+        now = backend.partitions(in_flight=False)
+        return now, _behind(now, targets), targets, refused, "after the order was restored and before the election"
     refused.update(_elect(backend, [k for k in plan.elect if k not in refused], left, sleep))
     targets = {k: v for k, v in preferred.items() if k not in refused or k in plan.already}
 
@@ -312,5 +474,12 @@ def _restore(backend: LeadershipMoves, plan: dom.UndrainPlan, preferred: Mapping
         if again and _wait_election_free(backend, lambda: min(left(), 1.0), sleep):
             backend.elect_preferred(again)
 
-    final = _poll(backend, left, lambda now: not behind(now), reelect, sleep, clock)
-    return final, behind(final), targets, refused
+    _poll(backend, left, lambda now: not behind(now), reelect, sleep, clock)
+    final = backend.partitions(in_flight=False)  # the verdict from a reading taken now
+    stopped = "after the election was asked" if interrupts.pending() else None
+    return final, behind(final), targets, refused, stopped
+
+
+def _behind(now: list[PartitionView], targets: Mapping[Key, int]) -> list[Key]:
+    by_key = {p.key: p for p in now}
+    return sorted(k for k, want in targets.items() if k in by_key and by_key[k].leader != want)

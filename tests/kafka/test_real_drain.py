@@ -441,3 +441,118 @@ def test_kraft_drain_names_the_partitions_it_is_the_only_in_sync_replica_of(kraf
                                 str(tmp_path / "d.json"))
     assert code == 0, err
     wait_state(kraft.home, kraft.bootstrap, [topic], healthy({topic: a}), "the original leaders and order back")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Issue 22 §2: mutations that cannot lie (KRaft 4.3.1, through --bootstrap-server)
+
+
+def replicas_of(st: Mapping[Key, tuple[int, list[int], list[int]]]) -> dict[Key, list[int]]:
+    return {k: v[1] for k, v in st.items()}
+
+
+def test_kraft_two_drains_at_once_are_each_refused_or_truthful(kraft: KraftSandbox, tmp_path: Path) -> None:
+    """Drains of brokers 2 and 3 started together, each wanting every partition of an RF-3 topic in another
+    order: they cannot both succeed. Each is refused (7, its file removed: nothing was sent), or fails saying
+    another reassignment changed its partitions (1), or succeeds, and then what it said holds per
+    TopicCommand once both ended. Every file left restores the original order."""
+    import subprocess
+    import sys
+
+    a = layout()
+    topic = kraft_topic(kraft, a)
+    before = replicas_of(topic_state(kraft.home, kraft.bootstrap))
+    files = {b: tmp_path / f"drain-{b}.json" for b in (2, 3)}
+    procs = {b: subprocess.Popen([sys.executable, "-m", "kadmin", "brokers", "drain", str(b), "--bootstrap-server",
+                                  kraft.bootstrap, "--save", str(files[b]), "--timeout", "60", "-o", "json"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=kraft.env,
+                                 stdin=subprocess.DEVNULL) for b in (2, 3)}
+    done: dict[int, tuple[int, Any, str]] = {}
+    for b, p in procs.items():
+        out, err = p.communicate(timeout=300)
+        done[b] = (p.returncode, json.loads(out) if out.strip() else {}, err)
+    assert {code for code, _, _ in done.values()} <= {0, 1, 7}, done
+    st = topic_state(kraft.home, kraft.bootstrap, [topic])
+    for b, (code, doc, err) in done.items():
+        if code == 7:
+            assert not files[b].exists(), err  # refused before anything was sent: no file to undo with
+            assert "refused" in err, err
+        if code == 0:  # what it said must hold now that both have ended
+            assert all(leader != b for leader, _, _ in st.values()), (b, err, st)
+            assert all(replicas[-1] == b for _, replicas, _ in st.values()), (b, err, st)
+        if code == 1 and doc["data"].get("changed_by_others"):
+            assert "another reassignment changed" in err, err
+    assert sum(code == 0 for code, _, _ in done.values()) <= 1, done  # both cannot hold at once
+    for b in (3, 2):  # every file left restores the original order, in whichever order they are undone
+        if files[b].exists():
+            code, _, err = kraft.json("brokers", "undrain", str(b), "--bootstrap-server", kraft.bootstrap, "--from",
+                                      str(files[b]))
+            assert code == 0, err
+    wait_state(kraft.home, kraft.bootstrap, None,
+               lambda now: all(replicas_of(now).get(k) == r for k, r in before.items()),
+               "the original order of every partition back")
+    wait_state(kraft.home, kraft.bootstrap, [topic], healthy({topic: a}), "the original leaders back")
+
+
+def test_kraft_ctrl_c_after_the_reordering_was_submitted_stops_before_the_election(
+        kraft: KraftSandbox, tmp_path: Path, mocker: Any) -> None:
+    """Ctrl-C lands right after AlterPartitionReassignments was sent: no election follows; exit 130 saying what
+    state the cluster is in and the undrain command that restores it, which then does."""
+    import signal
+
+    from kadmin.cluster.drain import AdminDrain
+    from tests.conftest import Run
+
+    a = layout()
+    topic = kraft_topic(kraft, a)
+    real = AdminDrain.reassign
+    elections: list[Any] = []
+
+    def submitted_then_ctrl_c(self: AdminDrain, plan: Any) -> Any:
+        refused = real(self, plan)
+        os.kill(os.getpid(), signal.SIGINT)  # deferred by kadmin (the change is committed)
+        return refused
+
+    mocker.patch.object(AdminDrain, "reassign", submitted_then_ctrl_c)
+    spy = mocker.patch.object(AdminDrain, "elect_preferred", side_effect=lambda *x: elections.append(x) or {})
+    saved = tmp_path / "d.json"
+    r = Run(None)("brokers", "drain", "1", "--bootstrap-server", kraft.bootstrap, "--save", str(saved), "--timeout",
+                  "60")
+    assert r.exit_code == 130, r.stderr
+    assert spy.call_count == 0 and elections == []  # no election after the Ctrl-C
+    assert "after the reordering was submitted and before the election" in r.stderr, r.stderr
+    undo = f"kadmin brokers undrain 1 --from {saved}"
+    assert undo in r.stderr, r.stderr
+    # reordered (1 last), and 1 still leads what it led: the election never happened
+    st = wait_state(kraft.home, kraft.bootstrap, [topic], lambda now: all(v[1][-1] == 1 for k, v in now.items()
+                                                                        if 1 in a[k[1]]), "1 last everywhere")
+    assert any(leader == 1 for leader, _, _ in st.values()), st
+    mocker.stopall()
+    code, _, err = kraft.json(*undo.split()[1:], "--bootstrap-server", kraft.bootstrap)
+    assert code == 0, err
+    wait_state(kraft.home, kraft.bootstrap, [topic], healthy({topic: a}), "the original leaders and order back")
+
+
+def test_kraft_undrain_refuses_a_file_of_another_cluster(kraft: KraftSandbox, tmp_path: Path) -> None:
+    a = {0: [3, 1, 2]}  # broker 3: the earlier tests leave a single-replica topic on 1
+    topic = kraft_topic(kraft, a)
+    saved = tmp_path / "d.json"
+    code, _, err = kraft.json("brokers", "drain", "3", "--bootstrap-server", kraft.bootstrap, "--save", str(saved))
+    assert code == 0, err
+    doc = json.loads(saved.read_text())
+    cluster_id = doc["cluster"]["id"]
+    code, info, err = kraft.json("cluster", "id", "--bootstrap-server", kraft.bootstrap)
+    assert code == 0 and cluster_id == info["data"]["cluster_id"], (doc, info)  # the file records its cluster
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({**doc, "cluster": {**doc["cluster"], "id": "someOtherClusterIdAA"}}))
+    r = kraft.run("brokers", "undrain", "3", "--bootstrap-server", kraft.bootstrap, "--from", str(other))
+    assert r.returncode == 3, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "someOtherClusterIdAA" in r.stderr and "--force" in r.stderr
+    st = topic_state(kraft.home, kraft.bootstrap, [topic])
+    assert st[(topic, 0)][1] == [1, 2, 3]  # nothing was restored
+    r = kraft.run("brokers", "undrain", "2", "--bootstrap-server", kraft.bootstrap, "--from", str(saved))
+    assert r.returncode == 2 and "for broker 3, not 2" in r.stderr, r.stderr  # another broker's file
+    code, _, err = kraft.json("brokers", "undrain", "3", "--bootstrap-server", kraft.bootstrap, "--from", str(other),
+                              "--force")
+    assert code == 0 and "--force" in err, err
+    wait_state(kraft.home, kraft.bootstrap, [topic], healthy({topic: a}), "the original leaders and order back")

@@ -151,12 +151,14 @@ def test_undrain_plan_restores_same_sets_only() -> None:
 def test_drain_file_round_trip_and_refusals(tmp_path: Path) -> None:
     plan = dom.plan_drain([pv("t", 0, [1, 2, 3]), pv("t", 1, [2, 3, 1])], 1)
     f = tmp_path / "sub" / "d.json"
-    write_file(f, dom.drain_file(1, plan, "2026-01-01T00:00:00+00:00", {"mode": "zookeeper"}))
-    assert read_file(f, 1) == {("t", 0): (1, 2, 3), ("t", 1): (2, 3, 1)}
+    write_file(f, dom.drain_file(1, plan, "2026-01-01T00:00:00+00:00", {"mode": "zookeeper", "id": "abc"}))
+    assert read_file(f, 1) == dom.SavedDrain(1, "abc", {("t", 0): (1, 2, 3), ("t", 1): (2, 3, 1)})
+    assert [p.name for p in f.parent.iterdir()] == ["d.json"]  # no temporary file left beside it
     with pytest.raises(UsageError, match="exists"):  # never overwrites an original order
         write_file(f, {})
     with pytest.raises(UsageError, match="for broker 1, not 2"):
         read_file(f, 2)
+    assert read_file(f, 2, force=True).broker_id == 1  # --force: another broker's file is read
     doc = json.loads(f.read_text())
     for bad, msg in ((dict(doc, version=2), "version 2 is not supported"), ({"x": 1}, "not a kadmin drain file"),
                      (dict(doc, partitions=[{"topic": "t", "partition": "0", "replicas": [1]}]), r"partitions\[0\]"),
