@@ -464,9 +464,7 @@ def _restore(backend: LeadershipMoves, plan: dom.UndrainPlan, preferred: Mapping
     targets = {k: v for k, v in preferred.items() if k not in refused or k in plan.already}
 
     def behind(now: list[PartitionView]) -> list[Key]:
-        """Saved partitions not led by their preferred replica (in sync or not: the goal is the saved leader)."""
-        by_key = {p.key: p for p in now}
-        return sorted(k for k, want in targets.items() if k in by_key and by_key[k].leader != want)
+        return _behind(now, targets)
 
     def reelect(now: list[PartitionView]) -> None:
         by_key = {p.key: p for p in now}
@@ -481,5 +479,6 @@ def _restore(backend: LeadershipMoves, plan: dom.UndrainPlan, preferred: Mapping
 
 
 def _behind(now: list[PartitionView], targets: Mapping[Key, int]) -> list[Key]:
+    """Saved partitions not led by their preferred replica (in sync or not: the goal is the saved leader)."""
     by_key = {p.key: p for p in now}
     return sorted(k for k, want in targets.items() if k in by_key and by_key[k].leader != want)
