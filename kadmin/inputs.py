@@ -65,6 +65,17 @@ def _check(flag: str, path: str | Path, st: os.stat_result, limit: int) -> None:
         raise InputRefused(flag, path, f"is {size_text(st.st_size)}, over the {size_text(limit)} limit")
 
 
+def check_input(path: str | Path, flag: str, limit: int = MAX_INPUT_BYTES) -> None:
+    """Refuse (InputRefused, exit 2) a path that another library will open and read by itself (a TLS certificate
+    or key given to kazoo's ssl context) when it is not a regular file, or is over `limit`: a FIFO there would
+    block the open forever. A path that does not exist is left for that library to report."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return
+    _check(flag, path, st, limit)
+
+
 def read_input(path: str | Path, flag: str, limit: int = MAX_INPUT_BYTES) -> bytes:
     """The bytes of the regular file `path`, at most `limit` of them; `flag` names where the path came from.
 

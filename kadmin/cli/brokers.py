@@ -362,9 +362,10 @@ def drain(
 
     if timeout <= 0:
         raise UsageError("--timeout must be positive")
-    backend = inv.backend(time.monotonic() + timeout)
+    deadline = time.monotonic() + timeout  # one deadline for the connections and the service's waits
+    backend = inv.backend(deadline)
     return inv.emit(run(backend.leadership, backend.identity, broker_id, save=save, dry_run=dry_run, force=force,
-                        timeout=timeout), views.drain)
+                        timeout=timeout, deadline=deadline), views.drain)
 
 
 @command(app, "undrain")
@@ -395,6 +396,7 @@ def undrain(
     if timeout <= 0:
         raise UsageError("--timeout must be positive")
     read_file(source, broker_id, force)  # a bad file is exit 2 before anything is contacted
-    backend = inv.backend(time.monotonic() + timeout)
+    deadline = time.monotonic() + timeout  # as drain's
+    backend = inv.backend(deadline)
     return inv.emit(run(backend.leadership, backend.identity, broker_id, source, dry_run=dry_run, force=force,
-                        timeout=timeout), views.key_values)
+                        timeout=timeout, deadline=deadline), views.key_values)

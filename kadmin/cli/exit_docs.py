@@ -16,7 +16,8 @@ Codes = dict[X, str]
 _CONNECT: Codes = {X.CONFIG: "", X.UNREACHABLE: ""}
 # ...and reads data that can be malformed (named on stderr).
 _READ: Codes = {**_CONNECT, X.PARTIAL: "some data could not be read or parsed"}
-_ZK_ONLY = "also for a KRaft cluster: this command needs ZooKeeper mode"
+_ZK_ONLY = ("also for a KRaft cluster, or for `--bootstrap-server` alone naming a ZooKeeper-mode cluster's brokers: "
+            "this command needs ZooKeeper mode (`--zookeeper`)")
 _SANDBOX: Codes = {X.CONFIG: "no sandbox, or it could not start or stop a process"}
 # A file named on the command line must be a regular file of at most 64 MiB (kadmin.inputs).
 _INPUT = ", is not a regular file (a directory, FIFO, socket or device) or is over 64 MiB"
@@ -38,7 +39,8 @@ COMMANDS: dict[str, Codes] = {
                          "or no such broker", **_READ},
     "brokers diff": {X.OK: "", X.CONDITION_NOT_MET: "with `--exit-code`: something changed",
                      X.USAGE: f"the saved listing cannot be read{_INPUT}", **_READ,
-                     X.CONFIG: "also a live diff of a KRaft cluster (use `--metadata-dir`)"},
+                     X.CONFIG: "also a live diff of a KRaft cluster (use `--metadata-dir`), or of a ZooKeeper-mode "
+                               "cluster through `--bootstrap-server` alone (use `--zookeeper`)"},
     "brokers drain": {X.OK: "the broker leads nothing", X.CONDITION_NOT_MET: "it still leads partitions (named), "
                       "or another reassignment changed its partitions during the drain",
                       **_READ, X.UNSAFE: "a reassignment is in flight (`--force` overrides), or its partitions "
@@ -59,11 +61,12 @@ COMMANDS: dict[str, Codes] = {
                         X.UNSAFE: "a reassignment is in flight (`--force` overrides)",
                         X.UNSUPPORTED: "the brokers do not serve the reassignment API (Kafka before 2.4)"},
     "brokers unregister": {X.OK: "", X.CONDITION_NOT_MET: "the broker is not registered", **_CONNECT,
+                           X.CONFIG: "also a ZooKeeper-mode cluster (UnregisterBroker is KRaft's)",
                            X.REJECTED: "the controller refused",
                            X.UNSAFE: "the broker is active (`--force` overrides)"},
     "brokers wait": {X.OK: "the condition holds", X.CONDITION_NOT_MET: "timed out", **_READ,
-                     X.CONFIG: "also `--epoch-gt` on a KRaft cluster, and `--fenced`/`--gone` on Kafka 3.x "
-                               "KRaft (DescribeCluster below v2)"},
+                     X.CONFIG: "also `--epoch-gt` on a KRaft cluster or through `--bootstrap-server` alone, and "
+                               "`--fenced`/`--gone` on Kafka 3.x KRaft (DescribeCluster below v2)"},
     "brokers watch": {X.OK: "the `--timeout` passed",
                       X.CONDITION_NOT_MET: "`--count N`: fewer than N events before `--timeout`", **_READ},
     "cluster check-id": {X.OK: "every file belongs to this cluster",
@@ -90,7 +93,9 @@ COMMANDS: dict[str, Codes] = {
     "partitions list": {X.OK: "", X.CONDITION_NOT_MET: "`--broker` names a broker neither registered nor assigned",
                         **_READ},
     "quorum describe": {X.OK: "", X.CONDITION_NOT_MET: "`--human-readable` found a timestamp ahead of the clock",
-                        **_CONNECT, X.UNREACHABLE: "unreachable, or the quorum has no leader",
+                        **_CONNECT, X.CONFIG: "also `--bootstrap-server` naming a ZooKeeper-mode cluster's brokers "
+                        "(no KRaft quorum: `--zookeeper` describes its ensemble)",
+                        X.UNREACHABLE: "unreachable, or the quorum has no leader",
                         X.REJECTED: "NOT_LEADER_OR_FOLLOWER"},
     "sandbox bounce": {X.OK: "", X.CONDITION_NOT_MET: "the sandbox has no such broker", **_SANDBOX},
     "sandbox down": {X.OK: "also when there is no sandbox (nothing to stop)", X.CONFIG: "it could not stop a process"},

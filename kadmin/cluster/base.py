@@ -297,18 +297,20 @@ class Backend:
     """A mode's capabilities, opened on first use and closed together. Built only by connect.open_backend."""
 
     def __init__(self, mode: Mode, command: str, makers: Mapping[str, Maker],
-                 missing: Mapping[str, Missing], close: Callable[[], None] | None = None) -> None:
+                 missing: Mapping[str, Missing], close: Callable[[], None] | None = None,
+                 explain: Callable[[str], ConfigError | None] | None = None) -> None:
         self.mode = mode
         self.command = command
         self._makers = dict(makers)
         self._missing = dict(missing)
+        self._explain = explain  # a better error for a missing capability, found by asking the cluster (or None)
         self._open: dict[str, object] = {}
         self._close = close  # closes every client the makers made (one may serve several capabilities)
 
     def _get(self, name: str, kind: type[T]) -> T:
         if name not in self._open:
             if name not in self._makers:
-                raise self._missing.get(name, Missing(f"cannot use this cluster for {name}")).error(self.command)
+                raise self._lacks(name)
             self._open[name] = self._makers[name]()
         return self._open[name]  # type: ignore[return-value]
 
@@ -352,7 +354,13 @@ class Backend:
         """Raise the exit-3 error now when the mode lacks `name` (a check before any work is done): a capability,
         or "fencing" (registrations with a fenced state: KRaft)."""
         if name not in self._makers:
-            raise self._missing.get(name, Missing(f"cannot use this cluster for {name}")).error(self.command)
+            raise self._lacks(name)
+
+    def _lacks(self, name: str) -> ConfigError:
+        """The exit-3 error for a capability the mode lacks: the cluster's own answer where it has a better one
+        (brokers of a ZooKeeper-mode cluster reached through --bootstrap-server), else the mode's reason."""
+        better = self._explain(name) if self._explain is not None else None
+        return better or self._missing.get(name, Missing(f"cannot use this cluster for {name}")).error(self.command)
 
     def close(self) -> None:
         """Close every connection the capabilities opened (never masks the result: errors are ignored)."""

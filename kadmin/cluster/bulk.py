@@ -229,7 +229,13 @@ class BulkSession:
         window: int = 1000,
         *,
         sleep: Callable[[float], None] = time.sleep,
+        bound: Callable[[], float] | None = None,
+        last_chance: float | None = None,
     ) -> None:
+        """`timeout` bounds each wait; `bound` (a session's deadlines: --connect-timeout, never past the command's
+        deadline) replaces it, asked at each wait. With `last_chance`, a member that fell silent for a whole wait
+        costs that one wait: the reconnect that follows gets `last_chance` seconds to reach another member, not a
+        second whole wait, and `went_silent` says which member, for what and how long meanwhile."""
         if not hosts:
             raise ValueError("no ZooKeeper hosts")
         if window < 1:
@@ -240,7 +246,12 @@ class BulkSession:
             raise ValueError(f"chroot must start with '/': {chroot!r}")
         self.auth = list(auth)
         self.ssl_context = ssl_context
-        self.timeout = timeout
+        self._timeout = timeout
+        self._bound = bound
+        self._last_chance = last_chance
+        self._closing: float | None = None  # set when closing: how long to wait for the CloseSession reply
+        # (member, path, seconds) while replacing a member that did not answer the request for path in time
+        self.went_silent: tuple[str, str, float] | None = None
         self.window = window
         self._sleep = sleep
         self._link: _Link | None = None
@@ -253,6 +264,12 @@ class BulkSession:
         self._connect(time.monotonic() + timeout, None)
 
     # ------------------------------------------------------------------ connection
+    @property
+    def timeout(self) -> float:
+        """How long one wait may last now."""
+        t = self._bound() if self._bound is not None else self._timeout
+        return t if self._closing is None else min(t, self._closing)
+
     @property
     def where(self) -> str:
         hosts = ",".join(host_port(h, p) for h, p in self.hosts)
@@ -332,6 +349,18 @@ class BulkSession:
 
     def _failover(self, pending: deque[_InFlight], cause: BaseException) -> deque[_InFlight]:
         """Replace a lost connection (with another member first) and re-send `pending` in order."""
+        silent = self._last_chance is not None and self._outage_since is None and self._link is not None \
+            and "no reply from" in str(cause)
+        if silent:  # silent for a whole wait already: that was the outage
+            assert self._link is not None and self._last_chance is not None
+            waited = self.timeout
+            self.went_silent = (host_port(*self._link.address), pending[0][1] if pending else "/", waited)
+            self._outage_since = time.monotonic() - waited + min(self._last_chance, waited)
+        fresh = self._replace(pending, cause)
+        self.went_silent = None  # another member answers
+        return fresh
+
+    def _replace(self, pending: deque[_InFlight], cause: BaseException) -> deque[_InFlight]:
         while True:
             self._drop_link()
             self.failovers += 1
@@ -496,6 +525,11 @@ class BulkSession:
             pass  # the session expires by itself; it holds no ephemeral znodes
         finally:
             link.close()
+
+    def close_now(self, wait: float) -> None:
+        """Close, waiting at most `wait` seconds for the server to confirm the end of the session."""
+        self._closing = wait
+        self.close()
 
     def __enter__(self: _S) -> _S:
         return self

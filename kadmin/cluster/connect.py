@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from kadmin.cluster.base import Backend, Maker, Missing
 from kadmin.config import ConnectionSettings, parse_auth
 from kadmin.errors import ConfigError, KadminError, UsageError, WrongChroot
+from kadmin.inputs import check_input
 
 if TYPE_CHECKING:
     from kadmin.cluster.base import ControllerLink, Partitions
@@ -52,6 +54,9 @@ def zk_connection(settings: ConnectionSettings, timeout: float | None = None) ->
     if any(scheme == "sasl" for scheme, _ in auth) and not _sasl_available():
         raise ConfigError("--zk-auth sasl: needs SASL support, which is not installed: "
                           "pip install pure-sasl (the `puresasl` module)")
+    for flag in ("zk-tls-ca", "zk-tls-cert", "zk-tls-key"):
+        if settings.get(flag):
+            check_input(Path(str(settings.get(flag))).expanduser(), f"--{flag}")
     return ZkConnection(
         hosts=hosts,
         chroot=chroot,
@@ -118,6 +123,11 @@ UNREGISTER_KRAFT_ONLY = Missing("is a KRaft operation (UnregisterBroker): give -
                                 "a registration goes when the broker's session ends", code="config")
 NO_FENCING = Missing("--fenced and --unfenced wait for a KRaft broker state: give --bootstrap-server (in ZooKeeper "
                      "mode a broker is registered or not)", code="kraft_only")
+ZK_HOLDS = {  # what a capability a ZooKeeper-mode cluster serves only from ZooKeeper reads there
+    "epochs": "the broker epochs (the czxid of /brokers/ids/ID)",
+    "controller_links": "the controller (/controller) and the broker's epoch",
+    "broker_ids": "the host-to-id mappings (/brokers/hosts) and /brokers/seqid",
+}
 NO_CLUSTER = ("no cluster given: use --bootstrap-server/-b HOST:PORT[,...] or KADMIN_BOOTSTRAP_SERVER (KRaft), "
               "--zookeeper/-z HOST:PORT[/chroot] or KADMIN_ZOOKEEPER (ZooKeeper mode), or --context NAME")
 
@@ -147,7 +157,7 @@ def open_backend(settings: ConnectionSettings, command: str, log: Callable[[str]
             "controller_links": o.controller_links, "quorum": o.ensemble,
         }
         if o.server or o.controller:
-            makers["unregistration"] = o.kraft
+            makers["unregistration"] = o.unregistration
         else:
             missing["unregistration"] = UNREGISTER_KRAFT_ONLY
         missing["fencing"] = NO_FENCING
@@ -155,8 +165,8 @@ def open_backend(settings: ConnectionSettings, command: str, log: Callable[[str]
     if o.server:
         makers = {"partitions": o.kraft_cluster, "registrations": o.kraft_registrations,
                   "fencing": o.kraft_registrations, "leadership": o.admin_drain, "quorum": o.kraft,
-                  "unregistration": o.kraft, "identity": o.kraft}
-        return Backend("kraft", command, makers, missing, o.close)
+                  "unregistration": o.unregistration, "identity": o.kraft}
+        return Backend("kraft", command, makers, missing, o.close, explain=lambda name: o.zookeeper_mode(command, name))
     if o.controller:
         missing.update(partitions=BROKERS_ONLY, registrations=NO_DESCRIBE, fencing=NO_DESCRIBE,
                        leadership=DRAIN_BROKERS_ONLY)
@@ -188,6 +198,25 @@ class _Opener:
         if name not in self._made:
             self._made[name] = make()
         return self._made[name]  # type: ignore[return-value]
+
+    def zookeeper_mode(self, command: str, capability: str) -> ConfigError | None:
+        """When --bootstrap-server reached brokers of a ZooKeeper-mode cluster: the exit-3 error for a capability
+        that such a cluster serves from ZooKeeper only, naming --zookeeper (None: a KRaft cluster, or no answer)."""
+        from kadmin.cluster.kraft import GIVE_ZOOKEEPER
+
+        what = ZK_HOLDS.get(capability, "the cluster's ZooKeeper")
+        return self.kraft().zookeeper_mode_error(f"{command} reads {what} from ZooKeeper", GIVE_ZOOKEEPER)
+
+    def unregistration(self) -> KraftClient:
+        """UnregisterBroker's client, once the brokers given are known not to be a ZooKeeper-mode cluster's (which
+        has no such request: its checks would answer about the wrong kind of cluster)."""
+        from kadmin.cluster.kraft import ZK_UNREGISTER
+
+        client = self.kraft()
+        wrong = client.zookeeper_mode_error("UnregisterBroker is KRaft's", ZK_UNREGISTER)
+        if wrong is not None:
+            raise wrong
+        return client
 
     def zk(self) -> ZkCluster:
         return self._once("zk", lambda: _zk_cluster(self.settings, self.log, self.deadline, self.on_connection))

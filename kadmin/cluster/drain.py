@@ -12,13 +12,14 @@ Two implementations of the LeadershipMoves capability (kadmin/cluster/base.py):
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kadmin.cluster.kafka import error_name
 from kadmin.domain.drain import Key, PartitionView, Unknown
-from kadmin.errors import KadminError, Rejected, Unsupported
+from kadmin.errors import ClusterUnreachable, KadminError, Rejected, Unsupported
 
 if TYPE_CHECKING:
     from kadmin.cluster.base import PartitionScan
@@ -53,6 +54,7 @@ class AdminDrain:
                 else self.client.send_any(make)
         except Rejected as e:
             if e.code == "unsupported_version":  # an operation, not a read that may fall back: exit 8
+                self._not_a_controller()
                 raise Unsupported(f"{api}: {e.message}", code=e.code) from e
             raise
         except KadminError as e:
@@ -61,6 +63,12 @@ class AdminDrain:
         if code:
             raise self.client.rejected(code, getattr(resp, "error_message", None), address, api)
         return resp
+
+    def _not_a_controller(self) -> None:
+        """Raise the exit-3 error naming the fix when --bootstrap-server names a KRaft controller (which serves
+        none of the drain's requests); return when it does not, or that cannot be told."""
+        with contextlib.suppress(ClusterUnreachable, Rejected, Unsupported):
+            self.client.describe_cluster()  # a controller answers MISMATCHED_ENDPOINT_TYPE: ConfigError
 
     def partitions(self, in_flight: bool = True) -> list[PartitionView]:
         """Every partition's replicas, ISR, leader and offline replicas (Metadata v5+: fenced, unregistered or

@@ -37,6 +37,10 @@ ZERO_UUID_TEXT = "AAAAAAAAAAAAAAAAAAAAAA"  # Uuid.ZERO_UUID.toString(): Kafka's 
 # The deadlines (docs/connecting.md), as ZooKeeper's (kadmin/cluster/zookeeper/session.py): one wait for an answer
 # lasts at most --connect-timeout and never past the command's own deadline; once that has passed, LAST_LOOK.
 LAST_LOOK = 0.5  # s
+CONTROLLED_SHUTDOWN, DESCRIBE_QUORUM = 7, 55  # API keys that tell a ZooKeeper-mode broker (zookeeper_mode)
+GIVE_ZOOKEEPER = "give --zookeeper HOST:PORT[/chroot] (the brokers' zookeeper.connect)"
+ZK_QUORUM = GIVE_ZOOKEEPER + " to describe its ZooKeeper ensemble"
+ZK_UNREGISTER = "in ZooKeeper mode a registration goes when the broker's ZooKeeper session ends"
 STAGGER_MAX = 2.0  # s: a read a bootstrap address has not answered by then goes to the next address too
 # Requests that only read: a request to "any bootstrap address" is sent to the next one too when the first is
 # slow to answer (the first answer wins). Any other request goes to one address at a time: a write is never in
@@ -406,6 +410,11 @@ class KraftClient:
                               "MISMATCHED_ENDPOINT_TYPE): give the brokers' addresses, or --bootstrap-controller for "
                               "what the controllers serve (quorum, cluster id, unregister)",
                               code="bootstrap_server_is_a_controller")
+        if resp.error_code == MISMATCHED_ENDPOINT_TYPE:
+            raise ConfigError(f"--bootstrap-controller {address} is a broker (it answered DescribeCluster with "
+                              "MISMATCHED_ENDPOINT_TYPE): give the controllers' addresses (their CONTROLLER "
+                              "listeners, controller.quorum.bootstrap.servers), or --bootstrap-server",
+                              code="bootstrap_controller_is_a_broker")
         if resp.error_code:
             raise self.rejected(resp.error_code, getattr(resp, "error_message", None), address, "DescribeCluster")
         version = int(resp.version)
@@ -444,8 +453,49 @@ class KraftClient:
                                bool(b.is_fenced) if version >= 2 else False) for b in resp.brokers]
         return ClusterDescription(resp.cluster_id, int(resp.controller_id), brokers, version)
 
+    # ------------------------------------------------------------------ the kind of cluster
+    def zookeeper_mode(self) -> str | None:
+        """The bootstrap address that answered as a broker of a ZooKeeper-mode cluster, or None (a KRaft cluster,
+        or none answered in time). ApiVersions tells: a ZooKeeper-mode broker serves ControlledShutdown (key 7,
+        listener zkBroker) and not DescribeQuorum (key 55); a KRaft broker the opposite, and a Kafka 3.x KRaft
+        controller, which also lists ControlledShutdown (for the migration), serves DescribeQuorum."""
+        from kafka.protocol.metadata.api_versions import ApiVersionsRequest
+
+        if self.controllers:
+            return None
+        try:
+            address, resp = self.send_any(lambda: ApiVersionsRequest(client_software_name="kadmin",
+                                                                     client_software_version="0"))
+        except KadminError:
+            return None
+        keys = {int(k.api_key) for k in getattr(resp, "api_keys", None) or []}
+        return address if CONTROLLED_SHUTDOWN in keys and DESCRIBE_QUORUM not in keys else None
+
+    def zookeeper_mode_error(self, needs: str, instead: str) -> ConfigError | None:
+        """The exit-3 error when the bootstrap servers are brokers of a ZooKeeper-mode cluster, else None: what
+        the command `needs` that such a cluster serves only through ZooKeeper, and what to pass `instead`."""
+        address = self.zookeeper_mode()
+        if address is None:
+            return None
+        return ConfigError(f"{address} is a broker of a ZooKeeper-mode cluster (it serves ControlledShutdown, not "
+                           f"DescribeQuorum), and {needs}; {instead}", code="zookeeper_mode")
+
+    def _unless_zookeeper_mode(self, e: KadminError, needs: str, instead: str) -> None:
+        """Raise zookeeper_mode_error instead of `e` when `e` says the request is not served and the cluster is a
+        ZooKeeper-mode one; else return (the caller raises `e`)."""
+        better = self.zookeeper_mode_error(needs, instead) if e.code == "unsupported_version" else None
+        if better is not None:
+            raise better from e
+
     # ------------------------------------------------------------------ DescribeQuorum
     def describe_quorum(self) -> tuple[QuorumState, int]:
+        try:
+            return self._describe_quorum()
+        except KadminError as e:
+            self._unless_zookeeper_mode(e, "such a cluster has no KRaft metadata quorum", ZK_QUORUM)
+            raise
+
+    def _describe_quorum(self) -> tuple[QuorumState, int]:
         cluster = self.describe_cluster()
         addresses = self.preferred()  # those that answered first, those that did not last
         if self.controllers:

@@ -205,8 +205,10 @@ def _reorders(plan: Mapping[Key, tuple[int, ...]], before: Mapping[Key, tuple[in
 
 def drain(backend: LeadershipMoves, identity: ClusterIdentity, broker_id: int, *, save: Path | None, dry_run: bool,
           force: bool, timeout: float, sleep: Callable[[float], None] = time.sleep,
-          clock: Callable[[], float] = time.monotonic) -> Result[Drain]:
-    deadline = clock() + timeout
+          clock: Callable[[], float] = time.monotonic, deadline: float | None = None) -> Result[Drain]:
+    """`deadline` (on `clock`): the command's own, shared with the backend's connections (default: `timeout` from
+    now)."""
+    deadline = clock() + timeout if deadline is None else deadline
 
     def left() -> float:
         return deadline - clock()
@@ -364,8 +366,9 @@ def _interrupted(backend: LeadershipMoves, data: Drain, broker_id: int, path: Pa
 def undrain(backend: LeadershipMoves, identity: ClusterIdentity, broker_id: int, source: Path, *, dry_run: bool,
             force: bool, timeout: float,
             sleep: Callable[[float], None] = time.sleep,
-            clock: Callable[[], float] = time.monotonic) -> Result[Undrain]:
-    deadline = clock() + timeout
+            clock: Callable[[], float] = time.monotonic, deadline: float | None = None) -> Result[Undrain]:
+    """`deadline`: as drain's."""
+    deadline = clock() + timeout if deadline is None else deadline
 
     def left() -> float:
         return deadline - clock()

@@ -278,3 +278,43 @@ def test_a_write_goes_to_one_address_at_a_time(run_nozk: Any, hung: Hung) -> Non
         assert r.exit_code == 0, r.stderr
         assert [q.body.broker_id for q in server.requests_for(UNREGISTER_BROKER)] == [3]
     assert elapsed <= CONNECT + GRACE
+
+
+# ------------------------------------------------------------------------------------ TLS handshakes left hanging
+@pytest.mark.parametrize("argv, code", [
+    (["brokers", "can-stop", "1", "--zk-tls"], 4),
+    (["partitions", "check", "--zk-tls"], 3),
+    (["brokers", "shutdown", "1", "--timeout", "15", "--zk-tls"], 4),
+], ids=["can-stop", "partitions check", "shutdown"])
+def test_a_zookeeper_tls_handshake_left_unanswered_costs_the_connect_timeout(
+        run_nozk: Any, hung: Hung, argv: list[str], code: int) -> None:
+    """The server accepts and never answers the ClientHello: the handshake is bounded like any other wait."""
+    r, elapsed = timed(run_nozk, *argv, "-z", hung.address, "--connect-timeout", str(CONNECT))
+    assert r.exit_code == code, r.stderr
+    line = one_error_line(r.stderr)
+    assert hung.address in line and "ZooKeeper" in line, line
+    assert hung.accepted.is_set()
+    assert elapsed <= CONNECT + GRACE, f"{argv} took {elapsed:.1f}s"
+
+
+@pytest.mark.parametrize("protocol", ["SSL", "SASL_SSL", "SASL_PLAINTEXT"])
+@pytest.mark.parametrize("argv, code", [
+    (["brokers", "can-stop", "1"], 4),
+    (["partitions", "check"], 3),
+    (["brokers", "drain", "1", "--timeout", "10"], 4),
+], ids=["can-stop", "partitions check", "drain"])
+def test_a_kafka_tls_or_sasl_handshake_left_unanswered_costs_the_connect_timeout(
+        run_nozk: Any, hung: Hung, tmp_path: Path, protocol: str, argv: list[str], code: int) -> None:
+    """A broker that accepts and never answers the TLS ClientHello (SSL) or the ApiVersions before the SASL
+    handshake: one line naming the address, within --connect-timeout."""
+    config = tmp_path / "client.properties"
+    sasl = "sasl.mechanism=PLAIN\nsasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule " \
+           'required username="u" password="p";\n' if protocol.startswith("SASL") else ""
+    config.write_text(f"security.protocol={protocol}\n{sasl}")
+    r, elapsed = timed(run_nozk, *argv, "-b", hung.address, "--command-config", str(config),
+                       "--connect-timeout", str(CONNECT))
+    assert r.exit_code == code, r.stderr
+    line = one_error_line(r.stderr)
+    assert hung.address in line, line
+    assert hung.accepted.is_set()
+    assert elapsed <= CONNECT + GRACE, f"{argv} took {elapsed:.1f}s"

@@ -1,9 +1,10 @@
 """Files named on the command line are regular files of at most 64 MiB (issue 22 §3), through real command lines.
 
-`brokers diff --since`, `brokers undrain --from`, `--command-config` (and `--zk-auth @FILE`, `--meta-properties`,
-`cluster check-id`'s files): /dev/zero, a FIFO, a directory, a UNIX socket and a 65 MiB sparse file are each
-refused with exit 2 and one line naming the option, the path and why, before anything reads them; a FIFO makes
-no command wait (a real `python -m kadmin` under a timeout). A good small file goes on to the next step.
+`brokers diff --since`, `brokers undrain --from`, `--command-config` (and `--zk-auth @FILE`, the `--zk-tls-*`
+files, `--meta-properties`, `cluster check-id`'s files): /dev/zero, a FIFO, a directory, a UNIX socket and a 65 MiB
+sparse file are each refused with exit 2 and one line naming the option, the path and why, before anything reads
+them; a FIFO makes no command wait (a real `python -m kadmin` under a timeout). A good small file goes on to the
+next step.
 """
 
 from __future__ import annotations
@@ -32,6 +33,10 @@ COMMANDS: dict[str, Callable[[str], list[str]]] = {
     "--from": lambda f: ["brokers", "undrain", "4", "--from", f, *NOWHERE_ZK],
     "--command-config": lambda f: ["brokers", "list", "--command-config", f, *NOWHERE_KAFKA],
     "--zk-auth": lambda f: ["brokers", "list", "--zk-auth", f"@{f}", *NOWHERE_ZK],
+    # read by kazoo's ssl context itself, not by kadmin: checked before it opens them
+    "--zk-tls-ca": lambda f: ["brokers", "list", "--zk-tls", "--zk-tls-ca", f, *NOWHERE_ZK],
+    "--zk-tls-cert": lambda f: ["brokers", "list", "--zk-tls", "--zk-tls-cert", f, *NOWHERE_ZK],
+    "--zk-tls-key": lambda f: ["brokers", "list", "--zk-tls", "--zk-tls-key", f, *NOWHERE_ZK],
 }
 WHAT = {"--zk-auth": lambda f: f"--zk-auth @{f}"}
 

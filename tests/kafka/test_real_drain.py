@@ -473,16 +473,25 @@ def test_kraft_two_drains_at_once_are_each_refused_or_truthful(kraft: KraftSandb
         done[b] = (p.returncode, json.loads(out) if out.strip() else {}, err)
     assert {code for code, _, _ in done.values()} <= {0, 1, 7}, done
     st = topic_state(kraft.home, kraft.bootstrap, [topic])
+    # what each drain that sent its reordering submitted: (topic, partition) -> the new order
+    sent = {b: {(r["topic"], r["partition"]): r["new_replicas"] for r in doc["data"]["reorder"]}
+            for b, (code, doc, _) in done.items() if code in (0, 1)}
     for b, (code, doc, err) in done.items():
         if code == 7:
             assert not files[b].exists(), err  # refused before anything was sent: no file to undo with
             assert "refused" in err, err
-        if code == 0:  # what it said must hold now that both have ended
-            assert all(leader != b for leader, _, _ in st.values()), (b, err, st)
-            assert all(replicas[-1] == b for _, replicas, _ in st.values()), (b, err, st)
+        if code == 0:
+            # What it said held when it ended (its verdict is a fresh reading taken after its election). It still
+            # holds now, unless the other drain wrote after it had ended: AlterPartitionReassignments has no
+            # compare-and-set, so a drain that read just before this one submitted and sent just after it ended
+            # replaces its order (docs/commands.md, drain). Then the other drain's order is what is in place.
+            other = 5 - b
+            for key, (leader, replicas, _) in st.items():
+                if leader != b and replicas[-1] == b:
+                    continue
+                assert other in sent and sent[other].get(key) == replicas, (b, key, err, st, done[other][2])
         if code == 1 and doc["data"].get("changed_by_others"):
             assert "another reassignment changed" in err, err
-    assert sum(code == 0 for code, _, _ in done.values()) <= 1, done  # both cannot hold at once
     for b in (3, 2):  # every file left restores the original order, in whichever order they are undone
         if files[b].exists():
             code, _, err = kraft.json("brokers", "undrain", str(b), "--bootstrap-server", kraft.bootstrap, "--from",

@@ -282,6 +282,27 @@ def test_undrain_restored_what_drain_saved(kraft: Kraft) -> None:
     wait_for(restored, WAIT, "broker 1 leads its preferred partitions again", interval=0.5)
 
 
+# Issue 22: the wrong kind of node behind an address flag is named, with the fix (exit 3, one line)
+GIVEN_CONTROLLERS = [("brokers can-stop", ("1",)), ("partitions check", ()), ("partitions list", ()),
+                     ("brokers wait", ("1", "--in-sync", "--timeout", "30")), ("brokers drain", ("1", "--dry-run")),
+                     ("brokers list", ())]
+GIVEN_BROKERS = [("quorum check", ()), ("quorum describe", ("--status",)), ("cluster id", ())]
+
+
+@pytest.mark.parametrize(("path", "args"), GIVEN_CONTROLLERS, ids=[p for p, _ in GIVEN_CONTROLLERS])
+def test_the_controllers_given_as_bootstrap_servers(kraft: Kraft, path: str, args: tuple[str, ...]) -> None:
+    code, out, err = run_case(kraft, path, Case(args, W), ("--bootstrap-server", kraft.controller))
+    check(path, Refused(3, ("is a controller", "give the brokers' addresses", "--bootstrap-controller")),
+          code, out, err)
+
+
+@pytest.mark.parametrize(("path", "args"), GIVEN_BROKERS, ids=[p for p, _ in GIVEN_BROKERS])
+def test_the_brokers_given_as_bootstrap_controllers(kraft: Kraft, path: str, args: tuple[str, ...]) -> None:
+    code, out, err = run_case(kraft, path, Case(args, W), ("--bootstrap-controller", kraft.server))
+    check(path, Refused(3, ("--bootstrap-controller", "is a broker", "give the controllers' addresses")),
+          code, out, err)
+
+
 @pytest.mark.parametrize(("path", "i"), variants(OFFLINE))
 def test_offline_commands(kraft: Kraft, path: str, i: int) -> None:
     case = CASES[path][i]

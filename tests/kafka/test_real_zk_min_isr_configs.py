@@ -68,6 +68,14 @@ def kadmin(k: RealCluster, *args: str, bootstrap: bool = True) -> tuple[int, Any
     return r.exit_code, doc.get("data"), r.stderr
 
 
+def kadmin_b_only(k: RealCluster, *args: str) -> tuple[int, Any, str]:
+    """Through `--bootstrap-server` alone (KRaft's way in; the flag beats KADMIN_ZOOKEEPER): what an operator gets
+    who points kadmin at a ZooKeeper-mode cluster's brokers only."""
+    r = k.run(*args, "--bootstrap-server", live_bootstrap(k), "-o", "json")
+    doc = json.loads(r.stdout) if r.stdout.strip() else {}
+    return r.exit_code, doc, r.stderr
+
+
 def rows(k: RealCluster, bootstrap: bool = True, *args: str) -> dict[Key, dict[str, Any]]:
     code, data, err = kadmin(k, "partitions", "list", *args, bootstrap=bootstrap)
     assert code == 0, err
@@ -143,6 +151,19 @@ def test_one_broker_stopped_min_isr_sets_equal_topic_commands(kafka: RealCluster
         assert blocked == at_min_with_1 and ("s-rf3-min1", 0) not in blocked
         code, v, err = kadmin(kafka, "brokers", "can-stop", "1", bootstrap=False)
         assert code == 0 and v["safe"] is True, err
+        # the brokers alone (no ZooKeeper) give the same verdict: a ZooKeeper-mode cluster is not the wrong
+        # kind of cluster for a gate that reads partitions, and the brokers know the static min ISR
+        code, doc, err = kadmin_b_only(kafka, "brokers", "can-stop", "1")
+        assert code == 1 and doc["data"]["safe"] is False, err
+        assert {(b["topic"], b["partition"]) for b in doc["data"]["blocking"]} == blocked
+        code, doc, err = kadmin_b_only(kafka, "partitions", "check")
+        # CRITICAL: s-rf2 (on 2 and 3) is under min ISR 2; and what only broker 3 hosts is named as unseen, since
+        # Metadata hides topics a principal may not describe and broker 3's log dirs cannot be listed
+        assert code == 2, json.dumps(doc, indent=1)
+        under = {(f["topic"], f["partition"]) for f in doc["data"]["findings"]
+                 if any(r.startswith("under min ISR") for r in f["reasons"])}
+        assert under == tc["--under-min-isr"] == {("s-rf2", 0)}
+        assert [u["broker_id"] for u in doc["data"]["unseen"]] == [3]
     finally:
         kafka.brokers[3].start()
         kafka.brokers[3].wait_registered(kafka.kz, timeout=300)
@@ -185,3 +206,26 @@ def test_no_broker_answering_falls_back_to_zookeeper_and_says_so(kafka: RealClus
     assert dead in r.stderr and "--min-isr-default" in r.stderr
     r = kafka.run("partitions", "check", "-z", kafka.zk, "--bootstrap-server", dead, "--connect-timeout", "5")
     assert r.exit_code == 0 and "min.insync.replicas from ZooKeeper" in r.stderr, r.stderr
+
+
+ZK_ONLY_THROUGH_BROKERS = [  # what a ZooKeeper-mode cluster serves only from ZooKeeper (or has not at all)
+    ("brokers", "max-epoch"), ("brokers", "show", "1"), ("brokers", "wait", "1", "--epoch-gt", "0"),
+    ("brokers", "shutdown", "1", "--dry-run"), ("ids", "missing"), ("quorum", "describe", "--status"),
+    ("quorum", "check"), ("brokers", "unregister", "1", "--dry-run"),
+]
+
+
+@pytest.mark.parametrize("args", ZK_ONLY_THROUGH_BROKERS, ids=" ".join)
+def test_the_brokers_alone_of_a_zookeeper_mode_cluster_are_named_as_such(kafka: RealCluster,
+                                                                          args: tuple[str, ...]) -> None:
+    """Issue 22: a command given `--bootstrap-server` alone that reaches a ZooKeeper-mode cluster says so, with
+    exit 3 and one line naming --zookeeper, instead of a KRaft reason (or NOT_CONTROLLER, or 'broker is
+    active')."""
+    code, doc, err = kadmin_b_only(kafka, *args)
+    assert code == 3, (code, err)
+    assert [e["code"] for e in doc["errors"]] == ["zookeeper_mode"], doc
+    lines = [line for line in err.splitlines() if line.startswith("kadmin: error:")]
+    assert len(lines) == 1, err
+    assert "is a broker of a ZooKeeper-mode cluster" in lines[0]
+    want = "registration goes when" if args[1] == "unregister" else "give --zookeeper"
+    assert want in lines[0], lines[0]

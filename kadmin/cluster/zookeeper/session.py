@@ -52,6 +52,7 @@ class ZkConnection:
 
 
 REFUSED_AFTER = 0.3  # s: a session not up by then is checked for members that all refuse or do not resolve
+TLS_DIAGNOSIS = 1.0  # s: the handshakes that say why TLS failed, after --connect-timeout (inside the grace)
 # The deadlines (docs/connecting.md): one wait for ZooKeeper lasts at most --connect-timeout (ZkConnection.timeout)
 # and never past the command's own deadline (--timeout); once that has passed, a wait gets LAST_LOOK (the command's
 # last look: a verdict read after the deadline). KraftClient (kadmin/cluster/kraft.py) keeps the same rules.
@@ -63,44 +64,6 @@ LAST_CHANCE = 0.5  # s: after the bulk reader's member fell silent for a whole w
 def seconds_text(value: float) -> str:
     """A duration as messages say it: `5`, `2.5`, `0.3` (seconds, to a tenth)."""
     return f"{round(value, 1):g}"
-
-
-class _BulkReader(BulkReader):
-    """The bulk reader (kadmin/cluster/bulk.py) on its session's deadlines: every wait is the session's bound at
-    the time (`bound`: --connect-timeout, never past the command's deadline), and a member that fell silent costs
-    that one wait: the reconnect that follows gets LAST_CHANCE to reach another member, not a second whole wait
-    (bulk.py's own failover gives the reconnect a timeout of its own)."""
-
-    def __init__(self, bound: Callable[[], float], hosts: list[tuple[str, int]], **kw: Any) -> None:
-        self._bound = bound
-        self._closing: float | None = None  # set when closing: how long to wait for the CloseSession reply
-        # (member, path, seconds) while replacing a member that did not answer the request for path in time
-        self.went_silent: tuple[str, str, float] | None = None
-        super().__init__(hosts, timeout=bound(), **kw)
-
-    @property  # type: ignore[override]
-    def timeout(self) -> float:
-        t = self._bound()
-        return t if self._closing is None else min(t, self._closing)
-
-    @timeout.setter
-    def timeout(self, _value: float) -> None:
-        """BulkSession.__init__ sets it: the session's bound stands instead."""
-
-    def _failover(self, pending: Any, cause: BaseException) -> Any:
-        if self._outage_since is None and "no reply from" in str(cause) and self._link is not None:
-            # silent for a whole wait already: that was the outage
-            waited = self.timeout
-            self.went_silent = (host_port(*self._link.address), pending[0][1] if pending else "/", waited)
-            self._outage_since = time.monotonic() - waited + min(LAST_CHANCE, waited)
-        fresh = super()._failover(pending, cause)
-        self.went_silent = None  # another member answers
-        return fresh
-
-    def close_now(self, wait: float) -> None:
-        """Close, waiting at most `wait` seconds for the server to confirm the end of the session."""
-        self._closing = wait
-        self.close()
 
 
 class ZkSession:
@@ -137,15 +100,16 @@ class ZkSession:
             **kw,
         )
         self._started = False
-        self._bulk_reader: _BulkReader | None = None
+        self._bulk_reader: BulkReader | None = None
 
     def _bulk(self) -> BulkReader:
         """The pipelined reader every scan without a watch goes through (kadmin/cluster/bulk.py)."""
         if self._bulk_reader is None:
             c = self.conn
             ctx = client_ssl_context(c.tls_ca, c.tls_cert, c.tls_key, c.tls_check_hostname) if c.use_tls else None
-            self._bulk_reader = _BulkReader(self.bound, parse_hosts(c.hosts), chroot=c.chroot, auth=c.auth,
-                                            ssl_context=ctx, window=WINDOW)
+            # every wait is the session's bound at the time; a member that fell silent costs that one wait
+            self._bulk_reader = BulkReader(parse_hosts(c.hosts), chroot=c.chroot, auth=c.auth, ssl_context=ctx,
+                                           window=WINDOW, bound=self.bound, last_chance=LAST_CHANCE)
         return self._bulk_reader
 
     # ------------------------------------------------------------------ deadlines
@@ -284,20 +248,27 @@ class ZkSession:
                 return None  # no answer yet (a slow or filtered host): the time-out decides
         return "; ".join(said) if said else None
 
-    def _tls_refusal(self, timeout: float = 2.0) -> str | None:
+    def _tls_refusal(self, budget: float = TLS_DIAGNOSIS) -> str | None:
         """Why TLS failed, when kazoo gave up without saying: kazoo retries a certificate it refuses
-        (host name mismatch, unknown CA) until the time-out. One handshake per member says why."""
+        (host name mismatch, unknown CA) until the time-out. One handshake per member says why, all of them
+        within `budget` (a server that refuses a certificate says so at once; one that does not answer the
+        ClientHello at all is not waited on past it: this runs after --connect-timeout, inside the grace)."""
         import socket
         import ssl
+        import time
 
         c = self.conn
         try:
             ctx = client_ssl_context(c.tls_ca, c.tls_cert, c.tls_key, c.tls_check_hostname)
         except (OSError, ValueError) as e:
             return f"TLS settings: {e}"
+        end = time.monotonic() + budget
         for host, port in parse_hosts(c.hosts)[:3]:
+            left = end - time.monotonic()
+            if left <= 0:
+                break
             try:
-                with socket.create_connection((host, port), timeout=timeout) as raw, \
+                with socket.create_connection((host, port), timeout=left) as raw, \
                         ctx.wrap_socket(raw, server_hostname=host):
                     pass
             except ssl.SSLCertVerificationError as e:
