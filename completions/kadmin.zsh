@@ -3,7 +3,7 @@
 autoload -U +X bashcompinit && bashcompinit
 _kadmin_complete() {
     local -A tree=(
-    ["kadmin"]="brokers cluster completion history ids partitions quorum sandbox --help --version"
+    ["kadmin"]="brokers cluster completion history ids partitions quorum roll sandbox --help --version"
     ["kadmin brokers"]="can-stop diff drain list max-epoch show shutdown undrain unregister wait watch --help"
     ["kadmin brokers can-stop"]="--bootstrap-controller --bootstrap-server --command-config --connect-timeout --context --help --min-isr-default --output --topic --verbose --zk-auth --zk-tls --zk-tls-ca --zk-tls-cert --zk-tls-key --zk-tls-no-hostname-check --zookeeper -b -o -v -z"
     ["kadmin brokers diff"]="--bootstrap-controller --bootstrap-server --command-config --connect-timeout --context --exit-code --help --metadata-dir --output --since --to --verbose --zk-auth --zk-tls --zk-tls-ca --zk-tls-cert --zk-tls-key --zk-tls-no-hostname-check --zookeeper -b -o -v -z"
@@ -37,6 +37,10 @@ _kadmin_complete() {
     ["kadmin quorum"]="check describe --help"
     ["kadmin quorum check"]="--bootstrap-controller --bootstrap-server --command-config --connect-timeout --context --fetch-timeout-ms --help --max-lag --max-lag-ms --output --restart --verbose --zk-auth --zk-tls --zk-tls-ca --zk-tls-cert --zk-tls-key --zk-tls-no-hostname-check --zookeeper -b -o -v -z"
     ["kadmin quorum describe"]="--bootstrap-controller --bootstrap-server --command-config --connect-timeout --context --help --human-readable --output --replication --status --tool-format --verbose --zk-auth --zk-tls --zk-tls-ca --zk-tls-cert --zk-tls-key --zk-tls-no-hostname-check --zookeeper -b -o -v -z"
+    ["kadmin roll"]="plan run status --help"
+    ["kadmin roll plan"]="--bootstrap-controller --bootstrap-server --command-config --connect-timeout --context --controllers --help --nodes --only-if --output --parallel --restart --verbose --zk-auth --zk-tls --zk-tls-ca --zk-tls-cert --zk-tls-key --zk-tls-no-hostname-check --zookeeper -b -o -v -z"
+    ["kadmin roll run"]="--bootstrap-controller --bootstrap-server --command-config --connect-timeout --context --controllers --help --nodes --only-if --output --parallel --restart --settle --start --state --step-timeout --stop --verbose --zk-auth --zk-tls --zk-tls-ca --zk-tls-cert --zk-tls-key --zk-tls-no-hostname-check --zookeeper -b -o -v -z"
+    ["kadmin roll status"]="--help --output --state --verbose -o -v"
     ["kadmin sandbox"]="bounce down kill start status up --help"
     ["kadmin sandbox bounce"]="--dir --down --help --output --verbose -o -v"
     ["kadmin sandbox down"]="--dir --help --output --verbose -o -v"

@@ -26,6 +26,7 @@ class ExitCode(IntEnum):
     REJECTED = 6
     UNSAFE = 7
     UNSUPPORTED = 8
+    HOOK_FAILED = 9  # a command kadmin ran for the operator (a `roll` hook) failed
     INTERNAL = 70  # EX_SOFTWARE (sysexits.h): a bug in kadmin, never an answer about the cluster
     INTERRUPTED = 130
 
@@ -63,6 +64,10 @@ DESCRIPTIONS: dict[ExitCode, str] = {
         "the cluster does not serve this operation (a KRaft controller is active during a ZooKeeper to KRaft "
         "migration, or the controller lacks the API)"
     ),
+    ExitCode.HOOK_FAILED: (
+        "a command kadmin ran for the operator failed: a `roll run` hook (--stop, --start, --restart) exited "
+        "non-zero or did not return within --step-timeout"
+    ),
     ExitCode.INTERNAL: (
         "internal error: a bug in kadmin (one line on stderr naming the exception; the traceback with -v)"
     ),
@@ -87,6 +92,7 @@ STATUS: dict[ExitCode, str] = {
     ExitCode.PARTIAL: "partial",
     ExitCode.REJECTED: "error",
     ExitCode.UNSAFE: "error",
+    ExitCode.HOOK_FAILED: "error",
     ExitCode.UNSUPPORTED: "error",
     ExitCode.INTERNAL: "error",
     ExitCode.INTERRUPTED: "interrupted",

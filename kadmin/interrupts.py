@@ -47,6 +47,15 @@ def disarm() -> None:
         raise KeyboardInterrupt
 
 
+def settle() -> bool:
+    """A committed step's result was taken (a roll goes on to its next step): Ctrl-C interrupts again. True when
+    one came meanwhile; it is consumed, and the caller stops as it would have."""
+    global _armed, _pending
+    came = _pending
+    _armed = _pending = False
+    return came
+
+
 def pending() -> bool:
     """A Ctrl-C came after a commit (and was deferred)."""
     return _pending

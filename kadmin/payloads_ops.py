@@ -373,3 +373,85 @@ def sandbox_start(doc: Mapping[str, Any]) -> SandboxStart | SandboxControllerSta
     if "pid" in doc:
         return SandboxKafkaStart(doc["id"], doc["new_epoch"], doc["controller"], pid=doc["pid"])
     return SandboxStart(doc["id"], doc["new_epoch"], doc["controller"])
+
+
+# ---------------------------------------------------------------------------- roll (issue 23)
+@dataclass(frozen=True)
+class RollPlanNode(Payload):
+    """One node of `roll plan`: its place (`batch`, 1-based), its steps, and whether --only-if skips it
+    (None: no --only-if)."""
+
+    node: int
+    role: str
+    host: str | None
+    port: int | None
+    rack: str | None
+    batch: int
+    steps: tuple[str, ...]
+    skip: bool | None
+
+
+@dataclass(frozen=True)
+class RollPlan(Payload):
+    """`roll plan`: the order and batches a `roll run` would start with (recomputed before each batch), and
+    whether the cluster is healthy enough to begin (`healthy`; `unhealthy` says why not)."""
+
+    mode: str
+    cluster_id: str | None
+    leader: int | None
+    controllers: str
+    parallel: int
+    batches: tuple[tuple[int, ...], ...]
+    nodes: tuple[RollPlanNode, ...]
+    healthy: bool
+    unhealthy: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class RollStepTime(Payload):
+    step: str
+    elapsed_s: float
+
+
+@dataclass(frozen=True)
+class RollNodeResult(Payload):
+    """One node of a roll's result or status. `status`: done, skipped, in_progress, failed or pending; `step`:
+    the last step it reached (None: untouched); epochs where the mode shows them (ZooKeeper)."""
+
+    node: int
+    role: str
+    status: str
+    phase: str
+    step: str | None
+    steps: tuple[RollStepTime, ...]
+    old_epoch: int | None
+    new_epoch: int | None
+    started_at: str | None
+    finished_at: str | None
+    elapsed_s: float | None
+
+
+@dataclass(frozen=True)
+class RollFailure(Payload):
+    node: int | None
+    step: str | None
+    reason: str  # gate_not_met, hook_failed, refused, interrupted, error
+    message: str
+    exit_code: int
+
+
+@dataclass(frozen=True)
+class RollReport(Payload):
+    """`roll run` (the final result) and `roll status`: the roll in the state directory. `status`: done,
+    failed (resumable: run the same command again), interrupted, refused (nothing touched), or running
+    (status only: another `roll run` holds the directory)."""
+
+    state_dir: str
+    cluster_id: str | None
+    mode: str | None
+    status: str
+    nodes: tuple[RollNodeResult, ...]
+    failure: RollFailure | None
+    started_at: str | None
+    finished_at: str | None
+    elapsed_s: float | None

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# `make demo-kraft`: a real KRaft cluster of Apache Kafka 4.x (3 controllers + 3 brokers) seen by kadmin.
+# `make demo-kraft`: a real KRaft cluster of Apache Kafka 4.x (3 controllers + 3 brokers) seen by kadmin, and
+# rolled by `kadmin roll` (controllers first, then brokers).
 #   scripts/demo-kraft.sh KAFKA_HOME      (`make demo-kraft` fetches 4.3.1 with scripts/fetch-kafka.sh)
 set -euo pipefail
 kafka_home="${1:-}"
@@ -52,9 +53,15 @@ kadmin partitions check --bootstrap-server "$servers"
 step "kadmin brokers can-stop 2 --bootstrap-server $servers"
 kadmin brokers can-stop 2 --bootstrap-server "$servers"
 
-step "examples/rolling-bounce.sh --bootstrap-server $servers --stop 'kadmin sandbox kill {id}' --start 'kadmin sandbox start {id}' 2"
-"$(dirname "$0")/../examples/rolling-bounce.sh" --bootstrap-server "$servers" \
-    --stop 'kadmin sandbox kill {id}' --start 'kadmin sandbox start {id}' 2
+step "kadmin roll plan --bootstrap-server $servers"
+kadmin roll plan --bootstrap-server "$servers"
+
+# The controllers first (the quorum leader last), each behind `quorum check --restart` and caught up again
+# before the next; then the brokers, each drained, stopped, fenced, started, unfenced, in sync, undrained.
+state="$KADMIN_SANDBOX_DIR/roll"
+step "kadmin roll run --bootstrap-server $servers --state roll --stop 'kadmin sandbox kill {id}' --start 'kadmin sandbox start {id}'"
+kadmin roll run --bootstrap-server "$servers" --state "$state" --stop 'kadmin sandbox kill {id}' \
+    --start 'kadmin sandbox start {id}' --step-timeout 300
 
 step "kadmin brokers list --bootstrap-server $servers"
 kadmin brokers list --bootstrap-server "$servers"

@@ -97,6 +97,20 @@ COMMANDS: dict[str, Codes] = {
                         "(no KRaft quorum: `--zookeeper` describes its ensemble)",
                         X.UNREACHABLE: "unreachable, or the quorum has no leader",
                         X.REJECTED: "NOT_LEADER_OR_FOLLOWER"},
+    "roll plan": {X.OK: "", **_READ, X.USAGE: "`--nodes` names a node the cluster does not have",
+                  X.UNSUPPORTED: "the brokers do not serve the reassignment API (Kafka before 2.4)"},
+    "roll run": {X.OK: "every node restarted (or skipped by `--only-if`), or the roll in DIR had finished",
+                 X.CONDITION_NOT_MET: "a gate was not met or a node did not come back within `--step-timeout` "
+                 "(named; run the same command again to continue)",
+                 X.USAGE: "`--nodes` names an unknown node, or the hooks are not given", **_CONNECT,
+                 X.CONFIG: "DIR holds a roll of another cluster, or one asked with other `--nodes`, `--controllers` "
+                 "or `--parallel`; also a journal that is not kadmin's",
+                 X.UNSAFE: "refused before the first node (the cluster is not healthy; nothing touched), or "
+                 "another live `roll run` holds DIR",
+                 X.HOOK_FAILED: "a `--stop`, `--start`, `--restart` or `--only-if` command failed or did not "
+                 "return within `--step-timeout` (named)",
+                 X.UNSUPPORTED: "the brokers do not serve the reassignment API (Kafka before 2.4)"},
+    "roll status": {X.OK: "", X.USAGE: "no roll in DIR", X.CONFIG: "the journal is not kadmin's"},
     "sandbox bounce": {X.OK: "", X.CONDITION_NOT_MET: "the sandbox has no such broker", **_SANDBOX},
     "sandbox down": {X.OK: "also when there is no sandbox (nothing to stop)", X.CONFIG: "it could not stop a process"},
     "sandbox kill": {X.OK: "", X.CONDITION_NOT_MET: "the sandbox has no such broker", **_SANDBOX},

@@ -248,12 +248,26 @@ def can_stop(partitions: Iterable[PartitionState], broker_id: int, live: Set[int
     """
     blocking: list[Blocker] = [Blocker(t, None, why) for t, why in sorted(unreadable.items())
                                if wanted is None or wanted(t)]
-    hosted = 0
-    remaining_live = set(live) - {broker_id}
     seen: set[Key] = set()
+    hosted = _stop_blockers(partitions, frozenset({broker_id}), live, wanted, blocking, seen)
+    unseen: tuple[tuple[int, str], ...] = ()
+    if coverage is not None:
+        hidden, unread = unseen_partitions(coverage, seen, [broker_id], wanted)
+        blocking += [Blocker(t, p, hidden_reason(t, brokers)) for (t, p), brokers in hidden]
+        unseen = tuple(sorted(unread.items()))
+    return StopVerdict(broker_id, hosted, tuple(blocking), unseen=unseen,
+                       listed=coverage is not None and broker_id in coverage.listed)
+
+
+def _stop_blockers(partitions: Iterable[PartitionState], stopping: frozenset[int], live: Set[int],
+                   wanted: TopicFilter | None, blocking: list[Blocker], seen: set[Key]) -> int:
+    """can_stop's rules for `stopping` (one broker, or a batch stopped together): append to `blocking` what
+    would lose its leader or min ISR, add every partition's key to `seen`; the count of partitions hosted."""
+    hosted = 0
+    remaining_live = set(live) - stopping
     for p in partitions:
         seen.add((p.topic, p.partition))
-        if broker_id not in p.replicas or p.deleting or (wanted is not None and not wanted(p.topic)):
+        if stopping.isdisjoint(p.replicas) or p.deleting or (wanted is not None and not wanted(p.topic)):
             continue
         hosted += 1
         if p.problem:
@@ -284,13 +298,15 @@ def can_stop(partitions: Iterable[PartitionState], broker_id: int, live: Set[int
             blocking.append(Blocker(p.topic, p.partition,
                                     f"ISR would drop to {len(isr_after)} ({','.join(map(str, isr_after))}), "
                                     f"below min.insync.replicas {need}{whose}"))
-    unseen: tuple[tuple[int, str], ...] = ()
-    if coverage is not None:
-        hidden, unread = unseen_partitions(coverage, seen, [broker_id], wanted)
-        blocking += [Blocker(t, p, hidden_reason(t, brokers)) for (t, p), brokers in hidden]
-        unseen = tuple(sorted(unread.items()))
-    return StopVerdict(broker_id, hosted, tuple(blocking), unseen=unseen,
-                       listed=coverage is not None and broker_id in coverage.listed)
+    return hosted
+
+
+def stop_together_blockers(partitions: Iterable[PartitionState], brokers: Set[int], live: Set[int]) -> list[Blocker]:
+    """What would lose its leader or min ISR if `brokers` stopped at once (can_stop's rules, for a batch of a
+    parallel roll): empty when they may stop together."""
+    blocking: list[Blocker] = []
+    _stop_blockers(partitions, frozenset(brokers), live, None, blocking, set())
+    return blocking
 
 
 def out_of_sync(partitions: Iterable[PartitionState], broker_id: int) -> list[PartitionState]:

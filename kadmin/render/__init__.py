@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import IO, Any, TypeVar
 
 from kadmin import exit_codes
@@ -175,6 +175,10 @@ class Renderer:
                 print("  ".join(view.headers), file=self.out, flush=True)
 
     # -- streams -----------------------------------------------------------------
+    def stream_event(self, event: Mapping[str, Any]) -> None:
+        """One JSON object on its own line (`roll run -o ndjson`), flushed at once for a script that follows."""
+        print(dumps(dict(event)), file=self.out, flush=True)
+
     def stream_item(self, item: D, view: Callable[[list[D]], views.View], *, first: bool) -> None:
         """One item of a streamed result (watch), shown as `view` shows a list of one item; the header line
         comes with the first. `json` collects them for the envelope instead."""

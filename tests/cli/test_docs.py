@@ -143,8 +143,10 @@ def test_the_safety_idiom_names_real_commands_that_take_dry_run():
 # ----------------------------------------------------------------------------- every help line reads as click's
 
 # Typer 0.29's notation, which no kadmin help shows: `{HOST}` and `{PATH...}...` in usage lines, and a type
-# column of `<bool>`, `<int>`, `<str>`, `<float>`, `<path>`, `<list[str]>` or `<a|b|c>` in the panels.
-TYPER_NOTATION = re.compile(r"<(?:bool|int|str|float|path|datetime|uuid|list\[)[^>]*>|<[^<>\s]*\|[^<>\s]*>|\{[^}]*\}")
+# column of `<bool>`, `<int>`, `<str>`, `<float>`, `<path>`, `<list[str]>` or `<a|b|c>` in the panels. The
+# `roll` hooks' placeholders ({id} {host} {port} {rack} {role}, kadmin/services/roll_hooks.py) are help text.
+TYPER_NOTATION = re.compile(r"<(?:bool|int|str|float|path|datetime|uuid|list\[)[^>]*>|<[^<>\s]*\|[^<>\s]*>"
+                            r"|\{(?!(?:id|host|port|rack|role)\})[^}]*\}")
 
 
 def _help(path: str, columns: int = 250) -> str:

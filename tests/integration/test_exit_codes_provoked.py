@@ -488,6 +488,36 @@ def not_leader_anywhere(s: Scenario) -> None:
     s.quorum.partition_error = 6  # NOT_LEADER_OR_FOLLOWER from every node, as during an election
 
 
+def roll_journal(c: Ctx, cluster_id: str, *, finished: bool) -> str:
+    """A roll's state directory as `roll run` leaves it (docs/roll.md): brokers 1 and 2 restarted (finished), or
+    broker 2 restarted and the roll stopped at broker 1's stop hook."""
+    d = c.tmp / "roll"
+    d.mkdir()
+    ev: list[dict[str, Any]] = [{"event": "roll_started", "at": "2026-01-01T00:00:00.000Z", "journal_version": 1,
+                                 "cluster_id": cluster_id, "mode": "zookeeper", "nodes_asked": None,
+                                 "controllers": "first", "parallel": 1, "nodes": [{"id": 2, "role": "broker"},
+                                                                                 {"id": 1, "role": "broker"}],
+                                 "order": [2, 1], "step_timeout": 600.0, "pid": 1}]
+    for node in (2, 1) if finished else (2,):
+        ev += [{"event": "step", "node": node, "role": "broker", "step": s, "status": st}
+               for s in ("can_stop", "drain", "shutdown", "stop", "wait_stopped", "start", "wait_restarted",
+                         "wait_in_sync", "undrain", "wait_healthy", "settle") for st in ("started", "done")]
+        ev.append({"event": "node_done", "node": node, "role": "broker", "status": "done"})
+    if finished:
+        ev.append({"event": "roll_done", "at": "2026-01-01T00:01:00.000Z", "elapsed_s": 60.0})
+    else:
+        ev += [{"event": "step", "node": 1, "role": "broker", "step": "stop", "status": "failed"},
+               {"event": "roll_failed", "node": 1, "step": "stop", "reason": "hook_failed", "message": "exited 1",
+                "exit_code": 9}]
+    (d / "journal.ndjson").write_text("".join(json.dumps(e) + "\n" for e in ev))
+    return str(d)
+
+
+def roll_run(c: Ctx, *args: str, state: str | None = None) -> list[str]:
+    """`roll run` whose hooks touch nothing (`true`): what it does is up to the gates."""
+    return ["roll", "run", "--state", state or str(c.tmp / "roll"), "--stop", "true", "--start", "true", *args]
+
+
 CASES: dict[tuple[str, int], Case] = {
     # brokers can-stop
     ("brokers can-stop", 0): lambda c: ["brokers", "can-stop", "1", *c.w.healthy.z],
@@ -657,6 +687,26 @@ CASES: dict[tuple[str, int], Case] = {
     ("quorum describe", 3): lambda c: ["quorum", "describe", "--status"],
     ("quorum describe", 4): lambda c: ["quorum", "describe", "--status", *c.kraft(no_leader)],
     ("quorum describe", 6): lambda c: ["quorum", "describe", "--status", *c.kraft(not_leader_anywhere)],
+    # roll plan
+    ("roll plan", 0): lambda c: ["roll", "plan", *c.w.healthy.z],
+    ("roll plan", 2): lambda c: ["roll", "plan", "--nodes", "1,42", *c.w.healthy.z],
+    ("roll plan", 3): lambda c: ["roll", "plan"],
+    ("roll plan", 4): lambda c: ["roll", "plan", *NOWHERE],
+    ("roll plan", 5): lambda c: ["roll", "plan", *c.w.garbage.z],
+    # roll run: each case's hooks touch nothing; 0: the roll in DIR had finished
+    ("roll run", 0): lambda c: roll_run(c, *c.w.healthy.z, state=roll_journal(c, CLUSTER_ID, finished=True)),
+    ("roll run", 1): lambda c: roll_run(c, "--nodes", "5", "--step-timeout", "1", *c.w.healthy.z),  # can-stop 5
+    ("roll run", 2): lambda c: roll_run(c, "--nodes", "42", *c.w.healthy.z),
+    ("roll run", 3): lambda c: roll_run(c, *c.w.healthy.z, state=roll_journal(c, "another", finished=False)),
+    ("roll run", 4): lambda c: roll_run(c, "--step-timeout", "1", *NOWHERE),
+    ("roll run", 7): lambda c: roll_run(c, *c.w.missing.z),  # under-replicated: refused, nothing touched
+    ("roll run", 9): lambda c: ["roll", "run", "--state", str(c.tmp / "roll"), "--stop", "exit 3", "--start", "true",
+                                "--nodes", "2", *c.cluster(1, 2, serve_kafka=True).z],
+    # roll status (the journal only)
+    ("roll status", 0): lambda c: ["roll", "status", "--state", roll_journal(c, CLUSTER_ID, finished=False)],
+    ("roll status", 2): lambda c: ["roll", "status", "--state", str(c.tmp)],  # no journal there
+    ("roll status", 3): lambda c: ["roll", "status", "--state", c.file("journal.ndjson", "{not json\n") and
+                                   str(c.tmp)],
     # sandbox
     ("sandbox bounce", 0): lambda c: ["sandbox", "bounce", "1", "--dir", str(sandbox_broker(c, 1, running=True))],
     ("sandbox bounce", 3): lambda c: ["sandbox", "bounce", "1", "--dir", no_sandbox(c)],
@@ -680,6 +730,8 @@ NEVER_RETURNED: dict[tuple[str, int], tuple[int, str]] = {
     ("cluster id", 5): (1, "an unparsable /cluster/id is a plain KadminError(code='invalid_znode'), whose exit code "
                            "is 1, not InvalidData (5)"),
     ("ids unmap", 5): (0, "unmap reads the registrations and mappings but never reports what it could not parse"),
+    ("roll plan", 5): (1, "what a plan cannot parse makes the cluster unhealthy (said in the plan), and an unparsable "
+                          "/cluster/id is a plain KadminError(code='invalid_znode'), exit 1, as for `cluster id`"),
 }
 
 # Documented codes no fast fixture can provoke: (command, code) -> why.
@@ -705,6 +757,9 @@ FOUND: dict[tuple[str, int], Case] = {
     ("brokers drain", 8): lambda c: ["brokers", "drain", "1", "--dry-run", *c.w.kraft],  # no reassignment API: exit 8
     ("brokers undrain", 8): lambda c: ["brokers", "undrain", "4", "--from", drain_file(c, 4, {("tail", 0): [1, 4]}),
                                        *c.w.kraft],
+    # ... and a roll cannot tell whether one is in flight: plan and run (before its first node) say so too
+    ("roll plan", 8): lambda c: ["roll", "plan", *c.w.kraft],
+    ("roll run", 8): lambda c: roll_run(c, *c.w.kraft),
     # --count N not reached before --timeout (the option's help says exit 1)
     ("brokers watch", 1): lambda c: ["brokers", "watch", "--count", "1", "--timeout", EXPIRES, *c.w.healthy.z],
     # UnregisterBroker answers BROKER_ID_NOT_REGISTERED: NotFound

@@ -485,12 +485,20 @@ def test_case_ids_are_unique() -> None:
         assert len(ids) == len(set(ids)), mode
 
 
+# Commands added after the golden files were made (issue 21 pins the shapes that existed then): no golden case can
+# exist for them. `roll` (issue 23): its JSON is checked by tests/cli/test_roll_cli.py and
+# tests/integration/test_roll_zk.py.
+AFTER_GOLDEN = {"roll plan", "roll run"}
+
+
 def test_every_cluster_command_is_covered_in_both_modes() -> None:
     """Every command that takes a connection (found by walking kadmin's Typer app, as the completion scripts
     and test_real_kraft_every_command.py do, not listed by hand) has at least one case in each mode."""
     from kadmin.cli.help import leaves, option_names, root_command
 
     online = {path for path, cmd in leaves(root_command()) if "--bootstrap-server" in option_names(cmd)}
+    assert online >= AFTER_GOLDEN, sorted(AFTER_GOLDEN - online)
+    online -= AFTER_GOLDEN
     for mode, cs in MODES.items():
         covered = {" ".join(c.args[:2]) for c in cs}
         assert online <= covered, f"{mode}: no case for {sorted(online - covered)}"

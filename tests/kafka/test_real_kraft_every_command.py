@@ -119,10 +119,16 @@ CASES: dict[str, list[Case]] = {
     "partitions check": [Case((), W, brokers_only("partitions check"))],
     "quorum describe": [Case(("--status",), W, W), Case(("--replication",), W, W)],
     "quorum check": [Case((), Works((0, 1)), Works((0, 1)))],  # 1: a lag WARNING on a busy machine
+    # roll: a plan touches nothing; a run here must restart nothing in this shared cluster: --nodes 99 (no such
+    # node) stops it before its first event (the state directory gets only its lock)
+    "roll plan": [Case((), W, NO_DESCRIBE)],
+    "roll run": [Case(("--state", "{rollstate}", "--stop", "false", "--start", "false", "--nodes", "99"),
+                      Refused(2, ("--nodes: 99: no such node",)), NO_DESCRIBE)],
     # offline: no connection options (run once, on this cluster's files and processes)
     "completion": [Case(("bash",), W)],
     "history ingest": [Case(("{mdir}/__cluster_metadata-0", "--cluster", "every", "--out", "{events}"), W)],
     "history report": [Case(("{events}", "bounces", "--cluster", "every"), W)],
+    "roll status": [Case(("--state", "{rollstate}"), Refused(2, ("--state", "no roll there")))],  # no journal
     "sandbox status": [Case((), W)],
     "sandbox up": [Case(("--kafka-home", "{home}", "--mode", "kraft", "--brokers", "3"), W)],  # already up: 0
     "sandbox start": [Case(("1",), Refused(1, ("broker 1 is already running",))),
@@ -132,8 +138,8 @@ CASES: dict[str, list[Case]] = {
     "sandbox down": [Case((), W)],
 }
 # the offline commands' order matters: kill 3 before start 3, everything before down
-OFFLINE_ORDER = ["completion", "history ingest", "history report", "sandbox status", "sandbox up", "sandbox kill",
-                 "sandbox start", "sandbox bounce", "sandbox down"]
+OFFLINE_ORDER = ["completion", "history ingest", "history report", "roll status", "sandbox status", "sandbox up",
+                 "sandbox kill", "sandbox start", "sandbox bounce", "sandbox down"]
 
 
 def command_tree() -> dict[str, list[str]]:
@@ -186,7 +192,7 @@ def kraft(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kraft]:
         assert r.returncode == 0, r.stderr
         k.values = {"mdir": str(mdir), "saved": str(saved), "drained": str(drained), "topic": topic,
                     "meta": str(sb.dir / "broker-1" / "data" / "meta.properties"), "events": str(tmp / "events"),
-                    "home": str(home)}
+                    "home": str(home), "rollstate": str(tmp / "roll")}
         yield k
 
 

@@ -1,0 +1,173 @@
+"""`kadmin roll`: a resumable, receipt-driven rolling restart of a whole cluster (docs/roll.md)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from kadmin.cli.options import Invocation, command, seconds, seconds_or_zero
+from kadmin.errors import UsageError
+from kadmin.render import views
+
+if TYPE_CHECKING:
+    from kadmin.domain.roll import Request
+
+app = typer.Typer(name="roll", help="Rolling restarts: plan, run (resumable) and status.", no_args_is_help=True)
+
+NodesOpt = Annotated[str | None, typer.Option("--nodes", metavar="IDS", help="Comma-separated node ids to restart "
+                                              "(default: every node).", show_default=False)]
+ControllersOpt = Annotated[str, typer.Option("--controllers", metavar="first|skip", help="KRaft: restart the "
+                                             "controllers first (the quorum leader last), or skip them.")]
+ParallelOpt = Annotated[int, typer.Option("--parallel", metavar="N", min=1, max=1000, help="Restart up to N "
+                                          "brokers at once where the live ISRs and min ISR allow it (controllers "
+                                          "one at a time).")]
+StopOpt = Annotated[str | None, typer.Option("--stop", metavar="CMD", help="Shell command that stops a node and "
+                                             "returns once it is stopped. Placeholders {id} {host} {port} {rack} "
+                                             "{role}.", show_default=False)]
+StartOpt = Annotated[str | None, typer.Option("--start", metavar="CMD", help="Shell command that starts a node "
+                                              "and returns once it was started.", show_default=False)]
+RestartOpt = Annotated[str | None, typer.Option("--restart", metavar="CMD", help="One shell command that restarts "
+                                                "a node (instead of --stop and --start).", show_default=False)]
+OnlyIfOpt = Annotated[str | None, typer.Option("--only-if", metavar="CMD", help="Shell command run per node before "
+                                               "touching it: exit 0 restarts it, another code skips it.",
+                                               show_default=False)]
+StateOpt = Annotated[Path, typer.Option("--state", metavar="DIR", help="The roll's journal and drain files; run "
+                                        "again with the same DIR to continue an unfinished roll.")]
+
+
+def _nodes(value: str | None) -> tuple[int, ...] | None:
+    if value is None:
+        return None
+    ids = []
+    for part in value.split(","):
+        part = part.strip()
+        if not (part.isascii() and part.isdigit()) or int(part) > 2**31 - 1:
+            raise UsageError(f"--nodes: {part!r} is not a node id (give ids separated by commas: 1,2,3)")
+        ids.append(int(part))
+    if not ids:
+        raise UsageError("--nodes is empty")
+    return tuple(sorted(set(ids)))
+
+
+def _request(nodes: str | None, controllers: str, parallel: int) -> Request:
+    from kadmin.domain.roll import Request
+
+    if controllers not in ("first", "skip"):
+        raise UsageError(f"--controllers: {controllers!r} is not first or skip")
+    return Request(_nodes(nodes), controllers, parallel)  # type: ignore[arg-type]
+
+
+def _hooks(stop: str | None, start: str | None, restart: str | None, only_if: str | None, need: bool) -> Any:
+    from kadmin.services.roll_hooks import Hooks
+
+    if restart is not None and (stop is not None or start is not None):
+        raise UsageError("give --restart CMD, or --stop CMD and --start CMD, not both")
+    if need and restart is None and (stop is None or start is None):
+        raise UsageError("give --stop CMD and --start CMD (or --restart CMD): how kadmin stops and starts a node")
+    return Hooks(stop, start, restart, only_if)
+
+
+def _opener(inv: Invocation) -> Any:
+    """A fresh backend each time it is called (a roll opens the cluster again for each batch)."""
+    from kadmin.cluster.connect import open_backend
+
+    def open_() -> Any:
+        return open_backend(inv.settings, inv.command, log=inv.renderer.note if inv.verbose else None,
+                            on_connection=inv.renderer.note)
+
+    return open_
+
+
+@command(app, "plan")
+def plan(
+    inv: Invocation,
+    nodes: NodesOpt = None,
+    controllers: ControllersOpt = "first",
+    parallel: ParallelOpt = 1,
+    only_if: OnlyIfOpt = None,
+    restart: RestartOpt = None,
+) -> int:
+    """Print, touching nothing, the order and batches in which a roll would restart the nodes, each node's
+    steps (the gates it waits on), and whether the cluster is healthy enough to begin.
+
+    The order: KRaft controllers first, one at a time, the quorum leader last; then the brokers. ZooKeeper mode:
+    the brokers, the active controller last. With --parallel N, brokers are batched where no partition would
+    lose its leader or min ISR (from the live ISRs now; a run recomputes each batch when it starts). With
+    --only-if CMD, the command runs per node (it should only look) and the plan says which would be skipped.
+    """
+    from kadmin.services import roll as svc
+    from kadmin.services import roll_hooks
+
+    req = _request(nodes, controllers, parallel)
+    hooks = _hooks(None, None, restart, only_if, need=False)
+
+    def skip_check(node: Any) -> bool:
+        out = roll_hooks.run(roll_hooks.render(str(only_if), node), node, "only-if", 600.0, inv.renderer.note)
+        return out.code == 0
+
+    result = svc.plan(_opener(inv), svc.Options(req, hooks), skip_check if only_if else None)
+    return inv.emit(result, views.roll_plan)
+
+
+@command(app, "run")
+def run(
+    inv: Invocation,
+    state: StateOpt,
+    stop: StopOpt = None,
+    start: StartOpt = None,
+    restart: RestartOpt = None,
+    nodes: NodesOpt = None,
+    controllers: ControllersOpt = "first",
+    parallel: ParallelOpt = 1,
+    only_if: OnlyIfOpt = None,
+    step_timeout: Annotated[float, typer.Option("--step-timeout", metavar="SECONDS", parser=seconds,
+                                                help="The longest any one step may take (a hook, a node coming "
+                                                "back, catching up).")] = 600.0,
+    settle: Annotated[float, typer.Option("--settle", metavar="SECONDS", parser=seconds_or_zero,
+                                          help="Wait this long after each node (or batch) before the next.")] = 0.0,
+) -> int:
+    """Restart every node (or --nodes), one at a time or in safe batches, each behind kadmin's gates, and put
+    the leaderships back; journaled in --state DIR, so running the same command again continues.
+
+    Per broker: can-stop; drain; ControlledShutdown (ZooKeeper mode); --stop; wait stopped; --start; the restart
+    receipt (ZooKeeper: a larger epoch; KRaft: unfenced again); in every ISR; undrain; partitions check OK;
+    --settle. Per KRaft controller: quorum check --restart ID; --stop; wait stopped; --start; caught up with the
+    leader. Before the first node the cluster must be healthy (else exit 7, nothing touched).
+
+    A step that fails stops the roll there (no other node is touched): exit 1 (a gate not met, a node not back
+    within --step-timeout), 9 (a hook failed), 130 (Ctrl-C). A node whose start hook may have run is never
+    restarted again: a resumed run waits for its receipt. -o ndjson streams one event per line.
+    """
+    from kadmin.render.roll_progress import RollProgress
+    from kadmin.services import roll as svc
+
+    req = _request(nodes, controllers, parallel)
+    hooks = _hooks(stop, start, restart, only_if, need=True)
+    r = inv.renderer
+    progress = RollProgress(r, sys.stderr)
+
+    def emit(ev: dict[str, Any]) -> None:
+        if r.fmt == "ndjson":
+            r.stream_event(ev)
+        progress.update(ev)
+
+    with progress:
+        result = svc.run(_opener(inv), state, svc.Options(req, hooks, step_timeout, settle), emit, progress.say)
+    if r.fmt == "ndjson":
+        if result.message:
+            r.note(result.message)
+        return int(result.exit_code)
+    return inv.emit(result, views.roll_report)
+
+
+@command(app, "status", cluster=False)
+def status(inv: Invocation, state: StateOpt) -> int:
+    """What the roll in --state DIR has done, is doing and has left, per node, with timings (reads the journal
+    only: no cluster needed)."""
+    from kadmin.services import roll as svc
+
+    return inv.emit(svc.status(state), views.roll_report)
+

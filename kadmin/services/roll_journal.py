@@ -1,0 +1,149 @@
+"""The roll's state directory: its journal (NDJSON, appended and fsynced one event at a time) and its lock.
+
+`DIR/journal.ndjson` holds one JSON object per line (docs/roll.md documents each event). A line is written
+with one write() on a file opened O_APPEND and fsynced before the step it records goes on, so a SIGKILL
+leaves every event written before it, and at most the last line cut short: a read ignores a last line
+without its newline (the next append first cuts it off). `DIR/lock` is held (flock) by the one live
+`roll run`; it holds that run's pid, for the message another one gets.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import fcntl
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from kadmin.errors import ConfigError, KadminError, UsageError
+from kadmin.exit_codes import ExitCode
+from kadmin.inputs import read_input
+
+JOURNAL = "journal.ndjson"
+LOCK = "lock"
+
+
+class RollLocked(KadminError):
+    """Another live `roll run` holds the state directory."""
+
+    exit_code = ExitCode.UNSAFE
+
+
+def now_iso() -> str:
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class Journal:
+    def __init__(self, directory: Path) -> None:
+        self.dir = directory
+        self.path = directory / JOURNAL
+        self._lock_fd: int | None = None
+        self._fd: int | None = None
+
+    # ------------------------------------------------------------------ reading
+    def exists(self) -> bool:
+        return self.path.exists()
+
+    def read(self) -> list[dict[str, Any]]:
+        """Every complete event, in order; a cut-short last line is left out. A malformed complete line is a
+        configuration error (exit 3) naming its line: the journal is the roll's memory, and guessing past it
+        could restart a node twice."""
+        if not self.path.exists():
+            return []
+        try:
+            raw = read_input(self.path, "--state")
+        except OSError as e:
+            raise ConfigError(f"--state {self.dir}: cannot read {JOURNAL}: {e.strerror or e}") from e
+        lines = raw.split(b"\n")
+        complete, tail = lines[:-1], lines[-1]  # tail: after the last newline (b"" when the file ends with one)
+        events: list[dict[str, Any]] = []
+        for n, line in enumerate(complete, start=1):
+            if not line.strip():
+                continue
+            try:
+                ev = json.loads(line)
+            except (ValueError, UnicodeDecodeError) as e:
+                raise ConfigError(f"--state {self.dir}: {JOURNAL} line {n} is not JSON ({e}); the roll cannot be "
+                                  "resumed from it safely: see docs/roll.md", code="journal_corrupt") from e
+            if not isinstance(ev, dict) or not isinstance(ev.get("event"), str):
+                raise ConfigError(f"--state {self.dir}: {JOURNAL} line {n} is no kadmin roll event",
+                                  code="journal_corrupt")
+            events.append(ev)
+        del tail  # a write cut short by a crash: never acted on
+        return events
+
+    # ------------------------------------------------------------------ the lock
+    def lock(self) -> None:
+        """Take the directory for this run (created if need be), or raise RollLocked (exit 7) naming the pid
+        of the run that holds it."""
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise UsageError(f"--state {self.dir}: cannot create it: {e.strerror or e}") from e
+        if not self.dir.is_dir():
+            raise UsageError(f"--state {self.dir}: not a directory")
+        fd = os.open(self.dir / LOCK, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+            os.close(fd)
+            raise RollLocked(f"another `kadmin roll run` (pid {holder}) holds --state {self.dir}: one roll at a "
+                             "time; wait for it, or stop it (Ctrl-C) and run this again to continue",
+                             code="roll_locked") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._lock_fd = fd
+
+    def locked_by_other(self) -> int | None:
+        """The pid of a live `roll run` holding the directory (for `roll status`), else None."""
+        try:
+            fd = os.open(self.dir / LOCK, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except OSError:
+            return None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            text = os.pread(fd, 32, 0).decode(errors="replace").strip()
+            return int(text) if text.isdigit() else -1
+        finally:
+            os.close(fd)
+        return None
+
+    # ------------------------------------------------------------------ writing
+    def append(self, event: Mapping[str, Any]) -> None:
+        """Write one event and fsync it before returning."""
+        if self._fd is None:
+            self._open_for_append()
+        assert self._fd is not None
+        line = (json.dumps(event, separators=(",", ":"), default=str) + "\n").encode()
+        os.write(self._fd, line)
+        os.fsync(self._fd)
+
+    def _open_for_append(self) -> None:
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND | getattr(os, "O_CLOEXEC", 0), 0o644)
+        size = os.fstat(fd).st_size
+        if size:  # a last line cut short by a crash: cut it off, so the next event starts a line
+            tail = os.pread(fd, min(size, 1 << 20), max(0, size - (1 << 20)))
+            keep = size - (len(tail) - (tail.rfind(b"\n") + 1))
+            if keep != size:
+                os.ftruncate(fd, keep)
+        self._fd = fd
+        created = size == 0
+        if created:
+            with contextlib.suppress(OSError):
+                dfd = os.open(self.dir, os.O_RDONLY)
+                try:
+                    os.fsync(dfd)
+                finally:
+                    os.close(dfd)
+
+    def close(self) -> None:
+        for fd in (self._fd, self._lock_fd):
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self._fd = self._lock_fd = None
