@@ -48,7 +48,7 @@ demo-kraft: system venv-base
 	rm -f $$log; PATH="$(CURDIR)/$(VENV)/bin:$$PATH" scripts/demo-kraft.sh $$home
 
 test: system venv kafka
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=30
 	$(VENV)/bin/ruff check kadmin tests bench
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
@@ -79,7 +79,7 @@ docs: venv
 # history_kraft.py run real KRaft clusters); each prints its numbers, the run ends with every issue-13 ratio
 # next to its goal. The full output of each is kept in $(BENCH_OUT)/NAME.log.
 BENCH_OUT ?= .bench
-BENCHES = startup brokers scan partitions ids history history_kraft million kraft_scale realkafka
+BENCHES = startup brokers scan partitions ids history history_kraft million kraft_scale realkafka roll
 bench: SHELL := /bin/bash
 bench: system venv kafka
 	mkdir -p $(BENCH_OUT)

@@ -19,6 +19,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -140,12 +141,48 @@ class Sandbox:
             raise SandboxError(f"{self.state_file}: unreadable sandbox state ({e}); remove the directory") from e
         if st.get("version") != STATE_VERSION:
             raise SandboxError(f"{self.state_file}: unknown state version {st.get('version')!r}")
+        self._loaded = json.loads(json.dumps(st))  # what this command read, to merge its own changes (_save)
         return st
 
     def _save(self, st: dict[str, Any]) -> None:
-        tmp = self.state_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps(st, indent=2))
-        os.replace(tmp, self.state_file)
+        """Write the state, merged with what other commands saved meanwhile: `sandbox start 1` and `sandbox
+        start 2` run at once (a parallel roll's hooks) each change their own node only, and neither may undo
+        the other's (a lost pid would leave a JVM behind at `sandbox down`). Under a lock, each node this command
+        changed replaces that node on disk; a file of its own for the write, renamed over the state."""
+        import fcntl
+
+        self.dir.mkdir(parents=True, exist_ok=True)
+        with open(self.dir / "state.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            merged = self._merged(st)
+            tmp = self.state_file.with_name(f"state.{os.getpid()}.{threading.get_ident()}.tmp")
+            tmp.write_text(json.dumps(merged, indent=2))
+            os.replace(tmp, self.state_file)
+        # what this command has saved is now its baseline: a later save carries only what it changes after this
+        self._loaded = json.loads(json.dumps(st))
+
+    def _merged(self, st: dict[str, Any]) -> dict[str, Any]:
+        loaded = getattr(self, "_loaded", None)
+        try:
+            disk = json.loads(self.state_file.read_text()) if self.state_file.exists() else None
+        except (OSError, json.JSONDecodeError):
+            disk = None
+        if loaded is None or disk is None or loaded.get("nodes") is None or disk.get("nodes") is None:
+            return st
+        out = dict(disk)
+        for key, value in st.items():  # the top-level values this command changed
+            if key != "nodes" and loaded.get(key) != value:
+                out[key] = value
+        before = {(n["role"], n["id"]): n for n in loaded["nodes"]}
+        mine = {(n["role"], n["id"]): n for n in st.get("nodes", [])}
+        nodes = []
+        for n in disk["nodes"]:
+            k = (n["role"], n["id"])
+            nodes.append(mine[k] if k in mine and mine[k] != before.get(k) else n)
+        known = {(n["role"], n["id"]) for n in disk["nodes"]}
+        nodes += [n for k, n in mine.items() if k not in known and k not in before]  # nodes this command added
+        out["nodes"] = nodes
+        return out
 
     def _require(self) -> dict[str, Any]:
         st = self.state()
