@@ -92,6 +92,7 @@ class Steps:
         saying what it waited for and what it saw last). A cluster that does not answer is asked again."""
         pause = POLL
         last = "no answer yet"
+        window = round(until - self.r.clock())  # what it waits (a gate before the stop: GATE_PATIENCE at most)
         while True:
             try:
                 missing = check(self.r.b)
@@ -102,7 +103,7 @@ class Steps:
                 return
             last = missing
             if self.r.clock() + pause >= until:
-                raise StepFailed("gate_not_met", f"{what}: not met within {self.opts.step_timeout:g} s: {last}")
+                raise StepFailed("gate_not_met", f"{what}: not met within {window:g} s: {last}")
             self.r.sleep(pause)
             pause = min(pause * 1.5, POLL_MAX)
 

@@ -1,0 +1,631 @@
+"""`kadmin roll run` on real Apache Kafka (issue 23 §4): a whole cluster restarted without one failed acks=all
+write, resumable after a SIGKILL at any point without restarting a node twice, stopped by its gates and hooks.
+
+Four clusters, each started once for its class of tests (class-scoped fixtures: one cluster runs at a time):
+
+- ZooKeeper mode, Kafka 3.9.1, 3 brokers (kadmin's sandbox):
+  - a whole roll under Kafka's VerifiableProducer (acks=all, idempotent, delivery.timeout.ms 30 s) on an RF-3,
+    min.insync.replicas=2 topic of 6 partitions, `kadmin partitions check` polled all along: exit 0, no send
+    error, every acknowledged record read back, the check never CRITICAL, every broker stopped and started once
+    (the test's own hooks count what they did), each node through every step `roll plan` lists, the active
+    controller last, larger epochs, the journal and the NDJSON stream the same documented events (`roll_done`
+    last), `roll status` done, every partition led by its preferred (first) replica at the end;
+  - one roll SIGKILLed five times and run again each time with the same --state, under the producer: before a
+    stop (just after `drain done`), during the in-sync wait (`wait_in_sync started`), between stop and start
+    (`wait_stopped done`), while a start hook runs (kadmin killed, its hook left running: the next run waits for
+    the receipt and never runs it again), and just after `start started` was journaled, before the hook was
+    spawned (the last run waits --step-timeout 30 for the receipt, then runs --start once). Each kill but the
+    hook-running one lands exactly after that journal line (tests/support/roll_freeze.py: kadmin's own CLI,
+    frozen right after the event is fsynced), so each phase is the one named, every time. The last run exits 0;
+    every node was stopped and started exactly once (the hooks' count); no write lost; leaders restored;
+  - one roll whose stop hook exits 3 (exit 9 at stop, nothing else touched, no process touched), run again with
+    a start hook that starts nothing (exit 1 at wait_restarted, --step-timeout 20, naming the node; no other
+    node touched), the node started by hand, and run again: it finishes without a hook for that node; a broker
+    outside --nodes stopped just after the first node is done (the roll frozen after that node_done): the next
+    node's gate stops the roll (exit 1, can_stop), that node's process untouched.
+- KRaft, Kafka 4.3.1, 3 controllers + 3 brokers (kadmin's sandbox): the whole roll's guarantees, the
+  controllers before the brokers, the quorum leader last of them, checked against the leader DescribeQuorum
+  reported (polled every 0.25 s) before each controller was chosen, and `kadmin quorum describe --status`.
+- ZooKeeper mode, 6 brokers in 3 racks (the sandbox, with broker.rack: tests/support/roll_clusters.py), two
+  rack-aware RF-3 min-ISR-2 topics: `--parallel 2` under the producer: the batches that ran (from the journal)
+  are `roll plan --parallel 2`'s, some of two brokers, and no two brokers down at once (overlapping stop ->
+  wait_restarted windows) share a partition; the producer's guarantees.
+- KRaft 4.3.1, 3 combined nodes (process.roles=broker,controller; tests/support/roll_clusters.py): the whole
+  roll's guarantees, the quorum leader last, each node through wait_restarted and wait_caught_up.
+
+Nothing waits on time: on the journal, the NDJSON stream, the hooks' counter file, the producer's
+acknowledgements, what the cluster says.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kadmin.domain import roll as dom
+from kadmin.sandbox.manager import still_ours
+from tests.support import roll_clusters
+from tests.support.kafka import KAFKA_3_9, KAFKA_4, TOPIC_COMMAND, kafka_home, tool, wait_for
+from tests.support.producer import Poller, Producer, assert_no_write_lost, read_back
+from tests.support.roll import (
+    Counter,
+    Event,
+    RollRun,
+    at,
+    batches_run,
+    down_together,
+    first,
+    hook_args,
+    journal,
+    on,
+    restart_order,
+    steps_of,
+    write_hook,
+)
+from tests.support.sandbox import Sandbox, sandbox
+
+pytestmark = [pytest.mark.kafka, pytest.mark.integration, pytest.mark.slow]
+
+WAIT = 300.0  # deadline on any observable fact: two busy cores shared with other real-Kafka suites
+ROLL_WAIT = 900.0  # a whole roll, on such a machine
+PARTITIONS = 6
+OK, WARNING, CRITICAL, UNKNOWN = 0, 1, 2, 3  # `kadmin partitions check`
+RACK_BROKERS, RACKS = 6, 3
+EVENTS = {"roll_started", "roll_resumed", "step", "node_done", "roll_done", "roll_failed"}
+STEP_KEYS = {"event", "at", "node", "role", "step", "status", "elapsed_s", "detail", "message"}
+STATUSES = {"started", "done", "failed", "skipped"}
+REASONS = {"gate_not_met", "hook_failed", "refused", "interrupted", "error"}
+
+
+# ------------------------------------------------------------------------------------------------ a cluster
+@dataclass
+class Cluster:
+    """A cluster the tests roll: kadmin pointed at it (`env`), the test's hook, and how to see its processes."""
+
+    kind: str  # zk | kraft | combined
+    home: Path  # the Kafka whose tools write and read (3.9.1 or 4.3.1)
+    work: Path
+    env: dict[str, str]
+    bootstrap: str
+    controllers: str | None  # the controllers' bootstrap (KRaft)
+    size: int  # nodes a roll restarts
+    hook: Path
+    node_pids: Callable[[], dict[int, int]]
+    all_alive: Callable[[], bool]
+    sb: Sandbox | None = None
+    runs: int = 0
+
+    def kadmin(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "kadmin", *args], capture_output=True, text=True, env=self.env,
+                              timeout=timeout, stdin=subprocess.DEVNULL)
+
+    def json(self, *args: str) -> tuple[int, Any, str]:
+        r = self.kadmin(*args, "-o", "json")
+        return r.returncode, json.loads(r.stdout)["data"] if r.stdout.strip() else None, r.stderr
+
+    def roll(self, state: Path, counter: Path, *extra: str, skip_start: int | None = None, fail_stop: bool = False,
+             freeze: Mapping[str, Any] | None = None) -> RollRun:
+        self.runs += 1
+        args = ["--state", str(state), *hook_args(self.hook, counter, skip_start, fail_stop), *extra]
+        return RollRun(args, self.env, self.work / f"run-{self.runs}.stderr", freeze=freeze)
+
+    def plan(self, *extra: str) -> dict[str, Any]:
+        code, data, err = self.json("roll", "plan", *extra)
+        assert code == 0 and data is not None, err
+        return dict(data)
+
+    def partitions(self) -> list[dict[str, Any]]:
+        code, data, err = self.json("partitions", "list")
+        assert code == 0, err
+        return list(data)
+
+    def check(self) -> int:
+        """`kadmin partitions check` as an operator runs it: its exit code."""
+        return self.kadmin("partitions", "check", "-o", "json", timeout=120).returncode
+
+    def quorum_leader(self) -> int:
+        """The leader `kadmin quorum describe --status -o json` reports."""
+        code, data, err = self.json("quorum", "describe", "--status")
+        assert code == 0, err
+        return int(data["leader_id"])
+
+    def leader_now(self) -> tuple[float, int]:
+        """(time.time(), the quorum leader) from DescribeQuorum through the controllers, in-process (cheap
+        enough to poll every 0.25 s)."""
+        from kadmin.sandbox.realkafka import quorum_view
+
+        assert self.controllers is not None
+        return time.time(), int(quorum_view(self.controllers, timeout=5.0).leader_id)
+
+    def create_topic(self, name: str, partitions: int = PARTITIONS) -> str:
+        tool(self.home, TOPIC_COMMAND, "--bootstrap-server", self.bootstrap, "--create", "--topic", name,
+             "--partitions", str(partitions), "--replication-factor", "3", "--config", "min.insync.replicas=2")
+        return name
+
+    def healthy(self) -> None:
+        """Every process running, and `roll plan` lists every node and says the cluster is healthy (kadmin's own
+        preflight: partitions check OK, no reassignment, quorum OK)."""
+        last: list[Any] = []
+
+        def ready() -> bool:
+            if not self.all_alive():
+                last[:] = ["a process is not running"]
+                return False
+            code, data, err = self.json("roll", "plan")
+            last[:] = [code, data and data.get("unhealthy"), data and len(data["nodes"]), err[-300:]]
+            return code == 0 and bool(data) and data["healthy"] and len(data["nodes"]) == self.size
+
+        try:
+            wait_for(ready, WAIT, f"the {self.kind} cluster healthy", interval=1.0)
+        except AssertionError as e:
+            raise AssertionError(f"{e}; last: {last}") from None
+
+    def registered(self, node: int) -> bool:
+        assert self.sb is not None
+        rows = self.sb.status()["processes"]
+        return any(r["id"] == node and r["role"] == "broker" and r["registered"] for r in rows)
+
+
+def sandbox_cluster(sb: Sandbox, kind: str, home: Path, work: Path) -> Cluster:
+    st = sb.status()
+    env = {**sb.env, "XDG_CONFIG_HOME": str(work / "config"), "XDG_STATE_HOME": str(work / "state")}
+    if kind == "zk":
+        env["KADMIN_ZOOKEEPER"] = str(st["zookeeper"])
+    else:
+        env["KADMIN_BOOTSTRAP_SERVER"] = str(st["bootstrap_servers"])
+    kadmin = [sys.executable, "-m", "kadmin", "sandbox"]
+    hook = write_hook(work / "hook.sh", [*kadmin, "kill", "--dir", str(sb.dir), "-o", "plain"],
+                      [*kadmin, "start", "--dir", str(sb.dir), "-o", "plain"])
+
+    def pids() -> dict[int, int]:
+        return {int(p["id"]): int(p["pid"]) for p in sb.status()["processes"] if p["role"] in ("broker", "controller")}
+
+    nodes = sum(1 for p in st["processes"] if p["role"] in ("broker", "controller"))
+    return Cluster(kind, home, work, env, str(st["bootstrap_servers"]), st.get("bootstrap_controllers"), nodes, hook,
+                   pids, lambda: sb.run("sandbox", "status", "-o", "json").returncode == 0, sb)
+
+
+def kill_nodes(sb: Sandbox) -> None:
+    """SIGKILL the sandbox's Kafka processes (those it started, by pid and identity) before its `sandbox down`:
+    a whole cluster's controlled shutdowns only slow the teardown. Then any JVM still running one of this
+    sandbox's server.properties (one the state file does not name, e.g. a hook's that a failed test left
+    behind): ours, in this test's own directory."""
+    if (sb.dir / "state.json").exists():
+        st = json.loads((sb.dir / "state.json").read_text())
+        sb.kill_leftovers([int(n["pid"]) for n in st.get("nodes", [])
+                           if n.get("pid") and still_ours(n, [str(Path(n["dir"]) / "server.properties")])[0]])
+    roll_clusters.kill_jvms_of(sb.dir)
+
+
+@contextlib.contextmanager
+def sandboxed(directory: Path, kind: str, home: Path, work: Path, *up_args: str) -> Iterator[Cluster]:
+    with sandbox(directory, "--kafka-home", str(home), *up_args) as sb:
+        try:
+            yield sandbox_cluster(sb, kind, home, work)
+        finally:
+            kill_nodes(sb)
+
+
+# ------------------------------------------------------------------------------------------------ verdicts
+def assert_documented(events: Sequence[Event], plan: Mapping[str, Any], kind: str) -> None:
+    """One uninterrupted run's journal: the documented events and fields, `roll_started` first and `roll_done`
+    last, each node through every step `roll plan` lists for it (started, then done, in order), then node_done."""
+    kinds = [e["event"] for e in events]
+    assert kinds[0] == "roll_started" and kinds[-1] == "roll_done" and kinds.count("roll_done") == 1, kinds
+    assert set(kinds) <= EVENTS - {"roll_failed", "roll_resumed"}, kinds
+    head = events[0]
+    assert head["journal_version"] == dom.JOURNAL_VERSION and head["cluster_id"] == plan["cluster_id"]
+    assert head["mode"] == plan["mode"] == ("zookeeper" if kind == "zk" else "kraft")
+    planned = {int(n["node"]): n for n in plan["nodes"]}
+    assert sorted(head["order"]) == sorted(planned) and [n["id"] for n in head["nodes"]] == head["order"]
+    for ev in events:
+        at(ev)  # ISO 8601 UTC
+        if ev["event"] == "step":
+            assert set(ev) <= STEP_KEYS and STEP_KEYS - {"detail", "message"} <= set(ev), ev
+            assert ev["step"] in dom.STEP_ORDER and ev["status"] in STATUSES, ev
+            assert isinstance(ev["node"], int) and isinstance(ev["elapsed_s"], int | float) and ev["elapsed_s"] >= 0
+            assert isinstance(ev.get("detail", {}), dict), ev
+    for n, row in planned.items():
+        assert steps_of(events, n, "started") == list(row["steps"]), (n, steps_of(events, n))
+        assert steps_of(events, n, "done") == list(row["steps"]), (n, steps_of(events, n))
+        done = [i for i, e in enumerate(events) if e["event"] == "node_done" and e["node"] == n]
+        last_step = max(i for i, e in enumerate(events) if e["event"] == "step" and e["node"] == n)
+        assert len(done) == 1 and done[0] > last_step and events[done[0]]["status"] == "done", (n, done)
+        assert {e["role"] for e in events if e.get("node") == n} == {row["role"]}
+        if kind == "zk":
+            detail = events[done[0]]["detail"]
+            assert detail["new_epoch"] > detail["old_epoch"], detail  # a new registration: it was restarted
+    assert isinstance(events[-1]["elapsed_s"], int | float)
+
+
+def assert_status_done(c: Cluster, state: Path, nodes: Sequence[int]) -> None:
+    code, data, err = c.json("roll", "status", "--state", str(state))
+    assert code == 0, err
+    assert data["status"] == "done" and data["failure"] is None, data
+    assert sorted(r["node"] for r in data["nodes"]) == sorted(nodes)
+    assert {r["status"] for r in data["nodes"]} == {"done"}, data["nodes"]
+
+
+def assert_preferred_leaders(c: Cluster) -> None:
+    """Every partition (internal topics too) led by its first replica, as `kadmin partitions list -o json` says."""
+    parts = c.partitions()
+    astray = [(p["topic"], p["partition"], p["leader"], p["replicas"]) for p in parts
+              if p["leader"] != p["replicas"][0]]
+    assert parts and not astray, f"partitions not led by their preferred replica after the roll: {astray}"
+
+
+def assert_checks(checks: Poller[int], since: float, kind: str) -> list[int]:
+    """Every `partitions check` since `since` answered OK or WARNING (under-replicated while a broker is down):
+    never CRITICAL (offline, under min ISR), never an error. On KRaft also UNKNOWN (3): the check holds the
+    partitions against every broker's log dirs, and a stopped broker's cannot be listed, which makes a check
+    that is not CRITICAL UNKNOWN (kadmin/services/partitions.py `check`; CRITICAL still wins over it)."""
+    allowed = (OK, WARNING) if kind == "zk" else (OK, WARNING, UNKNOWN)
+    codes = [r for t, r in checks.results() if t >= since]
+    assert codes, "no partitions check ran during the roll"
+    assert all(r in allowed for r in codes), f"partitions check during the roll: {codes}"
+    return codes
+
+
+def assert_order_and_leader(events: Sequence[Event], controllers: set[int], leader_before: int,
+                            readings: Sequence[tuple[float, int]]) -> dict[str, Any]:
+    """The controllers (or combined nodes) first, one at a time, in the order their quorum_check started; each
+    controller restarted while others remained was not the quorum leader when the roll chose it (the latest
+    reading before its quorum_check); and when leadership never moved before the last one was chosen, that last
+    one is the leader `quorum describe --status` reported before the roll. Also: the order in `roll_started`
+    (kadmin's reading at the start) ends with that leader unless it moved before the roll started."""
+    order = restart_order(events)
+    k = len(controllers)
+    assert set(order[:k]) == controllers, f"controllers not all before the brokers: {order}"
+    checked = [e["node"] for e in events if e.get("step") == "quorum_check" and e.get("status") == "started"]
+    assert checked == order[:k], (checked, order)
+    started = at(events[0])
+    head = [n for n in events[0]["order"] if n in controllers]
+    if all(leader == leader_before for t, leader in readings if t <= started):
+        assert head[-1] == leader_before, (head, leader_before)
+    chosen = {}
+    for n in order[:k]:
+        ev = first(events, n, "quorum_check", "started")
+        assert ev is not None, n
+        chosen[n] = at(ev)
+    for n in order[:k - 1]:
+        before = [leader for t, leader in readings if t <= chosen[n]]
+        assert before, f"no quorum reading before controller {n} was chosen"
+        assert before[-1] != n, f"controller {n} was restarted while it led the quorum, before {order[:k]}'s last"
+    last = order[k - 1]
+    moved = any(leader != leader_before for t, leader in readings if t <= chosen[last])
+    if not moved:
+        assert last == leader_before, f"the leader {leader_before} was not restarted last of {order[:k]}"
+    return {"order": order, "leader_before": leader_before, "moved": moved,
+            "leaders_seen": sorted({leader for _, leader in readings})}
+
+
+# ------------------------------------------------------------------------------------------------ a whole roll
+@dataclass
+class Rolled:
+    plan: dict[str, Any]
+    events: list[Event]
+    partitions_before: list[dict[str, Any]]
+    leader_before: int | None
+    leaders: list[tuple[float, int]]
+    checks: list[int]
+    acked: int
+    seconds: float
+
+
+def whole_roll(c: Cluster, name: str, *extra: str, topic: str | None = None, quorum: bool = False) -> Rolled:
+    """A whole `roll run EXTRA` (every node) under a VerifiableProducer writing `topic` (a new RF-3 min-ISR-2
+    topic by default) and a `partitions check` poller, with the guarantees every whole roll must give."""
+    topic = topic or c.create_topic(f"roll-{name}")
+    c.healthy()
+    state, counter = c.work / f"{name}.state", c.work / f"{name}.counter"
+    plan = c.plan(*extra)  # just before: what the run must do
+    assert plan["healthy"], plan["unhealthy"]
+    before = c.partitions()
+    leader_before = c.quorum_leader() if quorum else None
+    leaders: Any = Poller(c.leader_now, interval=0.25) if quorum else contextlib.nullcontext()
+    with Poller(c.check, interval=2.0) as checks, leaders, Producer(c.home, c.bootstrap, topic) as producer:
+        producer.wait_acked_more_than(100, WAIT)  # writes flowing before the roll
+        began = time.monotonic()
+        run = c.roll(state, counter, *extra)
+        code = run.wait(ROLL_WAIT)
+        seconds = time.monotonic() - began
+        back = producer.acked_count()
+        producer.wait_acked_more_than(back + 100, WAIT)  # and acknowledged after it
+        producer.stop()
+    assert code == 0, f"`roll run` exited {code}\n{run.stderr()}"
+    events = journal(state)
+    assert run.events == events, "the NDJSON stream is not the journal"
+    assert run.noise == [], run.noise  # nothing but events on stdout
+    assert_documented(events, plan, c.kind)
+    Counter(counter).assert_each_restarted_once(int(n["node"]) for n in plan["nodes"])
+    codes = assert_checks(checks, began, c.kind)
+    assert_status_done(c, state, [int(n["node"]) for n in plan["nodes"]])
+    assert_preferred_leaders(c)
+    assert producer.errors() == [], producer.describe()
+    assert_no_write_lost(producer, read_back(c.bootstrap, topic, c.home))
+    readings = [r for _, r in leaders.results() if isinstance(r, tuple)] if quorum else []
+    print(f"{name}: rolled {len(plan['nodes'])} nodes in {seconds:.1f} s (journal {events[-1]['elapsed_s']} s), "
+          f"batches {plan['batches']}, {producer.acked_count()} writes acked, checks {sorted(set(codes))}")
+    return Rolled(plan, events, before, leader_before, readings, codes, producer.acked_count(), seconds)
+
+
+def order_of(plan: Mapping[str, Any]) -> list[int]:
+    return [int(n) for batch in plan["batches"] for n in batch]
+
+
+# ------------------------------------------------------------------------------------------------ the clusters
+# Class-scoped: each cluster runs for its class's tests only, so that one cluster runs at a time.
+@pytest.fixture(scope="class")
+def zk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    work = tmp_path_factory.mktemp("roll-zk")
+    with sandboxed(work / "sandbox", "zk", kafka_home(KAFKA_3_9), work) as c:
+        yield c
+
+
+@pytest.fixture(scope="class")
+def kraft(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    work = tmp_path_factory.mktemp("roll-kraft")
+    with sandboxed(work / "sandbox", "kraft", kafka_home(KAFKA_4), work, "--mode", "kraft") as c:
+        yield c
+
+
+@pytest.fixture(scope="class")
+def racks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    work = tmp_path_factory.mktemp("roll-racks")
+    home = kafka_home(KAFKA_3_9)
+    with roll_clusters.rack_sandbox(work / "sandbox", home, RACK_BROKERS, RACKS) as sb:
+        try:
+            yield sandbox_cluster(sb, "zk", home, work)
+        finally:
+            kill_nodes(sb)
+
+
+@pytest.fixture(scope="class")
+def combined(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    work = tmp_path_factory.mktemp("roll-combined")
+    home = kafka_home(KAFKA_4)
+    directory = work / "cluster"
+    with roll_clusters.combined_cluster(directory, home) as st:
+        hook = write_hook(work / "hook.sh", roll_clusters.hook_command("stop", directory),
+                          roll_clusters.hook_command("start", directory))
+        env = {**Sandbox(directory).env, "KADMIN_BOOTSTRAP_SERVER": roll_clusters.bootstrap(st),
+               "XDG_CONFIG_HOME": str(work / "config"), "XDG_STATE_HOME": str(work / "state")}
+
+        def pids() -> dict[int, int]:
+            return {int(n["id"]): int(n["pid"]) for n in roll_clusters.read_state(directory)["nodes"]}
+
+        yield Cluster("combined", home, work, env, roll_clusters.bootstrap(st),
+                      roll_clusters.bootstrap_controllers(st), len(st["nodes"]), hook, pids,
+                      lambda: all(roll_clusters.alive(roll_clusters.read_state(directory)).values()))
+
+
+# ------------------------------------------------------------------------------------------------ ZooKeeper mode
+class TestZooKeeperMode:
+    @pytest.mark.timeout(1200)
+    def test_a_whole_roll_loses_no_acks_all_write(self, zk: Cluster) -> None:
+        r = whole_roll(zk, "whole")
+        assert r.plan["leader"] in order_of(r.plan)
+        assert restart_order(r.events) == order_of(r.plan) == r.events[0]["order"]
+        assert restart_order(r.events)[-1] == r.plan["leader"]  # the active controller last: it moves once
+
+    @pytest.mark.timeout(1200)
+    def test_sigkill_at_any_point_then_the_same_command_finishes_restarting_no_node_twice(self, zk: Cluster) -> None:
+        topic = zk.create_topic("roll-sigkill")
+        zk.healthy()
+        state, counter = zk.work / "sigkill.state", zk.work / "sigkill.counter"
+        a, b, c = order_of(zk.plan())
+
+        def point(node: int, step: str, status: str) -> dict[str, Any]:
+            return {"event": "step", "node": node, "step": step, "status": status}
+
+        # (what, node, freeze after this journal line (None: kill while its start hook runs), the phase it leaves)
+        kills: list[tuple[str, int, dict[str, Any] | None, str]] = [
+            ("before its stop (drain done)", a, point(a, "drain", "done"), "before_stop"),
+            ("during its in-sync wait", a, point(a, "wait_in_sync", "started"), "restarted"),
+            ("between its stop and its start (wait_stopped done)", b, point(b, "wait_stopped", "done"), "stopped"),
+            ("while its start hook runs", b, None, "starting"),
+            ("just after start started, its hook not spawned", c, point(c, "start", "started"), "starting"),
+        ]
+        hit = []
+        with Poller(zk.check, interval=2.0) as checks, Producer(zk.home, zk.bootstrap, topic) as producer:
+            producer.wait_acked_more_than(100, WAIT)
+            began = time.monotonic()
+            for what, node, freeze, phase in kills:
+                if freeze is not None:
+                    run = zk.roll(state, counter, freeze=freeze)
+                    assert run.wait_frozen(WAIT) == journal(state)[-1]  # frozen right after that line
+                else:
+                    run = zk.roll(state, counter)
+                    run.wait_event(on(node, "start", "started"), WAIT, f"node {node}'s start")
+                    wait_for(lambda n=node: ("start-begin", n) in Counter(counter).lines(), WAIT,
+                             f"node {node}'s start hook running")
+                assert run.kill() == -9
+                events = journal(state)
+                progress = dom.replay(events).progress(node)
+                hit.append((what, node, progress.phase, steps_of(events, node)[-2:]))
+                assert progress.phase == phase, hit[-1]
+                assert events[-1]["event"] == "step" and events[-1]["node"] == node, events[-1]
+                if freeze is not None:
+                    assert on(node, freeze["step"], freeze["status"])(events[-1]), events[-1]
+            # the start hook kadmin left running for b: it ends (its node started) with nobody to journal it
+            wait_for(lambda: ("start", b) in Counter(counter).lines(), WAIT, f"node {b}'s orphaned start hook done")
+            # c's start hook never ran: this run waits --step-timeout for its receipt before starting it
+            final = zk.roll(state, counter, "--step-timeout", "30")
+            code = final.wait(ROLL_WAIT)
+            seconds = time.monotonic() - began
+            back = producer.acked_count()
+            producer.wait_acked_more_than(back + 100, WAIT)
+            producer.stop()
+        assert code == 0, f"the resumed `roll run` exited {code}\n{final.stderr()}"
+        events = journal(state)
+        kinds = [e["event"] for e in events]
+        assert kinds.count("roll_started") == 1 and kinds.count("roll_resumed") == len(kills), kinds
+        assert kinds[-1] == "roll_done" and "roll_failed" not in kinds
+        assert final.events == events[-len(final.events):]
+        # every node stopped once and started once, by the hooks' own count
+        Counter(counter).assert_each_restarted_once([a, b, c])
+        for n in (a, b, c):
+            assert steps_of(events, n, "started").count("stop") == 1, (n, steps_of(events, n))
+            assert [e for e in events if e["event"] == "node_done" and e["node"] == n][0]["status"] == "done"
+        # a: drained again after the first kill (its first drain's file is what undrain restored), in sync once
+        assert steps_of(events, a, "done").count("drain") == 2 and steps_of(events, a, "done").count("undrain") == 1
+        # b: the start hook the kill left running did the start; the resumed run waited for its receipt
+        assert steps_of(events, b, "started").count("start") == 1 and "start" not in steps_of(events, b, "done")
+        # c: its start hook never ran: the resumed run waited --step-timeout for the receipt, then ran it once
+        assert steps_of(events, c, "started").count("start") == 2 and steps_of(events, c, "done").count("start") == 1
+        assert "cut short by the interruption and it is not back: starting it again" in final.stderr()
+        assert_checks(checks, began, zk.kind)
+        assert_status_done(zk, state, [a, b, c])
+        assert_preferred_leaders(zk)
+        assert_no_write_lost(producer, read_back(zk.bootstrap, topic, zk.home))
+        print(f"sigkill: {len(kills)} kills, then done in {seconds:.1f} s; {producer.acked_count()} writes acked; "
+              f"phases hit: {hit}")
+
+    @pytest.mark.timeout(900)
+    def test_a_failing_stop_hook_then_a_node_not_back_each_stop_the_roll_at_that_node(self, zk: Cluster) -> None:
+        """One roll, three runs: a stop hook exiting 3 (exit 9 at stop), then a start hook that starts nothing
+        (exit 1 at wait_restarted, --step-timeout 20), each touching nothing else; the node started by hand, the
+        same command finishes the roll."""
+        zk.healthy()
+        state, counter = zk.work / "failing.state", zk.work / "failing.counter"
+        order = order_of(zk.plan())
+        victim, others = order[0], order[1:]
+        pids = zk.node_pids()
+
+        def failed(run: RollRun, code: int, step: str, reason: str) -> Event:
+            got = run.wait(WAIT)
+            events = journal(state)
+            assert got == code, f"exit {got}\n{run.stderr()}"
+            fail = events[-1]
+            assert set(fail) == {"event", "at", "node", "step", "reason", "message", "exit_code"}, fail
+            assert fail["event"] == "roll_failed" and fail["node"] == victim and fail["step"] == step, fail
+            assert fail["reason"] == reason in REASONS and fail["exit_code"] == code, fail
+            assert run.events == events[-len(run.events):]  # this run's stream: its part of the journal
+            assert f"node {victim}" in run.stderr() and step in run.stderr()
+            assert {e["node"] for e in events if e["event"] == "step"} == {victim}  # no other node touched
+            code_, data, err = zk.json("roll", "status", "--state", str(state))
+            assert data["status"] == "failed" and data["failure"]["node"] == victim, data
+            assert data["failure"]["step"] == step and data["failure"]["exit_code"] == code, data
+            return dict(fail)
+
+        # 1. the stop hook exits 3: exit 9 naming the node and `stop`; no process touched
+        fail = failed(zk.roll(state, counter, fail_stop=True), 9, "stop", "hook_failed")
+        assert "exited 3" in fail["message"] and f"refusing to stop node {victim}" in fail["message"]  # its last line
+        assert Counter(counter).lines() == [("stop-refused", victim)]
+        assert zk.node_pids() == pids
+        # 2. the same command with a working stop and a start that starts nothing: exit 1 at wait_restarted
+        fail = failed(zk.roll(state, counter, "--step-timeout", "20", skip_start=victim), 1, "wait_restarted",
+                      "gate_not_met")
+        assert f"node {victim}" in fail["message"] and "not met within 20 s" in fail["message"], fail
+        touched = [("stop-refused", victim), ("stop-begin", victim), ("stop", victim), ("start-skipped", victim)]
+        assert Counter(counter).lines() == touched
+        now = zk.node_pids()
+        assert {n: now[n] for n in others} == {n: pids[n] for n in others}
+        # 3. started by hand, the same command goes on from that node's receipt, then the others
+        assert zk.kadmin("sandbox", "start", str(victim)).returncode == 0
+        resumed = zk.roll(state, counter)
+        assert resumed.wait(ROLL_WAIT) == 0, resumed.stderr()
+        assert [x for x in Counter(counter).lines() if x[1] == victim] == touched  # no hook ran for it again
+        Counter(counter).assert_each_restarted_once(others, besides=touched)
+        events = journal(state)
+        assert steps_of(events, victim, "started").count("stop") == 2  # the failed hook and the working one
+        assert steps_of(events, victim, "started").count("start") == 1
+        assert_status_done(zk, state, order)
+        assert_preferred_leaders(zk)
+
+    @pytest.mark.timeout(900)
+    def test_a_broker_outside_the_roll_dying_mid_roll_stops_it_at_the_next_gate(self, zk: Cluster) -> None:
+        zk.create_topic("roll-outside")  # min.insync.replicas=2: broker 3 gone, 1 and 2 cannot both stop
+        zk.healthy()
+        state, counter = zk.work / "outside.state", zk.work / "outside.counter"
+        pids = zk.node_pids()
+        inside, outside = [1, 2], 3
+        # frozen right after the first node's node_done: broker 3 is stopped (and deregistered) before the roll
+        # goes on to the second node
+        run = zk.roll(state, counter, "--nodes", "1,2", freeze={"event": "node_done"})
+        done = run.wait_frozen(WAIT)
+        first_node = int(done["node"])
+        second = next(n for n in inside if n != first_node)
+        try:
+            assert zk.kadmin("sandbox", "kill", str(outside)).returncode == 0
+            wait_for(lambda: not zk.registered(outside), WAIT, f"broker {outside} deregistered")
+            run.thaw()
+            code = run.wait(WAIT)
+            events = journal(state)
+            assert code == 1, f"exit {code}\n{run.stderr()}"
+            fail = events[-1]
+            assert fail["event"] == "roll_failed" and fail["node"] == second, fail
+            assert fail["step"] in ("can_stop", "wait_healthy") and fail["reason"] == "gate_not_met", fail
+            assert fail["exit_code"] == 1
+            # the second node: its gate only, never drained, stopped or started
+            assert steps_of(events, second) == [f"{fail['step']}:started", f"{fail['step']}:failed"], events[-4:]
+            lines = Counter(counter).lines()
+            assert {n for _, n in lines} == {first_node}, lines
+            Counter(counter).assert_each_restarted_once([first_node])
+            assert zk.node_pids()[second] == pids[second]
+            assert outside not in {e.get("node") for e in events}
+            print(f"outside: node {first_node} done, broker {outside} stopped, roll stopped at {fail}")
+        finally:
+            run.thaw()
+            if not zk.registered(outside):
+                zk.kadmin("sandbox", "start", str(outside))
+        zk.healthy()
+
+
+# ------------------------------------------------------------------------------------------------ KRaft
+class TestKraft:
+    @pytest.mark.timeout(1500)
+    def test_a_whole_roll_controllers_first_the_quorum_leader_last(self, kraft: Cluster) -> None:
+        r = whole_roll(kraft, "kraft", quorum=True)
+        controllers = {int(n["node"]) for n in r.plan["nodes"] if n["role"] == "controller"}
+        assert controllers == {3001, 3002, 3003}
+        assert r.leader_before is not None
+        facts = assert_order_and_leader(r.events, controllers, r.leader_before, r.leaders)
+        assert facts["order"][3:] == [1, 2, 3]  # then the brokers, by id
+        print(f"kraft: {facts}")
+
+
+# ------------------------------------------------------------------------------------------------ racks, --parallel
+class TestRacks:
+    @pytest.mark.timeout(1200)
+    def test_parallel_batches_never_stop_two_replicas_of_a_partition(self, racks: Cluster) -> None:
+        topics = [racks.create_topic("roll-racks-a"), racks.create_topic("roll-racks-b", 12)]
+        r = whole_roll(racks, "racks", "--parallel", "2", topic=topics[0])
+        rack = {int(n["node"]): n["rack"] for n in r.plan["nodes"]}
+        assert rack == {i: roll_clusters.rack_of(i, RACKS) for i in range(1, RACK_BROKERS + 1)}
+        ours = [p for p in r.partitions_before if p["topic"] in topics]
+        assert len(ours) == 18 and all(len({rack[i] for i in p["replicas"]}) == 3 for p in ours), ours
+        ran = batches_run(r.events)
+        assert ran == [list(b) for b in r.plan["batches"]], (ran, r.plan["batches"])
+        assert any(len(b) == 2 for b in ran), f"no two brokers restarted together: {ran}"
+        groups = down_together(r.events)
+        assert sorted(sorted(g) for g in groups) == sorted(sorted(b) for b in ran), (groups, ran)
+        for g in groups:
+            for p in r.partitions_before:
+                left = set(p["replicas"]) - g
+                assert len(left) >= p["effective_min_isr"], (sorted(g), p["topic"], p["partition"], p["replicas"])
+                if p["topic"] in topics:
+                    assert len(set(p["replicas"]) & g) <= 1, (sorted(g), p["topic"], p["partition"], p["replicas"])
+        print(f"racks: batches {ran}, racks {rack}")
+
+
+# ------------------------------------------------------------------------------------------------ combined nodes
+class TestCombinedNodes:
+    @pytest.mark.timeout(1500)
+    def test_a_whole_roll_of_combined_nodes(self, combined: Cluster) -> None:
+        r = whole_roll(combined, "combined", quorum=True)
+        assert {n["role"] for n in r.plan["nodes"]} == {"combined"}
+        for n in r.plan["nodes"]:  # a broker's receipt and a controller's catching up (assert_documented ran them)
+            assert {"wait_restarted", "wait_caught_up", "quorum_check", "drain"} <= set(n["steps"]), n
+        assert r.leader_before is not None
+        facts = assert_order_and_leader(r.events, {1, 2, 3}, r.leader_before, r.leaders)
+        print(f"combined: {facts}")
