@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 REASSIGN_ZNODE = "/admin/reassign_partitions"
 ELECTION_ZNODE = "/admin/preferred_replica_election"
 ELECTION_NOT_NEEDED = 84
+REQUEST_TIMED_OUT = 7  # ElectLeaders: the election was asked for and not seen done within timeout_ms
 PREFERRED = 0  # ElectLeaders' election type
 NOT_CONTROLLER = 41
 
@@ -97,7 +98,9 @@ class AdminDrain:
         return {(str(t.name), int(p.partition_index)) for t in resp.topics for p in t.partitions}
 
     def _timeout_ms(self) -> int:
-        return int(self.client.timeout * 1000)
+        """How long the broker may hold an answer: half of what kadmin waits for it (client.bound()), so that a
+        slow election (a busy controller) is answered REQUEST_TIMED_OUT in time, not left unanswered."""
+        return max(int(self.client.bound() * 500), 500)
 
     def reassign(self, plan: Mapping[Key, tuple[int, ...]]) -> dict[Key, str]:
         """AlterPartitionReassignments: {key: error name} for the partitions the controller refused."""
@@ -142,7 +145,8 @@ class AdminDrain:
         out = {}
         for r in resp.replica_election_results:
             for p in r.partition_result:
-                if p.error_code not in (0, ELECTION_NOT_NEEDED):
+                # REQUEST_TIMED_OUT: asked for, not yet seen done; the drain reads the leaders again
+                if p.error_code not in (0, ELECTION_NOT_NEEDED, REQUEST_TIMED_OUT):
                     out[(str(r.topic), int(p.partition_id))] = error_name(int(p.error_code)) + (
                         f" ({p.error_message})" if p.error_message else "")
         return out
