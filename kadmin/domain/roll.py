@@ -197,25 +197,29 @@ class RollState:
             self.nodes[node] = NodeProgress(node)
         return self.nodes[node]
 
-
-def replay(events: Iterable[Mapping[str, Any]]) -> RollState:
-    """The journal's events, in order, as a RollState. Unknown events and keys are ignored (a newer kadmin may
-    add some); a step's `detail` is merged into its node's."""
-    st = RollState()
-    for ev in events:
+    def apply(self, ev: Mapping[str, Any]) -> None:
+        """One event, in journal order: a replay applies every event, a run each one as it journals it. Unknown
+        events and keys are ignored (a newer kadmin may add some); a step's `detail` is merged into its node's."""
         kind = ev.get("event")
         if kind == "roll_started":
-            st.head = ev
-            st.runs += 1
+            self.head = ev
+            self.runs += 1
         elif kind == "roll_resumed":
-            st.runs += 1
-            st.last_failure = None  # the run that failed is over: this one goes on
+            self.runs += 1
+            self.last_failure = None  # the run that failed is over: this one goes on
         elif kind == "roll_done":
-            st.finished = ev
+            self.finished = ev
         elif kind == "roll_failed":
-            st.last_failure = ev
+            self.last_failure = ev
         elif kind in ("step", "node_done") and isinstance(ev.get("node"), int):
-            _apply(st.progress(ev["node"]), ev)
+            _apply(self.progress(ev["node"]), ev)
+
+
+def replay(events: Iterable[Mapping[str, Any]]) -> RollState:
+    """The journal's events, in order, as a RollState (each through RollState.apply)."""
+    st = RollState()
+    for ev in events:
+        st.apply(ev)
     return st
 
 

@@ -264,7 +264,7 @@ class _Roller:
     def event(self, kind: str, **fields: Any) -> dict[str, Any]:
         ev = {"event": kind, "at": now_iso(), **fields}
         self.journal.append(ev)  # fsynced before anything goes on
-        _apply_event(self.state, ev)
+        self.state.apply(ev)
         self.emit_out(ev)
         return ev
 
@@ -418,35 +418,6 @@ class _Roller:
         from kadmin.services.roll_steps import Steps
 
         Steps(self, tuple(batch)).run()
-
-
-def _apply_event(st: dom.RollState, ev: Mapping[str, Any]) -> None:
-    """One event into the replayed state (the same rules as dom.replay)."""
-    fresh = dom.replay([ev])
-    if fresh.head is not None:
-        st.head = fresh.head
-    st.runs += fresh.runs
-    if fresh.finished is not None:
-        st.finished = fresh.finished
-    if fresh.last_failure is not None:
-        st.last_failure = fresh.last_failure
-    if ev.get("event") == "roll_resumed":
-        st.last_failure = None
-    for nid, np in fresh.nodes.items():
-        mine = st.progress(nid)
-        mine.role = np.role
-        mine.started += np.started
-        mine.done += np.done
-        mine.detail.update(np.detail)
-        mine.elapsed.update(np.elapsed)
-        mine.first_at = mine.first_at or np.first_at
-        mine.last_at = np.last_at or mine.last_at
-        if np.failed:
-            mine.failed = np.failed
-        elif np.done:
-            mine.failed = None
-        if np.finished:
-            mine.finished, mine.skipped = True, np.skipped
 
 
 def _skipped_text(data: RollReport) -> str:

@@ -397,10 +397,8 @@ def test_replay_failed(events: list[dict[str, Any]], failed: str | None) -> None
 
 
 def test_the_engines_incremental_replay_agrees_with_replay() -> None:
-    """services/roll.py applies each event as it journals it (_apply_event): the same state as a replay of the
+    """services/roll.py applies each event as it journals it (RollState.apply): the same state as a replay of the
     journal by a resumed run."""
-    from kadmin.services.roll import _apply_event
-
     events = [HEAD, *walk("can_stop", "drain:failed", "drain", "shutdown", "stop"), step("x", "done", node=6),
               {"event": "roll_failed", "node": 5}, {"event": "roll_resumed"},
               *walk("wait_stopped", "start", "wait_restarted", "settle"),
@@ -408,7 +406,7 @@ def test_the_engines_incremental_replay_agrees_with_replay() -> None:
     for k in range(len(events) + 1):
         st = dom.RollState()
         for ev in events[:k]:
-            _apply_event(st, ev)
+            st.apply(ev)
         assert st == dom.replay(events[:k]), k
 
 
