@@ -23,6 +23,7 @@ from typing import Any
 _armed = False
 _pending = False
 _installed = False
+_raised = False
 
 
 def _main_thread() -> bool:
@@ -56,6 +57,14 @@ def settle() -> bool:
     return came
 
 
+def interrupted() -> bool:
+    """A Ctrl-C was raised as KeyboardInterrupt during this command, whatever became of it: a library may have
+    swallowed it and failed instead (kazoo's bare `except:` around waking its connection thread turns it into
+    ConnectionClosedError, "lost the connection"). A failure that comes after one is the interrupt's doing:
+    the command exits 130, not with an error that would blame the cluster or kadmin."""
+    return _raised
+
+
 def pending() -> bool:
     """A Ctrl-C came after a commit (and was deferred)."""
     return _pending
@@ -64,27 +73,28 @@ def pending() -> bool:
 @contextmanager
 def deferring() -> Iterator[None]:
     """Run a command with SIGINT deferrable by `arm()`; restores the previous handler afterwards."""
-    global _armed, _pending, _installed
+    global _armed, _pending, _installed, _raised
     if not _main_thread() or _installed:
         yield
         return
     previous = signal.getsignal(signal.SIGINT)
 
     def handler(signum: int, frame: FrameType | None) -> Any:
-        global _pending
+        global _pending, _raised
         if _armed:
             _pending = True
             return None
         if previous == signal.SIG_IGN:
             return None
+        _raised = True
         if callable(previous):
             return previous(signum, frame)
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGINT, handler)
-    _installed = True
+    _installed, _raised = True, False
     try:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
-        _installed = _armed = _pending = False
+        _installed = _armed = _pending = False  # _raised stays for run_guarded, which looks after this

@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 
+from kadmin import interrupts
 from kadmin.cli.options import (
     INT64_MAX,
     BrokerIdArg,
@@ -139,7 +140,9 @@ def watch(
         for ev in stream:
             r.stream_item(ev, views.broker_events, first=not events)
             events.append(ev)
-    except KeyboardInterrupt:  # Ctrl-C is how a watch without --timeout ends: still a result
+    except (KeyboardInterrupt, Exception) as e:  # noqa: BLE001 - Ctrl-C is how a watch without --timeout ends
+        if not isinstance(e, KeyboardInterrupt) and not interrupts.interrupted():  # (one a library swallowed too)
+            raise
         print("", file=sys.stderr)
         r.note("interrupted")
         code = ExitCode.INTERRUPTED

@@ -367,6 +367,12 @@ def command(
     return decorate
 
 
+def _interrupted(inv: Invocation) -> int:
+    print("", file=sys.stderr)
+    inv.renderer.note("interrupted")
+    return int(ExitCode.INTERRUPTED)
+
+
 def run_guarded(inv: Invocation, body: Callable[[], int], *, check: bool = False) -> int:
     """Run a command body; turn every failure into a one-line message and a documented exit code.
 
@@ -385,28 +391,30 @@ def run_guarded(inv: Invocation, body: Callable[[], int], *, check: bool = False
             code = body()
             if interrupts.pending():
                 inv.renderer.note("interrupted after the change was committed: the result above is what happened")
-    except KadminError as e:
-        message = scrub(e.message)  # the last resort: no message is built to quote a secret (kadmin.config)
-        if message.startswith("this command "):  # a layer below the CLI that does not know the command's name
-            message = f"{inv.command} {message.removeprefix('this command ')}"
-        code = int(Verdict.UNKNOWN) if check else int(e.exit_code)
-        code = inv.renderer.emit_error(inv.command, e.code, message, code, check=check)
     except KeyboardInterrupt:
-        print("", file=sys.stderr)
-        inv.renderer.note("interrupted")
-        code = int(ExitCode.INTERRUPTED)
+        code = _interrupted(inv)
     except BrokenPipeError:  # the reader went away: nothing more to say (a check's verdict was not delivered)
         from kadmin.render import reader_gone
 
         reader_gone(inv.renderer.out)
         code = int(Verdict.UNKNOWN) if check else 0
     except Exception as e:  # noqa: BLE001 - never a traceback unless asked for
-        if inv.verbose:
-            print(scrub(traceback.format_exc()), end="", file=sys.stderr, flush=True)
-        code = int(Verdict.UNKNOWN) if check else int(ExitCode.INTERNAL)
-        message = scrub(" ".join(f"{type(e).__name__}: {e}".split()).removesuffix(":"))  # one line, whatever it says
-        code = inv.renderer.emit_error(inv.command, "internal", message, code, check=check, label="internal error",
-                                       hint="" if inv.verbose else " (run with -v for the traceback)")
+        if interrupts.interrupted():  # a library swallowed the Ctrl-C and failed instead: still an interrupt
+            code = _interrupted(inv)
+        elif isinstance(e, KadminError):
+            message = scrub(e.message)  # the last resort: no message is built to quote a secret (kadmin.config)
+            if message.startswith("this command "):  # a layer below the CLI that does not know the command's name
+                message = f"{inv.command} {message.removeprefix('this command ')}"
+            code = int(Verdict.UNKNOWN) if check else int(e.exit_code)
+            code = inv.renderer.emit_error(inv.command, e.code, message, code, check=check)
+        else:
+            if inv.verbose:
+                print(scrub(traceback.format_exc()), end="", file=sys.stderr, flush=True)
+            code = int(Verdict.UNKNOWN) if check else int(ExitCode.INTERNAL)
+            message = scrub(" ".join(f"{type(e).__name__}: {e}".split()).removesuffix(":"))  # one line
+            code = inv.renderer.emit_error(inv.command, "internal", message, code, check=check,
+                                           label="internal error",
+                                           hint="" if inv.verbose else " (run with -v for the traceback)")
     finally:
         inv.close()
         forget_secrets()

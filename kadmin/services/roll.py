@@ -367,6 +367,8 @@ class _Roller:
         except KeyboardInterrupt:
             return self.stopped(StepFailed("interrupted", "interrupted (Ctrl-C)"))
         except KadminError as e:
+            if interrupts.interrupted():  # a Ctrl-C a library swallowed (kadmin.interrupts.interrupted)
+                return self.stopped(StepFailed("interrupted", "interrupted (Ctrl-C)"))
             return self.stopped(StepFailed("error", e.message, int(e.exit_code)))
         self.event("roll_done", elapsed_s=round(self.clock() - self.began, 3))
         data = report(self.state, self.journal.dir)

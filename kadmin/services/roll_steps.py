@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kadmin import interrupts
 from kadmin.domain import partitions as prules
 from kadmin.domain import roll as dom
 from kadmin.domain.quorum import CheckLimits
@@ -69,10 +70,10 @@ class Steps:
             self.r.step_event(n, name, "failed", self.r.clock() - start, message=e.message)
             e.node, e.step = n.id, name  # type: ignore[attr-defined]
             raise
-        except KadminError as e:
-            self.r.step_event(n, name, "failed", self.r.clock() - start, message=e.message)
-            raise _failed("error", f"node {n.id} {name}: {e.message}", n, name, int(e.exit_code)) from e
-        except KeyboardInterrupt:
+        except (KadminError, KeyboardInterrupt) as e:
+            if isinstance(e, KadminError) and not interrupts.interrupted():  # (else a Ctrl-C a library swallowed)
+                self.r.step_event(n, name, "failed", self.r.clock() - start, message=e.message)
+                raise _failed("error", f"node {n.id} {name}: {e.message}", n, name, int(e.exit_code)) from e
             self.r.step_event(n, name, "failed", self.r.clock() - start, message="interrupted (Ctrl-C)")
             raise _failed("interrupted", f"interrupted (Ctrl-C) during node {n.id}'s {name}", n, name) from None
         self.r.step_event(n, name, "done", self.r.clock() - start, detail=detail)

@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -144,3 +145,52 @@ def test_ctrl_c_while_a_refused_shutdown_waits_to_retry_interrupts(zk_server, ch
         assert {p: kc.state("orders", p) for p in range(3)} == before
     finally:
         kc.close()
+
+
+def ctrl_c_inside_kazoo(mocker, once_on: type) -> None:
+    """Ctrl-C landing while kazoo wakes its connection thread for a `once_on` request: kazoo's bare `except:`
+    there swallows the KeyboardInterrupt and fails the request with ConnectionClosedError instead (seen in CI
+    as exit 70 from `brokers watch`)."""
+    from kazoo.client import KazooClient
+
+    real = KazooClient._call
+    fired = []
+
+    def call(self, request, async_object):
+        if fired or not isinstance(request, once_on) or threading.current_thread() is not threading.main_thread():
+            # (the fleet's emulated brokers use kazoo too, from their own threads)
+            return real(self, request, async_object)
+        fired.append(request)
+        sock = self._connection._write_sock
+
+        class CtrlCOnWake:
+            def send(self, data):
+                os.kill(os.getpid(), signal.SIGINT)  # the handler runs here, inside kazoo's try
+                return sock.send(data)
+
+        self._connection._write_sock = CtrlCOnWake()
+        try:
+            return real(self, request, async_object)
+        finally:
+            self._connection._write_sock = sock
+
+    mocker.patch.object(KazooClient, "_call", call)
+
+
+@pytest.mark.parametrize("argv, request_type", [
+    (["brokers", "list"], "GetChildren"),
+    (["brokers", "watch"], "GetChildren"),
+    (["brokers", "watch"], "GetData"),  # the watched read of a registration
+    (["brokers", "watch", "-o", "json"], "GetData"),
+])
+def test_ctrl_c_a_library_swallowed_still_exits_130(run, fleet, mocker, argv, request_type):
+    from kazoo.protocol import serialization
+
+    fleet.register(BrokerSpec(1))
+    ctrl_c_inside_kazoo(mocker, getattr(serialization, request_type))
+    r = run(*argv)
+    assert r.exit_code == 130, r.stderr
+    assert "interrupted" in r.stderr and "internal error" not in r.stderr and "Traceback" not in r.stderr
+    if "json" in argv:
+        doc = json.loads(r.stdout)
+        assert (doc["status"], doc["exit_code"]) == ("interrupted", 130)

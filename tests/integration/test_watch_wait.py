@@ -237,5 +237,5 @@ def test_ctrl_c_exits_130_without_traceback(fleet, zk, zk_server, chroot, argv):
     wait_for_new_watcher(port, path, before, alive=lambda: p.poll() is None)  # waiting on its watches now
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=20)
-    assert p.returncode == 130
+    assert p.returncode == 130, err
     assert "Traceback" not in err and "interrupted" in err
