@@ -68,7 +68,9 @@ def chosen(t: Topology, wanted: Sequence[int] | None, controllers: ControllersPo
 def order(t: Topology, nodes: Iterable[RollNode]) -> tuple[RollNode, ...]:
     """The order to restart `nodes` in. KRaft: the controllers (and combined nodes) first, one at a time, the
     quorum leader last of them; then the brokers. ZooKeeper mode: the brokers, the active controller last (it
-    moves once). Within a group, by id. Recomputed before each node: an election moves the leader."""
+    moves once), just after the brokers on its rack (a batch of `--parallel` may then take it with them:
+    rack-aware topics keep a partition's replicas on distinct racks). Within a group, by id. Recomputed before
+    each node: an election moves the leader."""
     ns = list(nodes)
 
     def last(n: RollNode) -> tuple[bool, int]:
@@ -77,7 +79,13 @@ def order(t: Topology, nodes: Iterable[RollNode]) -> tuple[RollNode, ...]:
     if t.mode == "kraft":
         return tuple(sorted((n for n in ns if n.is_controller), key=last)
                      + sorted((n for n in ns if not n.is_controller), key=lambda n: n.id))
-    return tuple(sorted(ns, key=last))
+    leader = next((n for n in ns if n.id == t.leader), None)
+    rack = leader.rack if leader is not None else None
+
+    def zk(n: RollNode) -> tuple[bool, bool, int]:
+        return n.id == t.leader, rack is not None and n.rack == rack, n.id
+
+    return tuple(sorted(ns, key=zk))
 
 
 def steps(node: RollNode, mode: Mode, restart_hook: bool, only_if: bool) -> tuple[str, ...]:

@@ -254,6 +254,10 @@ class Steps:
             for n in todo:  # the epoch the receipt must beat, read just before the stop
                 if "old_epoch" not in self.progress(n).detail:
                     self.progress(n).detail["old_epoch"] = self._epoch(n)
+        for wave in self.waves(name, todo):  # a failed hook stops the roll before the next wave
+            self.run_hooks(name, wave, cmds)
+
+    def run_hooks(self, name: str, todo: list[dom.RollNode], cmds: Mapping[int, str]) -> None:
         for n in todo:
             self.r.say(f"node {n.id} ({n.role}): {name}: {cmds[n.id]}")
             self.r.step_event(n, name, "started", detail=self._started_detail(n, name))
@@ -269,6 +273,19 @@ class Steps:
         self.journal_hooks(name, todo, cmds, outcomes, seen)
         if interrupted:
             raise _failed("interrupted", f"interrupted (Ctrl-C) during the {name} hooks", todo[0], name)
+
+    def waves(self, name: str, todo: list[dom.RollNode]) -> list[list[dom.RollNode]]:
+        """ZooKeeper mode: a batch's stop (or restart) hooks run at once, except the active controller's, which
+        runs once the others' have returned. A broker's own controlled shutdown asks the controller to move its
+        leaders; with the controller going down at the same moment it fails and is retried only after
+        controlled.shutdown.retry.backoff.ms (5 s by default; bench/roll.py saw exactly that), or, after its
+        retries, the broker stops uncontrolled. Start hooks always run at once."""
+        if self.mode != "zookeeper" or name not in ("stop", "restart") or len(todo) < 2:
+            return [todo]
+        ctl, _ = self.r.asking(lambda b: b.epochs.controller(), self.until())
+        active = ctl.broker_id if ctl is not None else None
+        rest = [n for n in todo if n.id != active]
+        return [todo] if len(rest) == len(todo) else [rest, [n for n in todo if n.id == active]]
 
     def join(self, threads: list[threading.Thread], name: str) -> bool:
         """Wait for the hooks' threads. A first Ctrl-C lets them end (True: stop after journaling them); a second

@@ -251,6 +251,22 @@ def test_a_roll_in_parallel_batches_and_ndjson(run: Run, cluster: Cluster, tmp_p
     assert cluster.ctl.calls[4:] == [("stop", 1), ("start", 1)]
 
 
+def test_the_active_controller_stops_after_the_rest_of_its_batch(run: Run, cluster: Cluster,
+                                                                 tmp_path: Path) -> None:
+    """A batch with the active controller: the others' stop hooks first (their own controlled shutdowns need a
+    controller), then its own; then every start at once."""
+    state = tmp_path / "roll"
+    r = run("roll", "run", "--state", str(state), *hooks(cluster), "--parallel", "3", "--step-timeout", "60",
+            "-o", "ndjson")
+    assert r.exit_code == 0, r.stderr
+    stops = [e for e in journal(state) if e["event"] == "step" and e["step"] == "stop"]
+    assert [(e["node"], e["status"]) for e in stops][-2:] == [(1, "started"), (1, "done")]
+    assert {(e["node"], e["status"]) for e in stops[:4]} == {(2, "started"), (3, "started"), (2, "done"),
+                                                              (3, "done")}
+    assert sorted(cluster.ctl.calls[:2]) == [("stop", 2), ("stop", 3)] and cluster.ctl.calls[2] == ("stop", 1)
+    assert sorted(cluster.ctl.calls[3:]) == [("start", 1), ("start", 2), ("start", 3)]
+
+
 def test_a_roll_with_a_restart_hook_and_only_if(run: Run, cluster: Cluster, tmp_path: Path) -> None:
     state = tmp_path / "roll"
     before = {b: cluster.epoch(b) for b in (1, 2, 3)}

@@ -58,6 +58,9 @@ KRAFT = (b(1), b(2), b(3), bc(4), c(3001), c(3002), c(3003))
     (Topology("zookeeper", (b(3), b(1), b(2)), None), [1, 2, 3]),
     (Topology("zookeeper", (b(3), b(1), b(2)), 9), [1, 2, 3]),  # a controller outside the roll
     (Topology("zookeeper", (), 1), []),
+    # ... just after the brokers on its rack (none: by id)
+    (Topology("zookeeper", (b(1, "a"), b(2, "b"), b(3, "c"), b(4, "a"), b(5, "b"), b(6, "c")), 4), [2, 3, 5, 6, 1, 4]),
+    (Topology("zookeeper", (b(1, "a"), b(2, "b"), b(3, None), b(4, None)), 3), [1, 2, 4, 3]),
 ])
 def test_order(topology: Topology, expected: list[int]) -> None:
     assert ids(dom.order(topology, topology.nodes)) == expected
@@ -225,6 +228,20 @@ def test_same_rack_first() -> None:
     # a broker of another rack still joins when the rack has no one left who may stop with the first
     parts = [part("t", 0, [1, 3], min_isr=1), part("t", 1, [1, 5], min_isr=1)]  # 1 with 3 or 5: offline
     assert batch_ids(dom.plan_batches(racked, 2, safe_with(parts, range(1, 7)))) == [(1, 2), (3, 5), (4, 6)]
+
+
+def test_the_zookeeper_controller_goes_with_a_rack_mate() -> None:
+    """6 brokers in 3 racks, rack-aware RF-3 topics with min ISR 2 (only brokers of one rack may stop together),
+    the active controller (4) on rack a with broker 1: three batches, the controller's with its rack-mate. With
+    the brokers by id it took four (bench/roll.py: [1], [2, 5], [3, 6], [4]): broker 1 had no partner left."""
+    racked = (b(1, "a"), b(2, "b"), b(3, "c"), b(4, "a"), b(5, "b"), b(6, "c"))
+    parts = [part("t", p, [1 + p % 3, 1 + (p + 1) % 3, 1 + (p + 2) % 3]) for p in range(3)] + \
+        [part("u", p, [4 + p % 3, 4 + (p + 1) % 3, 4 + (p + 2) % 3]) for p in range(3)] + \
+        [part("v", p, [1 + p % 3, 4 + (p + 1) % 3, 1 + (p + 2) % 3 + 3 * (p % 2)]) for p in range(3)]
+    safe = safe_with(parts, range(1, 7))
+    assert not safe([1, 2]) and safe([1, 4]) and safe([2, 5])
+    t = Topology("zookeeper", racked, 4)
+    assert batch_ids(dom.plan_batches(dom.order(t, racked), 2, safe, 4)) == [(2, 5), (3, 6), (1, 4)]
 
 
 def test_next_batch_asks_safe_together_with_the_whole_batch() -> None:
