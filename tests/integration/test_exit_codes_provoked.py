@@ -699,7 +699,7 @@ CASES: dict[tuple[str, int], Case] = {
     ("roll run", 2): lambda c: roll_run(c, "--nodes", "42", *c.w.healthy.z),
     ("roll run", 3): lambda c: roll_run(c, *c.w.healthy.z, state=roll_journal(c, "another", finished=False)),
     ("roll run", 4): lambda c: roll_run(c, "--step-timeout", "1", *NOWHERE),
-    ("roll run", 7): lambda c: roll_run(c, *c.w.missing.z),  # under-replicated: refused, nothing touched
+    ("roll run", 7): lambda c: roll_run(c, "--step-timeout", "1", *c.w.missing.z),  # under-replicated: refused
     ("roll run", 9): lambda c: ["roll", "run", "--state", str(c.tmp / "roll"), "--stop", "exit 3", "--start", "true",
                                 "--nodes", "2", *c.cluster(1, 2, serve_kafka=True).z],
     # roll status (the journal only)
