@@ -19,6 +19,7 @@ from kazoo.protocol.serialization import Close
 from kazoo.protocol.states import KazooState
 from kazoo.retry import KazooRetry
 
+from kadmin import interrupts
 from kadmin.cluster.bulk import BulkReader, client_ssl_context, parse_hosts
 from kadmin.domain.addresses import host_port
 from kadmin.errors import AuthFailed, ClusterUnreachable, KadminError
@@ -28,6 +29,19 @@ WINDOW = 1000  # reads in flight at once
 _log = logging.getLogger("kazoo")
 _log.addHandler(logging.NullHandler())
 _log.propagate = False
+
+
+class _Kazoo(KazooClient):
+    """kazoo's client, giving back the Ctrl-C it swallows: a KeyboardInterrupt that lands while kazoo wakes its
+    connection thread for a request meets a bare `except:` there, and the request fails with
+    ConnectionClosedError instead, which kadmin would report (or retry) as a lost connection."""
+
+    def _call(self, request: Any, async_object: Any) -> Any:
+        before = interrupts.interrupted()
+        sent = super()._call(request, async_object)
+        if not before and interrupts.interrupted() and threading.current_thread() is threading.main_thread():
+            raise KeyboardInterrupt
+        return sent
 
 
 @dataclass(frozen=True)
@@ -88,7 +102,7 @@ class ZkSession:
         if conn.use_tls:
             kw.update(use_ssl=True, ca=conn.tls_ca, certfile=conn.tls_cert, keyfile=conn.tls_key, verify_certs=True,
                       check_hostname=conn.tls_check_hostname)
-        self.zk = KazooClient(
+        self.zk = _Kazoo(
             hosts=conn.connect_string,
             # The session timeout: at least 4 s (a short one expires on a blip), at most what servers
             # grant (maxSessionTimeout defaults to 40 s) and what fits the int32 milliseconds on the wire.
