@@ -14,7 +14,7 @@ the preferred leaders again.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,21 +61,29 @@ class DrainPlan:
         return set(self.only_isr) | set(self.sole_replica) | set(self.skipped)
 
 
-def demoted(replicas: Sequence[int], broker_id: int) -> tuple[int, ...]:
-    """The replicas with broker_id moved to the end, the others keeping their order."""
-    return tuple(r for r in replicas if r != broker_id) + ((broker_id,) if broker_id in replicas else ())
+Brokers = int | Collection[int]  # one broker, or a roll's batch drained together
 
 
-def isr_first(replicas: Sequence[int], broker_id: int, isr: Iterable[int],
+def _ids(brokers: Brokers) -> frozenset[int]:
+    return frozenset((brokers,)) if isinstance(brokers, int) else frozenset(brokers)
+
+
+def demoted(replicas: Sequence[int], brokers: Brokers) -> tuple[int, ...]:
+    """The replicas with the broker(s) moved to the end, every replica keeping its order otherwise."""
+    ids = _ids(brokers)
+    return tuple(r for r in replicas if r not in ids) + tuple(r for r in replicas if r in ids)
+
+
+def isr_first(replicas: Sequence[int], brokers: Brokers, isr: Iterable[int],
               offline: Iterable[int] = ()) -> tuple[int, ...]:
-    """The order that lets a preferred-leader election take the leadership off broker_id: the other
+    """The order that lets a preferred-leader election take the leadership off the broker(s): the other
     in-sync replicas first (live ones before those known not to be), then the out-of-sync ones, each
-    group in its current order, broker_id last. The same set: only the order changes."""
-    in_sync, down = set(isr), set(offline)
-    others = [r for r in replicas if r != broker_id]
+    group in its current order, the broker(s) last. The same set: only the order changes."""
+    ids, in_sync, down = _ids(brokers), set(isr), set(offline)
+    others = [r for r in replicas if r not in ids]
     order = ([r for r in others if r in in_sync and r not in down] + [r for r in others if r in in_sync and r in down]
              + [r for r in others if r not in in_sync])
-    return tuple(order) + ((broker_id,) if broker_id in replicas else ())
+    return tuple(order) + tuple(r for r in replicas if r in ids)
 
 
 def electable(p: PartitionView, broker: int) -> bool:
@@ -83,8 +91,10 @@ def electable(p: PartitionView, broker: int) -> bool:
     return broker in p.isr and broker not in p.offline
 
 
-def plan_drain(parts: Iterable[PartitionView], broker_id: int, skip_in_flight: bool = False) -> DrainPlan:
-    """What `drain broker_id` does to each partition that has it as a replica.
+def plan_drain(parts: Iterable[PartitionView], brokers: Brokers, skip_in_flight: bool = False) -> DrainPlan:
+    """What `drain broker_id` does to each partition that has it as a replica. Several brokers (a roll's batch,
+    stopping together) are drained as one: every one of them goes last, and "only ISR" / "only replica" mean
+    that no replica outside them is in sync / exists (`DrainPlan.broker_id` is then the lowest id).
 
     Where broker_id leads: the `isr_first` order (in-sync first, broker_id last) and an election,
     unless broker_id is the only in-sync replica (`only_isr`). Elsewhere: broker_id moved to the end, the
@@ -94,9 +104,10 @@ def plan_drain(parts: Iterable[PartitionView], broker_id: int, skip_in_flight: b
     A partition with a reassignment in flight is affected (listed in `in_flight`); with
     `skip_in_flight` (--force) it is left alone: reordering it would replace the reassignment's target.
     """
-    plan = DrainPlan(broker_id)
+    ids = _ids(brokers)
+    plan = DrainPlan(min(ids))
     for p in sorted(parts, key=lambda x: x.key):
-        if broker_id not in p.replicas:
+        if ids.isdisjoint(p.replicas):
             continue
         plan.hosted.append(p)
         if p.reassigning:
@@ -104,16 +115,16 @@ def plan_drain(parts: Iterable[PartitionView], broker_id: int, skip_in_flight: b
             if skip_in_flight:
                 plan.skipped.append(p.key)
                 continue
-        if len(p.replicas) == 1:
-            if p.leader == broker_id:
+        leads = p.leader in ids
+        if set(p.replicas) <= ids:
+            if leads:
                 plan.sole_replica.append(p.key)
             continue
-        leads = p.leader == broker_id
-        target = isr_first(p.replicas, broker_id, p.isr, p.offline) if leads else demoted(p.replicas, broker_id)
+        target = isr_first(p.replicas, ids, p.isr, p.offline) if leads else demoted(p.replicas, ids)
         if target != tuple(p.replicas):
             plan.reorder[p.key] = target
         if leads:
-            if set(p.isr) <= {broker_id}:
+            if set(p.isr) <= ids:
                 plan.only_isr.append(p.key)
             else:
                 plan.elect.append(p.key)
@@ -122,9 +133,10 @@ def plan_drain(parts: Iterable[PartitionView], broker_id: int, skip_in_flight: b
     return plan
 
 
-def led_by(parts: Iterable[PartitionView], broker_id: int, keys: set[Key] | None = None) -> list[Key]:
-    """The partitions (among `keys`, default all) that broker_id leads."""
-    return sorted(p.key for p in parts if p.leader == broker_id and (keys is None or p.key in keys))
+def led_by(parts: Iterable[PartitionView], brokers: Brokers, keys: set[Key] | None = None) -> list[Key]:
+    """The partitions (among `keys`, default all) that the broker (or any of the brokers) leads."""
+    ids = _ids(brokers)
+    return sorted(p.key for p in parts if p.leader in ids and (keys is None or p.key in keys))
 
 
 def drain_file(broker_id: int, plan: DrainPlan, created: str, cluster: Mapping[str, Any]) -> dict[str, Any]:
@@ -137,7 +149,7 @@ def drain_file(broker_id: int, plan: DrainPlan, created: str, cluster: Mapping[s
         "created": created,
         "cluster": dict(cluster),
         "partitions": [{"topic": p.topic, "partition": p.partition, "replicas": list(p.replicas)}
-                       for p in plan.hosted if p.key not in plan.skipped],
+                       for p in plan.hosted if p.key not in plan.skipped and broker_id in p.replicas],
     }
 
 
@@ -155,9 +167,9 @@ class Unknown:
     replicas: tuple[int, ...] | None
     why: str
 
-    def concerns(self, broker_id: int) -> bool:
-        """Whether the broker may host it (a topic whose assignment is unknown may be hosted by any broker)."""
-        return self.replicas is None or broker_id in self.replicas
+    def concerns(self, brokers: Brokers) -> bool:
+        """Whether the broker(s) may host it (a topic whose assignment is unknown may be hosted by any broker)."""
+        return self.replicas is None or not _ids(brokers).isdisjoint(self.replicas)
 
     @property
     def name(self) -> str:

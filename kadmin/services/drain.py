@@ -4,9 +4,11 @@ Cruise Control's demote: a reassignment that only reorders each partition's repl
 where ID leads, the in-sync replicas first so that the new preferred leader is electable (the replica
 set is unchanged: no data moves; kadmin/domain/drain.py), then preferred-leader elections. The original
 order is saved first (kadmin/domain/drain.py's versioned file); `undrain` puts it back and elects the
-preferred leaders again. Afterwards the leaders are read again until the goal holds or the deadline
-passes, polling every 0.1 s growing by half up to 1 s; elections are asked again (at most every 2 s)
-for partitions that have not moved yet.
+preferred leaders again. The reordering's and the election's completion (ZooKeeper: the controller
+deletes their admin znodes; KRaft: ListPartitionReassignments) are asked from 20 ms apart growing by half.
+Afterwards the leaders are read again until the goal holds or the deadline passes, polling every 0.1 s
+growing by half up to 1 s; elections are asked again (at most every 2 s) for partitions that have not
+moved yet. `drain_together`/`undrain_together` do the same for a roll's batch of brokers as one.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import datetime
 import json
 import os
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +35,7 @@ from kadmin.payloads import Drain, MoveRefused, NotPreferred, Reorder, TopicPart
 from kadmin.results import Result
 
 POLL_FIRST, POLL_GROWTH, POLL_MAX = 0.1, 1.5, 1.0
+QUICK_FIRST = 0.02  # s: the first pause between cheap questions (_wait_until)
 REELECT_EVERY = 2.0
 
 ONLY_ISR_NOTE = ("broker {id} is the only in-sync replica of {keys}: no other replica may take over, so it keeps "
@@ -160,26 +163,26 @@ def _poll(backend: LeadershipMoves, left: Callable[[], float], done: Callable[[l
         interval = min(interval * POLL_GROWTH, POLL_MAX)
 
 
-def _wait_reassigned(backend: LeadershipMoves, keys: list[Key], left: Callable[[], float],
-                     sleep: Callable[[float], None]) -> bool:
-    interval = POLL_FIRST
-    while not backend.reassigned(keys):
+def _wait_until(check: Callable[[], bool], left: Callable[[], float], sleep: Callable[[float], None]) -> bool:
+    """Ask one cheap question (a znode's existence, a listing of reassignments) until it says yes, from 20 ms
+    apart growing by half: the controller applies a reordering or an election within tens of ms."""
+    interval = QUICK_FIRST
+    while not check():
         if left() <= 0 or interrupts.pending():
             return False
         sleep(min(interval, max(left(), 0.0)))
         interval = min(interval * POLL_GROWTH, POLL_MAX)
     return True
+
+
+def _wait_reassigned(backend: LeadershipMoves, keys: list[Key], left: Callable[[], float],
+                     sleep: Callable[[float], None]) -> bool:
+    return _wait_until(lambda: backend.reassigned(keys), left, sleep)
 
 
 def _wait_election_free(backend: LeadershipMoves, left: Callable[[], float], sleep: Callable[[float], None]) -> bool:
     """ZooKeeper mode: one /admin/preferred_replica_election at a time (the controller deletes it when done)."""
-    interval = POLL_FIRST
-    while not backend.election_free():
-        if left() <= 0 or interrupts.pending():
-            return False
-        sleep(min(interval, max(left(), 0.0)))
-        interval = min(interval * POLL_GROWTH, POLL_MAX)
-    return True
+    return _wait_until(backend.election_free, left, sleep)
 
 
 def _elect(backend: LeadershipMoves, keys: list[Key], left: Callable[[], float],
@@ -208,23 +211,55 @@ def drain(backend: LeadershipMoves, identity: ClusterIdentity, broker_id: int, *
           clock: Callable[[], float] = time.monotonic, deadline: float | None = None) -> Result[Drain]:
     """`deadline` (on `clock`): the command's own, shared with the backend's connections (default: `timeout` from
     now)."""
+    return _drain(backend, identity, {broker_id: save or default_path(broker_id)}, dry_run=dry_run, force=force,
+                  timeout=timeout, sleep=sleep, clock=clock, deadline=deadline)
+
+
+def drain_together(backend: LeadershipMoves, identity: ClusterIdentity, saves: Mapping[int, Path], *,
+                   timeout: float, sleep: Callable[[float], None] = time.sleep,
+                   clock: Callable[[], float] = time.monotonic) -> Result[Drain]:
+    """Drain several brokers as one (a roll's batch, about to stop together): one reordering with all of them
+    last, one election, and for each broker its own file (the original order of the partitions it hosts, as
+    `brokers drain` saves it: `undrain` restores each alone, `undrain_together` all at once). The data
+    describes the whole batch under the first broker's id and file; the message names every broker."""
+    return _drain(backend, identity, saves, dry_run=False, force=False, timeout=timeout, sleep=sleep, clock=clock,
+                  deadline=None)
+
+
+def _who(ids: Sequence[int]) -> str:
+    return f"broker {ids[0]}" if len(ids) == 1 else f"brokers {', '.join(map(str, ids))}"
+
+
+def _files(saves: Mapping[int, Path]) -> str:
+    return ", ".join(str(p) for p in saves.values())
+
+
+def _undo(saves: Mapping[int, Path]) -> str:
+    return "; ".join(f"kadmin brokers undrain {i} --from {p}" for i, p in saves.items())
+
+
+def _drain(backend: LeadershipMoves, identity: ClusterIdentity, saves: Mapping[int, Path], *, dry_run: bool,
+           force: bool, timeout: float, sleep: Callable[[float], None], clock: Callable[[], float],
+           deadline: float | None) -> Result[Drain]:
     deadline = clock() + timeout if deadline is None else deadline
 
     def left() -> float:
         return deadline - clock()
 
+    ids = sorted(saves)
+    who, first = _who(ids), ids[0]
     parts = backend.partitions()
-    plan = dom.plan_drain(parts, broker_id, skip_in_flight=force)
+    plan = dom.plan_drain(parts, ids, skip_in_flight=force)
     before = {p.key: p.replicas for p in parts}
-    path = save or default_path(broker_id)
+    path = saves[first]
     data = Drain(
         drain_version=dom.FILE_VERSION,
-        broker_id=broker_id,
+        broker_id=first,
         mode=backend.mode,
         dry_run=dry_run,
         file=None if dry_run else str(path),
         hosted=len(plan.hosted),
-        led_before=len(dom.led_by(parts, broker_id)),
+        led_before=len(dom.led_by(parts, ids)),
         reorder=_reorders(plan.reorder, before),
         elect=_keys(plan.elect),
         in_flight=_keys(plan.in_flight),
@@ -237,33 +272,42 @@ def drain(backend: LeadershipMoves, identity: ClusterIdentity, broker_id: int, *
     warnings = []
     notes = []
     if plan.only_isr:
-        notes.append(ONLY_ISR_NOTE.format(id=broker_id, keys=dom.keys_text(plan.only_isr)))
+        notes.append(ONLY_ISR_NOTE.format(id=", ".join(map(str, ids)), keys=dom.keys_text(plan.only_isr)))
     if plan.sole_replica:
-        notes.append(SOLE_REPLICA_NOTE.format(id=broker_id, keys=dom.keys_text(plan.sole_replica)))
+        notes.append(SOLE_REPLICA_NOTE.format(id=", ".join(map(str, ids)), keys=dom.keys_text(plan.sole_replica)))
     if plan.in_flight and not force:
         return Result(data=data, warnings=notes, exit_code=ExitCode.UNSAFE,
                       message=f"refused: a reassignment is in flight for {dom.keys_text(plan.in_flight)}, which "
-                      f"broker {broker_id} hosts; wait for it to finish, or use --force to leave those partitions "
+                      f"{who} hosts; wait for it to finish, or use --force to leave those partitions "
                       "alone and drain the rest")
     if plan.skipped:
         warnings.append(f"--force: left alone (a reassignment is in flight): {dom.keys_text(plan.skipped)}")
     if dry_run:
-        msg = (f"would reorder {len(plan.reorder)} of the {len(plan.hosted)} partitions broker {broker_id} hosts "
+        msg = (f"would reorder {len(plan.reorder)} of the {len(plan.hosted)} partitions {who} hosts "
                f"(it goes last) and elect preferred leaders for {len(plan.elect)}; the original order would be saved "
                f"to {path}")
         return Result(data=data, warnings=warnings + notes, message=msg)
     cluster_id, id_warning = _cluster_id(identity)
     if id_warning:
         warnings.append(id_warning)
-    write_file(path, dom.drain_file(broker_id, plan, _now().isoformat(), {"mode": backend.mode,
-                                                                          "where": backend.where,
-                                                                          "id": cluster_id}))
+    written: list[Path] = []
+    try:
+        for i in ids:
+            write_file(saves[i], dom.drain_file(i, plan, _now().isoformat(), {"mode": backend.mode,
+                                                                             "where": backend.where,
+                                                                             "id": cluster_id}))
+            written.append(saves[i])
+    except KadminError:
+        for w in written:
+            remove_file(w)
+        raise
     # The plan was made from a reading; another drain or reassignment may have moved these partitions since.
     # Read them again just before submitting: anything changed or in flight now is refused (exit 7), so the
     # saved file holds what was there and nothing overwrites someone else's reassignment.
     moved_meanwhile = _changed_since(backend, plan.reorder, before)
     if moved_meanwhile:
-        remove_file(path)
+        for w in written:
+            remove_file(w)
         return Result(data=data, warnings=warnings + notes, exit_code=ExitCode.UNSAFE,
                       message=f"refused: {dom.keys_text(moved_meanwhile)} changed or started a reassignment since "
                       "kadmin read them (another drain or reassignment is running); nothing was sent, try again")
@@ -275,50 +319,53 @@ def drain(backend: LeadershipMoves, identity: ClusterIdentity, broker_id: int, *
     if not _wait_reassigned(backend, list(submitted), left, sleep) and not interrupts.pending():
         warnings.append("the reordering was not complete before the deadline")
     if interrupts.pending():
-        return _interrupted(backend, data, broker_id, path, warnings + notes,
+        return _interrupted(backend, data, saves, warnings + notes,
                             "after the reordering was submitted and before the election")
     refused.update(_elect(backend, [k for k in plan.elect if k not in refused], left, sleep))
+    _wait_election_free(backend, left, sleep)  # ZooKeeper: the controller has done it; then read the leaders
     stuck = plan.stuck
 
     def done(now: list[PartitionView]) -> bool:
-        return set(dom.led_by(now, broker_id)) <= stuck
+        return set(dom.led_by(now, ids)) <= stuck
 
     def reelect(now: list[PartitionView]) -> None:
-        again = [k for k in dom.led_by(now, broker_id) if k not in stuck and k not in refused]
+        again = [k for k in dom.led_by(now, ids) if k not in stuck and k not in refused]
         if again and _wait_election_free(backend, lambda: min(left(), 1.0), sleep):
             backend.elect_preferred(again)
 
     _poll(backend, left, done, reelect, sleep, clock)
     if interrupts.pending():
-        return _interrupted(backend, data, broker_id, path, warnings + notes, "after the election was asked")
+        return _interrupted(backend, data, saves, warnings + notes, "after the election was asked")
     # The verdict comes from a fresh reading taken now, reassignments in flight included: never "leads none"
     # from an earlier reading, nor while another reassignment is rewriting these partitions.
     final = backend.partitions()
-    remaining = dom.led_by(final, broker_id)
+    remaining = dom.led_by(final, ids)
     foreign = _not_as_submitted(final, submitted)
-    unknown = [u for u in backend.unknown if u.concerns(broker_id)]
+    unknown = [u for u in backend.unknown if u.concerns(ids)]
     data = dataclasses.replace(
         data, refused=_refusals({k: v for k, v in refused.items() if k in set(remaining) or k in plan.reorder}),
         remaining=_keys(remaining), led_after=len(remaining), changed_by_others=_keys(foreign))
     moved = max(0, data.led_before - len(remaining))
-    said = f"moved {plural(moved, 'leadership')} off broker {broker_id}"
+    said = f"moved {plural(moved, 'leadership')} off {who}"
+    kept = f"the original order is saved in {_files(saves)}"
     if foreign:
         return Result(data=data, warnings=warnings + notes, exit_code=ExitCode.CONDITION_NOT_MET,
                       message=f"{said}, but another reassignment changed {dom.keys_text(foreign)} during the drain "
-                      f"(not in the order kadmin submitted, or moving now): broker {broker_id} leads "
-                      f"{len(remaining)} partition(s) now and may lead more; the original order is saved in {path}")
+                      f"(not in the order kadmin submitted, or moving now): {who} lead{'s' if len(ids) == 1 else ''} "
+                      f"{len(remaining)} partition(s) now and may lead more; {kept}")
     if remaining:
         return Result(data=data, warnings=warnings + notes,
                       exit_code=ExitCode.CONDITION_NOT_MET,
-                      message=f"{said}; it still leads {len(remaining)} partition(s): "
-                      f"{dom.keys_text(remaining)}; the original order is saved in {path}")
+                      message=f"{said}; {'it' if len(ids) == 1 else 'they'} still lead{'s' if len(ids) == 1 else ''} "
+                      f"{len(remaining)} partition(s): {dom.keys_text(remaining)}; {kept}")
     if unknown:  # never "leads none" while a partition it may lead could not be read
         return Result(data=data, warnings=warnings + notes, exit_code=ExitCode.PARTIAL,
-                      message=f"{said}; it leads none of the partitions kadmin could read, but "
-                      f"{_unknown_text(unknown)}, so it may lead them; the original order is saved in {path}")
+                      message=f"{said}; {'it leads' if len(ids) == 1 else 'they lead'} none of the partitions kadmin "
+                      f"could read, but {_unknown_text(unknown)}, so {'it' if len(ids) == 1 else 'they'} may lead "
+                      f"them; {kept}")
     return Result(data=data, warnings=warnings + notes,
-                  message=f"{said}; it now leads none; the original order is saved in {path} "
-                  f"(undo: kadmin brokers undrain {broker_id} --from {path})")
+                  message=f"{said}; {'it now leads' if len(ids) == 1 else 'they now lead'} none; {kept} "
+                  f"(undo: {_undo(saves)})")
 
 
 def _unknown_text(unknown: list[dom.Unknown]) -> str:
@@ -351,16 +398,18 @@ def _not_as_submitted(final: list[PartitionView], submitted: Mapping[Key, tuple[
                   if k in now and (now[k].replicas != want or now[k].reassigning))
 
 
-def _interrupted(backend: LeadershipMoves, data: Drain, broker_id: int, path: Path, warnings: list[str],
+def _interrupted(backend: LeadershipMoves, data: Drain, saves: Mapping[int, Path], warnings: list[str],
                  when: str) -> Result[Drain]:
     """Ctrl-C between steps: stop, and say from a fresh reading what state the cluster is in and how to undo."""
+    ids = sorted(saves)
     now = backend.partitions(in_flight=False)
-    remaining = dom.led_by(now, broker_id)
+    remaining = dom.led_by(now, ids)
     data = dataclasses.replace(data, remaining=_keys(remaining), led_after=len(remaining))
+    who = _who(ids)
     return Result(data=data, warnings=warnings, exit_code=ExitCode.INTERRUPTED,
                   message=f"interrupted {when}: the replicas of {plural(len(data.reorder), 'partition')} are "
-                  f"reordered (broker {broker_id} last) and broker {broker_id} leads {len(remaining)} now; "
-                  f"restore the original order with: kadmin brokers undrain {broker_id} --from {path}")
+                  f"reordered ({who} last) and {who} lead{'s' if len(ids) == 1 else ''} {len(remaining)} now; "
+                  f"restore the original order with: {_undo(saves)}")
 
 
 def undrain(backend: LeadershipMoves, identity: ClusterIdentity, broker_id: int, source: Path, *, dry_run: bool,
@@ -369,16 +418,41 @@ def undrain(backend: LeadershipMoves, identity: ClusterIdentity, broker_id: int,
             clock: Callable[[], float] = time.monotonic, deadline: float | None = None) -> Result[Undrain]:
     """`deadline`: as drain's."""
     deadline = clock() + timeout if deadline is None else deadline
-
-    def left() -> float:
-        return deadline - clock()
-
     loaded = read_file(source, broker_id, force)
     warnings: list[str] = []
     if loaded.broker_id != broker_id:
         warnings.append(f"--force: {source} is the drain file of broker {loaded.broker_id}, not {broker_id}")
     _same_cluster(loaded, identity, source, force, warnings)
-    saved = loaded.order
+    return _undrain(backend, {broker_id: source}, loaded.order, warnings, dry_run=dry_run, force=force, sleep=sleep,
+                    clock=clock, deadline=deadline)
+
+
+def undrain_together(backend: LeadershipMoves, identity: ClusterIdentity, sources: Mapping[int, Path], *,
+                     timeout: float, sleep: Callable[[float], None] = time.sleep,
+                     clock: Callable[[], float] = time.monotonic) -> Result[Undrain]:
+    """Undrain several brokers as one (a roll's batch, back together): each broker's own drain file, their saved
+    orders put back in one reordering (a partition in several files keeps the first file's order: the brokers
+    were drained together, so the files agree), one election. The data is under the first broker's id and file."""
+    deadline = clock() + timeout
+    warnings: list[str] = []
+    saved: dict[Key, tuple[int, ...]] = {}
+    for i in sorted(sources):
+        loaded = read_file(sources[i], i)
+        _same_cluster(loaded, identity, sources[i], False, warnings)
+        for k, v in loaded.order.items():
+            saved.setdefault(k, v)
+    return _undrain(backend, sources, saved, warnings, dry_run=False, force=False, sleep=sleep, clock=clock,
+                    deadline=deadline)
+
+
+def _undrain(backend: LeadershipMoves, sources: Mapping[int, Path], saved: Mapping[Key, tuple[int, ...]],
+             warnings: list[str], *, dry_run: bool, force: bool, sleep: Callable[[float], None],
+             clock: Callable[[], float], deadline: float) -> Result[Undrain]:
+    def left() -> float:
+        return deadline - clock()
+
+    ids = sorted(sources)
+    broker_id, source, who = ids[0], sources[ids[0]], _who(ids)
     parts = backend.partitions()
     plan = dom.plan_undrain(saved, parts, broker_id, skip_in_flight=force)
     before = {p.key: p.replicas for p in parts}
@@ -424,18 +498,19 @@ def undrain(backend: LeadershipMoves, identity: ClusterIdentity, broker_id: int,
         not_preferred=tuple(NotPreferred(t, p, preferred=targets[(t, p)], leader=by_key[(t, p)].leader,
                                          preferred_in_sync=targets[(t, p)] in by_key[(t, p)].isr)
                             for t, p in lagging),
-        led_after=len(dom.led_by(final, broker_id)))
+        led_after=len(dom.led_by(final, ids)))
     if stopped:
         return Result(data=data, warnings=warnings, exit_code=ExitCode.INTERRUPTED,
                       message=f"interrupted {stopped}: {len(lagging)} saved partition(s) are not led by their "
-                      f"preferred replica now; finish with the same command: kadmin brokers undrain {broker_id} "
-                      f"--from {source}")
+                      f"preferred replica now; finish with "
+                      f"{'the same command' if len(ids) == 1 else 'these commands'}: {_undo(sources)}")
     unknown = [u for u in backend.unknown if (u.topic, u.partition) in saved
                or (u.partition is None and any(t == u.topic for t, _ in saved))]
     if lagging:
         out_of_sync = [k for k in lagging if targets[k] not in by_key[k].isr]
-        why = (f" (not in sync, so not electable: {dom.keys_text(out_of_sync)}; `kadmin brokers wait {broker_id} "
-               "--in-sync` first)") if out_of_sync else ""
+        waits = " and ".join(f"`kadmin brokers wait {i} --in-sync`" for i in ids)
+        why = (f" (not in sync, so not electable: {dom.keys_text(out_of_sync)}; {waits} "
+               "first)") if out_of_sync else ""
         return Result(data=data, warnings=warnings, exit_code=ExitCode.CONDITION_NOT_MET,
                       message=f"{len(lagging)} partition(s) are not led by their preferred replica: "
                       f"{dom.keys_text(lagging)}{why}")
@@ -445,7 +520,7 @@ def undrain(backend: LeadershipMoves, identity: ClusterIdentity, broker_id: int,
                       "whether they are led by their preferred replica is unknown")
     return Result(data=data, warnings=warnings,
                   message=f"restored the order of {len(plan.restore)} partition(s); every saved partition is led by "
-                  f"its preferred replica (broker {broker_id} leads {data.led_after})")
+                  f"its preferred replica ({who} lead{'s' if len(ids) == 1 else ''} {data.led_after})")
 
 
 def _restore(backend: LeadershipMoves, plan: dom.UndrainPlan, preferred: Mapping[Key, int], warnings: list[str],
@@ -464,6 +539,7 @@ def _restore(backend: LeadershipMoves, plan: dom.UndrainPlan, preferred: Mapping
         now = backend.partitions(in_flight=False)
         return now, _behind(now, targets), targets, refused, "after the order was restored and before the election"
     refused.update(_elect(backend, [k for k in plan.elect if k not in refused], left, sleep))
+    _wait_election_free(backend, left, sleep)  # as in drain
     targets = {k: v for k, v in preferred.items() if k not in refused or k in plan.already}
 
     def behind(now: list[PartitionView]) -> list[Key]:

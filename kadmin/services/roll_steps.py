@@ -62,23 +62,39 @@ class Steps:
 
     def step(self, n: dom.RollNode, name: str, body: Callable[[], Mapping[str, Any] | None]) -> None:
         """Journal `name` started, run it, journal done (with what it returned) or failed."""
-        self.r.step_event(n, name, "started", detail=self._started_detail(n, name))
+        self.steps([n], name, lambda: {n.id: body()})
+
+    def steps(self, ns: list[dom.RollNode], name: str,
+              body: Callable[[], Mapping[int, Mapping[str, Any] | None]]) -> None:
+        """`step` for several nodes that take it as one (a batch's joint drain): each node's step is journaled
+        started, then done with its own detail (body returns them by node id) or failed with the same message."""
+        who = f"node {ns[0].id}" if len(ns) == 1 else f"nodes {', '.join(str(n.id) for n in ns)}"
+        for n in ns:
+            self.r.step_event(n, name, "started", detail=self._started_detail(n, name))
         start = self.r.clock()
+
+        def failed(message: str) -> None:
+            took = self.r.clock() - start
+            for n in ns:
+                self.r.step_event(n, name, "failed", took, message=message)
+
         try:
-            detail = body()
+            details = body()
         except StepFailed as e:
-            self.r.step_event(n, name, "failed", self.r.clock() - start, message=e.message)
-            e.node, e.step = n.id, name  # type: ignore[attr-defined]
+            failed(e.message)
+            e.node, e.step = ns[0].id, name  # type: ignore[attr-defined]
             raise
         except (KadminError, KeyboardInterrupt) as e:
             if isinstance(e, KadminError) and not interrupts.interrupted():  # (else a Ctrl-C a library swallowed)
-                self.r.step_event(n, name, "failed", self.r.clock() - start, message=e.message)
-                raise _failed("error", f"node {n.id} {name}: {e.message}", n, name, int(e.exit_code)) from e
-            self.r.step_event(n, name, "failed", self.r.clock() - start, message="interrupted (Ctrl-C)")
-            raise _failed("interrupted", f"interrupted (Ctrl-C) during node {n.id}'s {name}", n, name) from None
-        self.r.step_event(n, name, "done", self.r.clock() - start, detail=detail)
+                failed(e.message)
+                raise _failed("error", f"{who} {name}: {e.message}", ns[0], name, int(e.exit_code)) from e
+            failed("interrupted (Ctrl-C)")
+            raise _failed("interrupted", f"interrupted (Ctrl-C) during {who}'s {name}", ns[0], name) from None
+        took = self.r.clock() - start
+        for n in ns:
+            self.r.step_event(n, name, "done", took, detail=details.get(n.id))
         if interrupted_meanwhile():
-            raise _failed("interrupted", f"interrupted (Ctrl-C) after node {n.id}'s {name}", n, name)
+            raise _failed("interrupted", f"interrupted (Ctrl-C) after {who}'s {name}", ns[0], name)
 
     def _started_detail(self, n: dom.RollNode, name: str) -> dict[str, Any] | None:
         if name in ("stop", "restart") and self.mode == "zookeeper" and n.is_broker:
@@ -116,7 +132,7 @@ class Steps:
         self.each("quorum_check", self.quorum_check)
         self.each("can_stop", self.can_stop)
         self.together()
-        self.each("drain", self.drain)
+        self.together_step("drain", self.drain)
         self.each("shutdown", self.shutdown)
         if self.restart_hook:
             self.hooks_at_once("restart")
@@ -127,7 +143,7 @@ class Steps:
         self.each("wait_restarted", self.wait_restarted)
         self.each("wait_caught_up", self.wait_caught_up)
         self.each("wait_in_sync", self.wait_in_sync)
-        self.each("undrain", self.undrain)
+        self.together_step("undrain", self.undrain)
         self.each("wait_healthy", self.wait_healthy)
         self.each("settle", self.settle)
         for n in self.nodes:
@@ -141,6 +157,13 @@ class Steps:
         for n in list(self.nodes):
             if self.wants(n, name):
                 self.step(n, name, functools.partial(fn, n))
+
+    def together_step(self, name: str,
+                      fn: Callable[[list[dom.RollNode]], Mapping[int, Mapping[str, Any] | None]]) -> None:
+        """One step for every node of the batch that wants it, taken as one (`steps`)."""
+        todo = [n for n in self.nodes if self.wants(n, name)]
+        if todo:
+            self.steps(todo, name, functools.partial(fn, todo))
 
     # ---------------------------------------------------------------- before the stop
     def only_if(self, n: dom.RollNode) -> None:
@@ -196,19 +219,20 @@ class Steps:
 
         self.poll(check, self.until(GATE_PATIENCE), f"brokers {','.join(map(str, ids))} stopping together")
 
-    def drain(self, n: dom.RollNode) -> dict[str, Any]:
+    def drain(self, todo: list[dom.RollNode]) -> dict[int, dict[str, Any]]:
+        """The batch's brokers drained as one (one reordering with all of them last, one election: in ZooKeeper
+        mode two drains cannot be in flight at once, and each costs a reassignment and an election), each with
+        its own drain file."""
         from kadmin.services import drain as dsvc
 
-        np = self.progress(n)
-        first = np.detail.get("drain_file")
-        path = self._drain_path(n)
+        paths = {n.id: self._drain_path(n) for n in todo}
         b = self.r.b  # a mutation is asked once: a failure stops the roll, and a resumed run drains again
-        res = dsvc.drain(b.leadership, b.identity, n.id, save=path, dry_run=False, force=False,
-                         timeout=self.opts.step_timeout)
+        res = dsvc.drain_together(b.leadership, b.identity, paths, timeout=self.opts.step_timeout)
         if int(res.exit_code) != 0:
-            raise StepFailed("gate_not_met", f"drain {n.id}: {res.message}", int(res.exit_code))
+            raise StepFailed("gate_not_met", f"drain {','.join(map(str, paths))}: {res.message}", int(res.exit_code))
         # undrain restores the order saved by the first drain (a resumed run's drain saved the drained order)
-        return {"drain_file": first or (str(path) if path.exists() else None)}
+        return {n.id: {"drain_file": self.progress(n).detail.get("drain_file")
+                       or (str(paths[n.id]) if paths[n.id].exists() else None)} for n in todo}
 
     def _drain_path(self, n: dom.RollNode) -> Path:
         d = self.r.journal.dir
@@ -434,18 +458,19 @@ class Steps:
 
         self.poll(check, self.until(), f"broker {n.id} in every ISR")
 
-    def undrain(self, n: dom.RollNode) -> dict[str, Any] | None:
+    def undrain(self, todo: list[dom.RollNode]) -> dict[int, dict[str, Any] | None]:
+        """The batch's saved orders put back as one (one reordering, one election)."""
         from kadmin.services import drain as dsvc
 
-        saved = self.progress(n).detail.get("drain_file")
-        if not saved or not Path(saved).exists():
-            return {"restored": 0}
+        saved = {n.id: Path(f) for n in todo if (f := self.progress(n).detail.get("drain_file")) and Path(f).exists()}
+        out: dict[int, dict[str, Any] | None] = {n.id: None if n.id in saved else {"restored": 0} for n in todo}
+        if not saved:
+            return out
         b = self.r.b
-        res = dsvc.undrain(b.leadership, b.identity, n.id, Path(saved), dry_run=False, force=False,
-                           timeout=self.opts.step_timeout)
+        res = dsvc.undrain_together(b.leadership, b.identity, saved, timeout=self.opts.step_timeout)
         if int(res.exit_code) != 0:
-            raise StepFailed("gate_not_met", f"undrain {n.id}: {res.message}", int(res.exit_code))
-        return None
+            raise StepFailed("gate_not_met", f"undrain {','.join(map(str, saved))}: {res.message}", int(res.exit_code))
+        return out
 
     def wait_healthy(self, n: dom.RollNode) -> None:
         from kadmin.services import partitions as psvc

@@ -11,12 +11,12 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 
 import pytest
 
 from kadmin.cluster.zookeeper import ZkCluster
 from kadmin.sandbox.fleet import BrokerSpec
+from tests.support.ctrl_c import ctrl_c_inside_kazoo
 from tests.support.zkwatch import wait_for_new_watcher, watchers
 
 pytestmark = pytest.mark.integration
@@ -145,36 +145,6 @@ def test_ctrl_c_while_a_refused_shutdown_waits_to_retry_interrupts(zk_server, ch
         assert {p: kc.state("orders", p) for p in range(3)} == before
     finally:
         kc.close()
-
-
-def ctrl_c_inside_kazoo(mocker, once_on: type) -> None:
-    """Ctrl-C landing while kazoo wakes its connection thread for a `once_on` request: kazoo's bare `except:`
-    there swallows the KeyboardInterrupt and fails the request with ConnectionClosedError instead (seen in CI
-    as exit 70 from `brokers watch`)."""
-    from kazoo.client import KazooClient
-
-    real = KazooClient._call
-    fired = []
-
-    def call(self, request, async_object):
-        if fired or not isinstance(request, once_on) or threading.current_thread() is not threading.main_thread():
-            # (the fleet's emulated brokers use kazoo too, from their own threads)
-            return real(self, request, async_object)
-        fired.append(request)
-        sock = self._connection._write_sock
-
-        class CtrlCOnWake:
-            def send(self, data):
-                os.kill(os.getpid(), signal.SIGINT)  # the handler runs here, inside kazoo's try
-                return sock.send(data)
-
-        self._connection._write_sock = CtrlCOnWake()
-        try:
-            return real(self, request, async_object)
-        finally:
-            self._connection._write_sock = sock
-
-    mocker.patch.object(KazooClient, "_call", call)
 
 
 @pytest.mark.parametrize("argv, request_type", [

@@ -27,6 +27,7 @@ from kazoo.client import KazooClient
 from kadmin.sandbox.fleet import BrokerSpec, ThreadedFleet
 from kadmin.sandbox.zkserver import Ensemble
 from tests.conftest import Run
+from tests.support.roll import taken_together
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
@@ -249,6 +250,7 @@ def test_a_roll_in_parallel_batches_and_ndjson(run: Run, cluster: Cluster, tmp_p
     assert sorted(cluster.ctl.calls[:4]) == [("start", 2), ("start", 3), ("stop", 2), ("stop", 3)]
     assert [op for op, _ in cluster.ctl.calls[:4]] == ["stop", "stop", "start", "start"]
     assert cluster.ctl.calls[4:] == [("stop", 1), ("start", 1)]
+    assert taken_together(events, [2, 3], "drain") and taken_together(events, [2, 3], "undrain")
 
 
 def test_the_active_controller_stops_after_the_rest_of_its_batch(run: Run, cluster: Cluster,
@@ -373,3 +375,57 @@ def test_a_roll_refuses_to_begin_on_an_unhealthy_cluster(run: Run, cluster: Clus
     assert cluster.ctl.calls == []
     code, doc2, _ = run.json("roll", "plan")
     assert code == 0 and doc2["data"]["healthy"] is False and doc2["data"]["unhealthy"]
+
+
+# ------------------------------------------------------------------------------------------------ Ctrl-C
+def test_a_ctrl_c_kazoo_swallowed_in_a_gate_poll_stops_the_roll(run: Run, cluster: Cluster, tmp_path: Path,
+                                                                 mocker: Any) -> None:
+    """Ctrl-C while node 2's receipt gate (wait_restarted) polls, landing where kazoo swallows it (the bare
+    `except:` around waking its connection thread) and fails the read with ConnectionClosedError instead. The
+    gate's poll asks again after a lost connection, so unless kadmin gives the interrupt back (`_Kazoo` in
+    kadmin/cluster/zookeeper/session.py) the roll goes on. It stops: exit 130, the step journaled as interrupted,
+    no hook for any other node; the same command again continues and restarts every node exactly once."""
+    from kazoo.protocol.serialization import GetChildren
+
+    from kadmin.services.roll_steps import Steps
+    from tests.support.ctrl_c import ctrl_c_inside_kazoo
+
+    state = tmp_path / "roll"
+    before = {b: cluster.epoch(b) for b in (1, 2, 3)}
+    real_poll = Steps.poll
+    injected: list[list[Any]] = []
+
+    def poll(self: Steps, *a: Any, **kw: Any) -> Any:
+        last = journal(state)[-1]
+        if not injected and (last.get("node"), last.get("step"), last.get("status")) == \
+                (2, "wait_restarted", "started"):
+            # the gate's first read lists /brokers/ids (its registrations): the Ctrl-C comes with that request
+            injected.append(ctrl_c_inside_kazoo(mocker, GetChildren))
+        return real_poll(self, *a, **kw)
+
+    mocker.patch.object(Steps, "poll", poll)
+    args = ("roll", "run", "--state", str(state), *hooks(cluster), "--step-timeout", "60")
+    r = run(*args)
+    assert injected and len(injected[0]) == 1 and injected[0][0].path.endswith("/brokers/ids"), injected
+    assert r.exit_code == 130, (r.exit_code, r.stdout, r.stderr, cluster.ctl.calls)
+    assert "interrupted" in r.stderr
+    assert "Traceback" not in r.stderr + r.stdout and "internal error" not in r.stderr
+    events = journal(state)
+    steps = [e for e in events if e["event"] == "step"]
+    assert {e["node"] for e in steps} == {2}  # no other node was touched, not even its gates
+    assert {k: steps[-1].get(k) for k in ("node", "step", "status", "message")} == \
+        {"node": 2, "step": "wait_restarted", "status": "failed", "message": "interrupted (Ctrl-C)"}
+    assert {k: events[-1].get(k) for k in ("event", "node", "step", "reason", "exit_code")} == \
+        {"event": "roll_failed", "node": 2, "step": "wait_restarted", "reason": "interrupted", "exit_code": 130}
+    assert cluster.ctl.calls == [("stop", 2), ("start", 2)]
+    assert cluster.epoch(1) == before[1] and cluster.epoch(3) == before[3]
+
+    # the same command again: it continues at node 2's receipt and finishes, each node restarted exactly once
+    code, doc, err = run.json(*args)
+    assert code == 0, err
+    assert [(n["node"], n["status"]) for n in doc["data"]["nodes"]] == [(2, "done"), (3, "done"), (1, "done")]
+    assert cluster.ctl.calls == [("stop", 2), ("start", 2), ("stop", 3), ("start", 3), ("stop", 1), ("start", 1)]
+    assert all(cluster.epoch(b) > before[b] for b in (1, 2, 3))
+    kinds = [e["event"] for e in journal(state)]
+    assert kinds.count("roll_resumed") == 1 and kinds[-1] == "roll_done"
+    assert [e["node"] for e in journal(state) if e["event"] == "node_done"] == [2, 3, 1]

@@ -69,6 +69,7 @@ from tests.support.roll import (
     on,
     restart_order,
     steps_of,
+    taken_together,
     write_hook,
 )
 from tests.support.sandbox import Sandbox, sandbox
@@ -607,6 +608,8 @@ class TestRacks:
         ran = batches_run(r.events)
         assert ran == [list(b) for b in r.plan["batches"]], (ran, r.plan["batches"])
         assert any(len(b) == 2 for b in ran), f"no two brokers restarted together: {ran}"
+        for b in ran:  # a batch drains and undrains as one (one reordering, one election each)
+            assert taken_together(r.events, b, "drain") and taken_together(r.events, b, "undrain"), b
         groups = down_together(r.events)
         assert sorted(sorted(g) for g in groups) == sorted(sorted(b) for b in ran), (groups, ran)
         for g in groups:

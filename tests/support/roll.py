@@ -290,6 +290,19 @@ def down_together(events: Sequence[Event]) -> list[set[int]]:
     return groups
 
 
+def taken_together(events: Sequence[Event], nodes: Sequence[int], step: str) -> bool:
+    """Did `nodes` take `step` as one (a batch's joint drain or undrain): their `started` events one after the
+    other, then their `done` events one after the other, each with the same duration?"""
+    idx = [(i, e) for i, e in enumerate(events)
+           if e.get("event") == "step" and e.get("step") == step and e.get("node") in nodes]
+    k = len(nodes)
+    if [e["status"] for _, e in idx] != ["started"] * k + ["done"] * k:
+        return False
+    at = [i for i, _ in idx]
+    return (at[k - 1] - at[0] == k - 1 and at[-1] - at[k] == k - 1
+            and len({e["elapsed_s"] for _, e in idx[k:]}) == 1 and {e["node"] for _, e in idx} == set(nodes))
+
+
 def batches_run(events: Sequence[Event]) -> list[list[int]]:
     """The batches as they ran: a node begins a new batch when its first event comes after every node seen so
     far is done (node_done); within a batch, in the order of their first events."""

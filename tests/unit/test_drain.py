@@ -148,6 +148,27 @@ def test_undrain_plan_restores_same_sets_only() -> None:
     assert forced.skipped == [("m", 0)] and ("m", 0) not in forced.restore and ("m", 0) not in forced.elect
 
 
+def test_a_batch_drained_together_goes_last_as_one() -> None:
+    """A roll's batch (brokers stopping together) is planned as one drain: every member last, in its order."""
+    parts = [pv("t", 0, [1, 2, 3]), pv("t", 1, [2, 3, 1]), pv("t", 2, [3, 1, 2]), pv("t", 3, [3, 4, 1]),
+             pv("t", 4, [1, 2], isr=[1, 2]), pv("t", 5, [1, 2, 3], isr=[1, 2]), pv("t", 6, [4, 3])]
+    plan = dom.plan_drain(parts, [2, 1])
+    assert plan.broker_id == 1
+    # t-1 led by 2: 3 goes first; t-2 has both last already; t-3 has 1 last already; t-5: 3 first, out of sync
+    assert plan.reorder == {("t", 0): (3, 1, 2), ("t", 1): (3, 2, 1), ("t", 5): (3, 1, 2)}
+    assert sorted(plan.elect) == [("t", 0), ("t", 1)]
+    assert plan.sole_replica == [("t", 4)]  # no replica outside the batch
+    assert plan.only_isr == [("t", 5)]  # no in-sync replica outside the batch
+    assert [p.key for p in plan.hosted] == [("t", k) for k in range(6)]
+    assert dom.led_by(parts, {1, 2}) == [("t", 0), ("t", 1), ("t", 4), ("t", 5)]
+    # each member's own file holds only the partitions it hosts
+    for i, want in ((1, {0, 1, 2, 3, 4, 5}), (2, {0, 1, 2, 4, 5})):
+        doc = dom.drain_file(i, plan, "2026-01-01T00:00:00+00:00", {})
+        assert doc["broker_id"] == i and {p["partition"] for p in doc["partitions"]} == want
+    # one broker: the same plan as before
+    assert dom.plan_drain(parts, [1]) == dom.plan_drain(parts, 1)
+
+
 def test_drain_file_round_trip_and_refusals(tmp_path: Path) -> None:
     plan = dom.plan_drain([pv("t", 0, [1, 2, 3]), pv("t", 1, [2, 3, 1])], 1)
     f = tmp_path / "sub" / "d.json"
