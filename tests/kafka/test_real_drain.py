@@ -228,23 +228,23 @@ def test_zk_drain_then_undrain(kafka: RealCluster, tmp_path: Path, via: str) -> 
     wait_state(kafka.home, kafka.bootstrap, [topic], healthy({topic: a}), "the original leaders and order back")
 
 
-def test_zk_brokers_drained_together_then_undrained_together(kafka: RealCluster, tmp_path: Path) -> None:
-    """A roll's batch (`roll run --parallel`) drains its brokers as one: one reordering with all of them last,
-    one election, a drain file per broker; and puts them back as one. Proven with TopicCommand."""
+def drained_together_then_undrained(home: Path, bootstrap: str, connection: Mapping[str, str], topic: str,
+                                    a: Assignment, tmp_path: Path) -> None:
+    """A roll's batch (`roll run --parallel`) drains its brokers 1 and 2 as one: one reordering with both last,
+    one election, a drain file per broker; and puts them back as one. Proven with TopicCommand; the topic is
+    deleted at the end (RF 2 on 1 and 3: with 3 stopped, 1 would be their only ISR in the tests below)."""
     from kadmin.cluster.connect import open_backend
     from kadmin.config import ConnectionSettings, Sourced
     from kadmin.services import drain as dsvc
 
-    a = {0: [1, 3], 1: [2, 3], 2: [3, 1], 3: [3, 2], 4: [1, 2]}
-    topic = zk_topic(kafka, a)
     files = {1: tmp_path / "drain-1.json", 2: tmp_path / "drain-2.json"}
-    backend = open_backend(ConnectionSettings({"zookeeper": Sourced(kafka.zk, "flag")}), "roll run")
+    backend = open_backend(ConnectionSettings({k: Sourced(v, "flag") for k, v in connection.items()}), "roll run")
     try:
         res = dsvc.drain_together(backend.leadership, backend.identity, files, timeout=WAIT)
         # 4: [1, 2] has no replica outside the batch: named, and left led by 1 or 2 (a batch's gate refuses it)
         assert int(res.exit_code) == 1 and "still lead 1 partition(s)" in (res.message or ""), res.message
         assert [(p.topic, p.partition) for p in res.data.sole_replica] == [(topic, 4)]
-        st = wait_state(kafka.home, kafka.bootstrap, [topic], lambda st: all(st[(topic, p)][0] == 3 for p in range(4)),
+        st = wait_state(home, bootstrap, [topic], lambda st: all(st[(topic, p)][0] == 3 for p in range(4)),
                         "partitions 0-3 led by 3, per TopicCommand")
         assert {p: st[(topic, p)][1] for p in range(4)} == {0: [3, 1], 1: [3, 2], 2: [3, 1], 3: [3, 2]}
         for i, f in files.items():  # each broker's file: the original order of the partitions it hosts
@@ -257,19 +257,28 @@ def test_zk_brokers_drained_together_then_undrained_together(kafka: RealCluster,
         assert int(res.exit_code) == 0, res.message
     finally:
         backend.close()
-    wait_state(kafka.home, kafka.bootstrap, [topic], healthy({topic: a}), "the original leaders and order back")
-    delete_topic(kafka, topic)  # RF 2 on 1 and 3: with 3 stopped, 1 would be their only ISR in the tests below
+    wait_state(home, bootstrap, [topic], healthy({topic: a}), "the original leaders and order back")
+    delete_topic(home, bootstrap, topic)
 
 
-def delete_topic(k: RealCluster, name: str) -> None:
+BATCH_LAYOUT = {0: [1, 3], 1: [2, 3], 2: [3, 1], 3: [3, 2], 4: [1, 2]}
+
+
+def delete_topic(home: Path, bootstrap: str, name: str) -> None:
     from kafka.admin import KafkaAdminClient
 
-    admin = KafkaAdminClient(bootstrap_servers=k.bootstrap, request_timeout_ms=60000)
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=60000)
     try:
         admin.delete_topics([name], timeout_ms=60000)
     finally:
         admin.close()
-    wait_state(k.home, k.bootstrap, None, lambda st: all(t != name for t, _ in st), f"{name} deleted")
+    wait_state(home, bootstrap, None, lambda st: all(t != name for t, _ in st), f"{name} deleted")
+
+
+def test_zk_brokers_drained_together_then_undrained_together(kafka: RealCluster, tmp_path: Path) -> None:
+    topic = zk_topic(kafka, BATCH_LAYOUT)
+    drained_together_then_undrained(kafka.home, kafka.bootstrap, {"zookeeper": kafka.zk}, topic, BATCH_LAYOUT,
+                                    tmp_path)
 
 
 def test_zk_drain_names_the_partitions_it_is_the_only_in_sync_replica_of(kafka: RealCluster,
@@ -420,6 +429,12 @@ def test_kraft_drain_then_undrain(kraft: KraftSandbox, tmp_path: Path) -> None:
                                 str(saved))
     assert code == 0, err
     wait_state(kraft.home, kraft.bootstrap, [topic], healthy({topic: a}), "the original leaders and order back")
+
+
+def test_kraft_brokers_drained_together_then_undrained_together(kraft: KraftSandbox, tmp_path: Path) -> None:
+    topic = kraft_topic(kraft, BATCH_LAYOUT)
+    drained_together_then_undrained(kraft.home, kraft.bootstrap, {"bootstrap-server": kraft.bootstrap}, topic,
+                                    BATCH_LAYOUT, tmp_path)
 
 
 def test_kraft_drain_elects_an_in_sync_replica_when_the_preferred_one_is_down(kraft: KraftSandbox,
