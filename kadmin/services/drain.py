@@ -36,6 +36,10 @@ from kadmin.results import Result
 
 POLL_FIRST, POLL_GROWTH, POLL_MAX = 0.1, 1.5, 1.0
 QUICK_FIRST = 0.02  # s: the first pause between cheap questions (_wait_until)
+# s: how long the leaders are not read after an election was asked, while ZooKeeper mode's controller has not
+# deleted /admin/preferred_replica_election yet (it does once the leaders are written; a cluster without an active
+# controller never does, and the leaders may be right already)
+ELECTED_WAIT = 1.0
 REELECT_EVERY = 2.0
 
 ONLY_ISR_NOTE = ("broker {id} is the only in-sync replica of {keys}: no other replica may take over, so it keeps "
@@ -173,6 +177,12 @@ def _wait_until(check: Callable[[], bool], left: Callable[[], float], sleep: Cal
         sleep(min(interval, max(left(), 0.0)))
         interval = min(interval * POLL_GROWTH, POLL_MAX)
     return True
+
+
+def _within(left: Callable[[], float], clock: Callable[[], float], seconds: float) -> Callable[[], float]:
+    """`left` cut to at most `seconds` from now."""
+    until = clock() + seconds
+    return lambda: min(left(), until - clock())
 
 
 def _wait_reassigned(backend: LeadershipMoves, keys: list[Key], left: Callable[[], float],
@@ -322,7 +332,7 @@ def _drain(backend: LeadershipMoves, identity: ClusterIdentity, saves: Mapping[i
         return _interrupted(backend, data, saves, warnings + notes,
                             "after the reordering was submitted and before the election")
     refused.update(_elect(backend, [k for k in plan.elect if k not in refused], left, sleep))
-    _wait_election_free(backend, left, sleep)  # ZooKeeper: the controller has done it; then read the leaders
+    _wait_election_free(backend, _within(left, clock, ELECTED_WAIT), sleep)  # then read the leaders
     stuck = plan.stuck
 
     def done(now: list[PartitionView]) -> bool:
@@ -330,7 +340,7 @@ def _drain(backend: LeadershipMoves, identity: ClusterIdentity, saves: Mapping[i
 
     def reelect(now: list[PartitionView]) -> None:
         again = [k for k in dom.led_by(now, ids) if k not in stuck and k not in refused]
-        if again and _wait_election_free(backend, lambda: min(left(), 1.0), sleep):
+        if again and _wait_election_free(backend, _within(left, clock, ELECTED_WAIT), sleep):
             backend.elect_preferred(again)
 
     _poll(backend, left, done, reelect, sleep, clock)
@@ -539,7 +549,7 @@ def _restore(backend: LeadershipMoves, plan: dom.UndrainPlan, preferred: Mapping
         now = backend.partitions(in_flight=False)
         return now, _behind(now, targets), targets, refused, "after the order was restored and before the election"
     refused.update(_elect(backend, [k for k in plan.elect if k not in refused], left, sleep))
-    _wait_election_free(backend, left, sleep)  # as in drain
+    _wait_election_free(backend, _within(left, clock, ELECTED_WAIT), sleep)  # as in drain
     targets = {k: v for k, v in preferred.items() if k not in refused or k in plan.already}
 
     def behind(now: list[PartitionView]) -> list[Key]:
@@ -548,7 +558,7 @@ def _restore(backend: LeadershipMoves, plan: dom.UndrainPlan, preferred: Mapping
     def reelect(now: list[PartitionView]) -> None:
         by_key = {p.key: p for p in now}
         again = [k for k in behind(now) if targets[k] in by_key[k].isr]
-        if again and _wait_election_free(backend, lambda: min(left(), 1.0), sleep):
+        if again and _wait_election_free(backend, _within(left, clock, ELECTED_WAIT), sleep):
             backend.elect_preferred(again)
 
     _poll(backend, left, lambda now: not behind(now), reelect, sleep, clock)
