@@ -236,8 +236,11 @@ def drain_together(backend: LeadershipMoves, identity: ClusterIdentity, saves: M
                   deadline=None)
 
 
-def _who(ids: Sequence[int]) -> str:
-    return f"broker {ids[0]}" if len(ids) == 1 else f"brokers {', '.join(map(str, ids))}"
+def _who(ids: Sequence[int]) -> tuple[str, str, str]:
+    """How messages name the broker(s): ("broker 3", "it", "s") or ("brokers 3, 5", "they", "") for the verb's -s."""
+    if len(ids) == 1:
+        return f"broker {ids[0]}", "it", "s"
+    return f"brokers {', '.join(map(str, ids))}", "they", ""
 
 
 def _files(saves: Mapping[int, Path]) -> str:
@@ -257,7 +260,7 @@ def _drain(backend: LeadershipMoves, identity: ClusterIdentity, saves: Mapping[i
         return deadline - clock()
 
     ids = sorted(saves)
-    who, first = _who(ids), ids[0]
+    (who, it, s), first = _who(ids), ids[0]
     parts = backend.partitions()
     plan = dom.plan_drain(parts, ids, skip_in_flight=force)
     before = {p.key: p.replicas for p in parts}
@@ -361,20 +364,20 @@ def _drain(backend: LeadershipMoves, identity: ClusterIdentity, saves: Mapping[i
     if foreign:
         return Result(data=data, warnings=warnings + notes, exit_code=ExitCode.CONDITION_NOT_MET,
                       message=f"{said}, but another reassignment changed {dom.keys_text(foreign)} during the drain "
-                      f"(not in the order kadmin submitted, or moving now): {who} lead{'s' if len(ids) == 1 else ''} "
+                      f"(not in the order kadmin submitted, or moving now): {who} lead{s} "
                       f"{len(remaining)} partition(s) now and may lead more; {kept}")
     if remaining:
         return Result(data=data, warnings=warnings + notes,
                       exit_code=ExitCode.CONDITION_NOT_MET,
-                      message=f"{said}; {'it' if len(ids) == 1 else 'they'} still lead{'s' if len(ids) == 1 else ''} "
+                      message=f"{said}; {it} still lead{s} "
                       f"{len(remaining)} partition(s): {dom.keys_text(remaining)}; {kept}")
     if unknown:  # never "leads none" while a partition it may lead could not be read
         return Result(data=data, warnings=warnings + notes, exit_code=ExitCode.PARTIAL,
-                      message=f"{said}; {'it leads' if len(ids) == 1 else 'they lead'} none of the partitions kadmin "
-                      f"could read, but {_unknown_text(unknown)}, so {'it' if len(ids) == 1 else 'they'} may lead "
+                      message=f"{said}; {it} lead{s} none of the partitions kadmin "
+                      f"could read, but {_unknown_text(unknown)}, so {it} may lead "
                       f"them; {kept}")
     return Result(data=data, warnings=warnings + notes,
-                  message=f"{said}; {'it now leads' if len(ids) == 1 else 'they now lead'} none; {kept} "
+                  message=f"{said}; {it} now lead{s} none; {kept} "
                   f"(undo: {_undo(saves)})")
 
 
@@ -415,10 +418,10 @@ def _interrupted(backend: LeadershipMoves, data: Drain, saves: Mapping[int, Path
     now = backend.partitions(in_flight=False)
     remaining = dom.led_by(now, ids)
     data = dataclasses.replace(data, remaining=_keys(remaining), led_after=len(remaining))
-    who = _who(ids)
+    who, _, s = _who(ids)
     return Result(data=data, warnings=warnings, exit_code=ExitCode.INTERRUPTED,
                   message=f"interrupted {when}: the replicas of {plural(len(data.reorder), 'partition')} are "
-                  f"reordered ({who} last) and {who} lead{'s' if len(ids) == 1 else ''} {len(remaining)} now; "
+                  f"reordered ({who} last) and {who} lead{s} {len(remaining)} now; "
                   f"restore the original order with: {_undo(saves)}")
 
 
@@ -462,7 +465,7 @@ def _undrain(backend: LeadershipMoves, sources: Mapping[int, Path], saved: Mappi
         return deadline - clock()
 
     ids = sorted(sources)
-    broker_id, source, who = ids[0], sources[ids[0]], _who(ids)
+    broker_id, source, (who, _, s) = ids[0], sources[ids[0]], _who(ids)
     parts = backend.partitions()
     plan = dom.plan_undrain(saved, parts, broker_id, skip_in_flight=force)
     before = {p.key: p.replicas for p in parts}
@@ -530,7 +533,7 @@ def _undrain(backend: LeadershipMoves, sources: Mapping[int, Path], saved: Mappi
                       "whether they are led by their preferred replica is unknown")
     return Result(data=data, warnings=warnings,
                   message=f"restored the order of {len(plan.restore)} partition(s); every saved partition is led by "
-                  f"its preferred replica ({who} lead{'s' if len(ids) == 1 else ''} {data.led_after})")
+                  f"its preferred replica ({who} lead{s} {data.led_after})")
 
 
 def _restore(backend: LeadershipMoves, plan: dom.UndrainPlan, preferred: Mapping[Key, int], warnings: list[str],
