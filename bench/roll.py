@@ -56,6 +56,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kadmin.sandbox import cds
+
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "bench" / "rolling-bounce-v1.sh"
 KAFKA_VERSION = "3.9.1"
@@ -700,9 +702,14 @@ def on_cluster(c: Cluster, topics: int, body: Callable[[Poller], None]) -> None:
     """Start `c`, create its topics, run `body` with a poller on it; the poller and the cluster stopped after."""
     try:
         c.up()
+        # The sandbox's JVMs share one class-data archive per Kafka installation once one exists (built in
+        # the background after the first broker start on a machine): built here so that every roll measured
+        # starts its brokers the same way.
+        res_cds = cds.build_now(c.home)
         c.create_topics(topics)
         print(f"{c.name}: up in {c.up_s:.0f} s; {len(c.replicas)} partitions (RF 3, min ISR 2"
-              f"{', one replica per rack' if c.racks else ''})", flush=True)
+              f"{', one replica per rack' if c.racks else ''}); class-data archive: {res_cds or 'none'}",
+              flush=True)
         poller = Poller(c.zk, range(1, c.brokers + 1), c.replicas)
         poller.start()
         try:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from kadmin.errors import SandboxError
+from kadmin.sandbox import cds
 from kadmin.sandbox.zkserver import java_binary
 
 MODES = ("zk", "kraft")
@@ -190,7 +191,7 @@ def write_config(node: dict[str, Any], props: dict[str, str]) -> Path:
 
 def command(home: str, version: str, sandbox_dir: Path, node: dict[str, Any]) -> list[str]:
     """The JVM command line of a node (what bin/kafka-server-start.sh runs)."""
-    return [java_binary(), HEAP[node["role"]], *JVM, *_logging_flags(sandbox_dir, version),
+    return [java_binary(), HEAP[node["role"]], *JVM, *cds.flags(home), *_logging_flags(sandbox_dir, version),
             f"-Dkafka.logs.dir={Path(node['dir']) / 'logs'}", "-cp", f"{home}/libs/*", "kafka.Kafka",
             str(Path(node["dir"]) / "server.properties")]
 
@@ -214,7 +215,7 @@ def format_storage(home: str, version: str, sandbox_dir: Path, nodes: Iterable[d
     start. A static quorum (controller.quorum.voters) needs neither --standalone nor --initial-controllers."""
     procs = []
     for n in nodes:
-        cmd = [java_binary(), HEAP["tool"], *JVM, *_logging_flags(sandbox_dir, version, tools=True),
+        cmd = [java_binary(), HEAP["tool"], *JVM, *cds.flags(home), *_logging_flags(sandbox_dir, version, tools=True),
                "-cp", f"{home}/libs/*", "kafka.tools.StorageTool", "format", "-t", cluster_id,
                "-c", str(Path(n["dir"]) / "server.properties")]
         procs.append((n, subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,

@@ -34,6 +34,7 @@ from typing import Any, TypeVar
 
 import pytest
 
+from kadmin.sandbox import cds
 from kadmin.sandbox.zkserver import free_port, java_binary
 
 REPO = Path(__file__).resolve().parents[2]
@@ -143,7 +144,7 @@ def tool(home: Path, main_class: str, *args: str, timeout: float = 180.0,
     e.g. `tool(home, "org.apache.kafka.tools.TopicCommand", "--bootstrap-server", b, "--list")`.
     With `check`, a non-zero exit raises AssertionError carrying the tool's stderr.
     """
-    cmd = [java_binary(), *TOOL_JVM, *_tools_logging(), "-cp", f"{home}/libs/*", main_class, *args]
+    cmd = [java_binary(), *TOOL_JVM, *cds.flags(home), *_tools_logging(), "-cp", f"{home}/libs/*", main_class, *args]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
     if check and proc.returncode != 0:
         raise AssertionError(f"{main_class} {' '.join(args)} exited {proc.returncode}:\n"
@@ -303,7 +304,7 @@ class ZkModeBroker:
         if self.alive():
             raise RuntimeError(f"broker {self.id} is already running (pid {self.pid})")
         cfg = self.write_config()
-        cmd = [java_binary(), *BROKER_JVM,
+        cmd = [java_binary(), *BROKER_JVM, *cds.flags(self.home),
                f"-Dlog4j.configuration=file:{self.dir / 'log4j.properties'}",
                f"-Dkafka.logs.dir={self.dir / 'logs'}",
                "-cp", f"{self.home}/libs/*", "kafka.Kafka", str(cfg)]

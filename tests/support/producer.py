@@ -43,6 +43,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Generic, TypeVar
 
+from kadmin.sandbox import cds
 from kadmin.sandbox.zkserver import java_binary
 from tests.support.kafka import TOOL_JVM, _tools_logging, tool
 
@@ -83,7 +84,7 @@ def _kill(proc: subprocess.Popen[Any]) -> None:
 
 
 def _java(home: Path, main_class: str, *args: str) -> list[str]:
-    return [java_binary(), *TOOL_JVM, *_tools_logging(), "-cp", f"{home}/libs/*", main_class, *args]
+    return [java_binary(), *TOOL_JVM, *cds.flags(home), *_tools_logging(), "-cp", f"{home}/libs/*", main_class, *args]
 
 
 _options: dict[tuple[str, str, str], bool] = {}

@@ -34,6 +34,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from kadmin.sandbox import cds
 from kadmin.sandbox import realkafka as rk
 from kadmin.sandbox.manager import Sandbox, identity_after_exec, process_identity, still_ours
 from kadmin.sandbox.zkserver import free_port, java_binary
@@ -112,7 +113,8 @@ def _properties(node: dict[str, Any], nodes: list[dict[str, Any]], version: str)
 
 
 def _command(st: dict[str, Any], node: dict[str, Any]) -> list[str]:
-    return [java_binary(), HEAP, *rk.JVM, f"-Dlog4j2.configurationFile={Path(st['dir']) / 'log4j2.properties'}",
+    return [java_binary(), HEAP, *rk.JVM, *cds.flags(st["home"]),
+            f"-Dlog4j2.configurationFile={Path(st['dir']) / 'log4j2.properties'}",
             f"-Dkafka.logs.dir={Path(node['dir']) / 'logs'}", "-cp", f"{st['home']}/libs/*", "kafka.Kafka",
             str(Path(node["dir"]) / "server.properties")]
 
