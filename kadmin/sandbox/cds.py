@@ -6,9 +6,9 @@ restart of a roll), where they compete for the same cores. JDK's AppCDS maps tho
 from one archive file shared by every JVM: a broker then registers in about two thirds of the CPU time.
 
 How the archive comes to be, with no step of its own:
-- Until it exists, every JVM `flags()` is asked for records the classes it loads
-  (`-XX:DumpLoadedClassList`) into the cache directory.
-- Once a broker's record has been quiet for a few seconds (its start-up is done), the next `flags()` call
+- Until it exists, the JVMs `flags()` is asked for (up to MAX_RECORDS servers and as many tools) record the
+  classes they load (`-XX:DumpLoadedClassList`) into the cache directory.
+- Once a server's record has been quiet for a few seconds (its start-up is done), the next `flags()` call
   merges the records and starts, detached, `java -Xshare:dump` on the same classpath. It writes to a temporary
   file renamed into place, so a JVM sees either no archive or a whole one.
 - Every later JVM of that installation gets `-XX:SharedArchiveFile=... -Xshare:auto`: the JVM checks the
@@ -35,7 +35,7 @@ from kadmin.sandbox.zkserver import java_binary
 
 QUIET_S = 3.0  # a record unchanged this long: its JVM's start-up is over
 BUILD_STALE_S = 600.0  # a build lock older than this was left by a build that died
-SERVER_CLASSES = ("kafka/server/KafkaServer\n", "kafka/server/BrokerServer\n", "kafka/server/ControllerServer\n")
+MAX_RECORDS = 8  # per kind (servers, tools): enough classes, and a bounded cache when no archive comes
 
 
 def enabled() -> bool:
@@ -62,9 +62,10 @@ def _key(home: str | Path) -> str:
     return f"{Path(home).name}-{h.hexdigest()[:16]}"
 
 
-def flags(home: str | Path) -> list[str]:
-    """The JVM flags for a JVM that runs with `-cp HOME/libs/*`: the archive's when it exists, else the
-    recording of the classes this JVM loads (and, when records are ready, the archive's build started)."""
+def flags(home: str | Path, server: bool = True) -> list[str]:
+    """The JVM flags for a JVM that runs with `-cp HOME/libs/*` (`server`: a broker or controller, else a tool):
+    the archive's when it exists, else the recording of the classes this JVM loads (and, once a server's
+    record is ready, the archive's build started). At most MAX_RECORDS records of each kind are taken."""
     if not enabled():
         return []
     try:
@@ -74,15 +75,20 @@ def flags(home: str | Path) -> list[str]:
         if archive.is_file():
             _tidy(d, key)
             return [f"-XX:SharedArchiveFile={archive}", "-Xshare:auto"]
+        if (d / f"{key}.failed").exists():
+            return []  # the JDK could not build one: the JVMs start as they always did
         d.mkdir(parents=True, exist_ok=True)
         _build_when_ready(home, d, key)
-        return [f"-XX:DumpLoadedClassList={d / f'{key}.{uuid.uuid4().hex[:12]}.lst'}"]
+        kind = "server" if server else "tool"
+        if len(_records(d, key, kind)) >= MAX_RECORDS:
+            return []
+        return [f"-XX:DumpLoadedClassList={d / f'{key}.{kind}.{uuid.uuid4().hex[:12]}.lst'}"]
     except (OSError, ValueError):
         return []
 
 
-def _records(d: Path, key: str) -> list[Path]:
-    return sorted(d.glob(f"{key}.*.lst"))
+def _records(d: Path, key: str, kind: str = "*") -> list[Path]:
+    return sorted(d.glob(f"{key}.{kind}.*.lst"))
 
 
 def _tidy(d: Path, key: str) -> None:
@@ -94,18 +100,13 @@ def _tidy(d: Path, key: str) -> None:
                 f.unlink()
 
 
-def _ready(records: list[Path]) -> bool:
-    """A server's record (a broker or controller got past its start-up) that has not grown for QUIET_S."""
+def _ready(d: Path, key: str) -> bool:
+    """A server's record (a broker or controller) that has not grown for QUIET_S: its start-up is over."""
     now = time.time()
-    for f in records:
-        try:
-            if now - f.stat().st_mtime < QUIET_S:
-                continue
-            text = f.read_text(errors="replace")
-        except OSError:
-            continue
-        if any(c in text for c in SERVER_CLASSES):
-            return True
+    for f in _records(d, key, "server"):
+        with contextlib.suppress(OSError):
+            if now - f.stat().st_mtime >= QUIET_S:
+                return True
     return False
 
 
@@ -125,9 +126,9 @@ def merge(records: list[Path]) -> str:
 
 
 def _build_when_ready(home: str | Path, d: Path, key: str) -> None:
-    records = _records(d, key)
-    if not records or not _ready(records):
+    if not _ready(d, key):
         return
+    records = _records(d, key)
     lock = d / f"{key}.building"
     try:
         fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
@@ -141,12 +142,13 @@ def _build_when_ready(home: str | Path, d: Path, key: str) -> None:
     merged.write_text(merge(records))
     tmp = d / f"{key}.{uuid.uuid4().hex[:12]}.jsa.tmp"
     archive = d / f"{key}.jsa"
-    # A detached builder: java dumps to a temporary file, renamed into place only when java succeeded.
-    script = ('"$1" -Xshare:dump -XX:SharedClassListFile="$2" -XX:SharedArchiveFile="$3" -cp "$4" '
-              '&& mv -f "$3" "$5"; rm -f "$3" "$2" "$6"')
+    # A detached builder: java dumps to a temporary file, renamed into place only when java succeeded; when it
+    # did not, a `.failed` marker stops every later attempt (and recording) for this installation and JDK.
+    script = ('if "$1" -Xshare:dump -XX:SharedClassListFile="$2" -XX:SharedArchiveFile="$3" -cp "$4"; '
+              'then mv -f "$3" "$5"; else : > "$7"; fi; rm -f "$3" "$2" "$6"')
     with open(d / f"{key}.build.log", "wb") as log:
         subprocess.Popen(["sh", "-c", script, "cds-build", java_binary(), str(merged), str(tmp), classpath(home),
-                          str(archive), str(lock)],
+                          str(archive), str(lock), str(d / f"{key}.failed")],
                          stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                          close_fds=True)
 
@@ -185,7 +187,7 @@ def remove(home: str | Path) -> None:
     """Forget the installation's archive and records (tests; a user may simply delete the directory)."""
     d = cache_dir()
     key = _key(home)
-    for f in [d / f"{key}.jsa", *_records(d, key)]:
+    for f in [d / f"{key}.jsa", d / f"{key}.failed", *_records(d, key)]:
         with contextlib.suppress(OSError):
             f.unlink()
 

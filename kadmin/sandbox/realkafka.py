@@ -215,7 +215,8 @@ def format_storage(home: str, version: str, sandbox_dir: Path, nodes: Iterable[d
     start. A static quorum (controller.quorum.voters) needs neither --standalone nor --initial-controllers."""
     procs = []
     for n in nodes:
-        cmd = [java_binary(), HEAP["tool"], *JVM, *cds.flags(home), *_logging_flags(sandbox_dir, version, tools=True),
+        cmd = [java_binary(), HEAP["tool"], *JVM, *cds.flags(home, server=False),
+               *_logging_flags(sandbox_dir, version, tools=True),
                "-cp", f"{home}/libs/*", "kafka.tools.StorageTool", "format", "-t", cluster_id,
                "-c", str(Path(n["dir"]) / "server.properties")]
         procs.append((n, subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,

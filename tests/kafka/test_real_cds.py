@@ -34,7 +34,7 @@ def test_a_recorded_jvm_gives_an_archive_the_next_jvm_loads_kafka_classes_from(
     assert plain.returncode == 0, plain.stderr
     assert "3.9.1" in plain.stdout
 
-    recording = cds.flags(home)
+    recording = cds.flags(home, server=False)
     assert recording[0].startswith("-XX:DumpLoadedClassList=")
     recorded = topic_command(home, *recording)
     assert (recorded.returncode, recorded.stdout) == (0, plain.stdout)

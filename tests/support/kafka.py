@@ -144,7 +144,8 @@ def tool(home: Path, main_class: str, *args: str, timeout: float = 180.0,
     e.g. `tool(home, "org.apache.kafka.tools.TopicCommand", "--bootstrap-server", b, "--list")`.
     With `check`, a non-zero exit raises AssertionError carrying the tool's stderr.
     """
-    cmd = [java_binary(), *TOOL_JVM, *cds.flags(home), *_tools_logging(), "-cp", f"{home}/libs/*", main_class, *args]
+    cmd = [java_binary(), *TOOL_JVM, *cds.flags(home, server=False), *_tools_logging(), "-cp", f"{home}/libs/*",
+           main_class, *args]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
     if check and proc.returncode != 0:
         raise AssertionError(f"{main_class} {' '.join(args)} exited {proc.returncode}:\n"

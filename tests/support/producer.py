@@ -84,7 +84,8 @@ def _kill(proc: subprocess.Popen[Any]) -> None:
 
 
 def _java(home: Path, main_class: str, *args: str) -> list[str]:
-    return [java_binary(), *TOOL_JVM, *cds.flags(home), *_tools_logging(), "-cp", f"{home}/libs/*", main_class, *args]
+    return [java_binary(), *TOOL_JVM, *cds.flags(home, server=False), *_tools_logging(), "-cp", f"{home}/libs/*",
+            main_class, *args]
 
 
 _options: dict[tuple[str, str, str], bool] = {}

@@ -30,9 +30,9 @@ def cache(tmp_path: Path) -> Path:
     return tmp_path / "cache" / "kadmin" / "cds"
 
 
-def record(d: Path, key: str, text: str, age: float) -> Path:
+def record(d: Path, key: str, kind: str, age: float, text: str = "java/lang/Object\n") -> Path:
     d.mkdir(parents=True, exist_ok=True)
-    f = d / f"{key}.{os.urandom(6).hex()}.lst"
+    f = d / f"{key}.{kind}.{os.urandom(6).hex()}.lst"
     f.write_text(text)
     t = time.time() - age
     os.utime(f, (t, t))
@@ -41,7 +41,7 @@ def record(d: Path, key: str, text: str, age: float) -> Path:
 
 def test_without_an_archive_a_jvm_records_its_classes_in_the_cache(home: Path, tmp_path: Path) -> None:
     f = cds.flags(home)
-    assert len(f) == 1 and f[0].startswith("-XX:DumpLoadedClassList=")
+    assert len(f) == 1 and f[0].startswith("-XX:DumpLoadedClassList=") and ".server." in f[0]
     path = Path(f[0].split("=", 1)[1])
     assert path.parent == cache(tmp_path) and path.name.startswith(home.name) and path.suffix == ".lst"
     assert cds.flags(home) != f  # each JVM its own record: two JVMs never write one file
@@ -76,14 +76,31 @@ def test_turned_off_or_an_unwritable_cache_gives_no_flags(home: Path, tmp_path: 
     assert cds.flags(home) == []  # an optimisation only: the JVM starts as before
 
 
-def test_the_archive_is_built_only_from_a_server_record_that_has_gone_quiet(home: Path, tmp_path: Path) -> None:
+def test_the_archive_is_built_only_once_a_server_record_has_gone_quiet(home: Path, tmp_path: Path) -> None:
     d, key = cache(tmp_path), cds._key(home)
-    tool = record(d, key, "java/lang/Object\norg/apache/kafka/tools/TopicCommand\n", age=60)
-    assert not cds._ready([tool])  # a tool's classes only: a broker's start-up would miss from the archive
-    busy = record(d, key, "java/lang/Object\nkafka/server/KafkaServer\n", age=0.1)
-    assert not cds._ready([tool, busy])  # still loading classes
-    quiet = record(d, key, "java/lang/Object\nkafka/server/BrokerServer\n", age=cds.QUIET_S + 1)
-    assert cds._ready([tool, busy, quiet])
+    record(d, key, "tool", age=60)
+    assert not cds._ready(d, key)  # a tool's classes only: a broker's start-up would miss from the archive
+    record(d, key, "server", age=0.1)
+    assert not cds._ready(d, key)  # still loading classes
+    record(d, key, "server", age=cds.QUIET_S + 1)
+    assert cds._ready(d, key)
+
+
+def test_records_are_bounded_per_kind_when_no_archive_comes(home: Path, tmp_path: Path) -> None:
+    d, key = cache(tmp_path), cds._key(home)
+    for _ in range(cds.MAX_RECORDS):
+        record(d, key, "tool", age=0)
+    assert cds.flags(home, server=False) == []  # enough tools recorded: this one starts as before
+    f = cds.flags(home, server=True)
+    assert len(f) == 1 and ".server." in f[0]  # a server still records: the archive needs one
+
+
+def test_a_build_the_jdk_refused_stops_recording_and_building(home: Path, tmp_path: Path) -> None:
+    d, key = cache(tmp_path), cds._key(home)
+    record(d, key, "server", age=60)
+    (d / f"{key}.failed").write_text("")
+    assert cds.flags(home) == [] and cds.flags(home, server=False) == []
+    assert not (d / f"{key}.building").exists()  # and no build started again
 
 
 def test_records_merge_once_each_without_a_line_still_being_written(tmp_path: Path) -> None:
@@ -96,7 +113,7 @@ def test_records_merge_once_each_without_a_line_still_being_written(tmp_path: Pa
 
 def test_a_build_lock_left_by_a_dead_build_is_cleared(home: Path, tmp_path: Path) -> None:
     d, key = cache(tmp_path), cds._key(home)
-    record(d, key, "kafka/server/KafkaServer\n", age=60)
+    record(d, key, "server", age=60)
     lock = d / f"{key}.building"
     lock.write_text("")
     cds._build_when_ready(home, d, key)  # a live build: left alone
