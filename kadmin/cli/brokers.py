@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -17,15 +17,20 @@ from kadmin.cli.options import (
     MinIsrDefault,
     TopicPatterns,
     command,
+    lazy_module,
     seconds,
     topic_filter,
 )
 from kadmin.errors import UsageError
 from kadmin.exit_codes import ExitCode
-from kadmin.payloads import BrokerEvent
 from kadmin.render import views
 from kadmin.results import Result
-from kadmin.services import brokers as svc
+
+if TYPE_CHECKING:
+    from kadmin.payloads import BrokerEvent
+    from kadmin.services import brokers as svc
+else:
+    svc = lazy_module("kadmin.services.brokers")  # built when a command runs, not for --help
 
 app = typer.Typer(name="brokers", help="Broker registrations, broker epochs (KIP-380) and bounces.",
                   no_args_is_help=True)

@@ -21,12 +21,14 @@ until the next release, and change nothing.
 from __future__ import annotations
 
 import functools
+import importlib.util
 import inspect
 import math
 import sys
 import traceback
 from collections.abc import Callable
 from enum import StrEnum
+from types import ModuleType
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
@@ -36,13 +38,29 @@ from kadmin.cli.help import HelpCommand
 from kadmin.config import MAX_TIMEOUT, ConnectionSettings, Sourced, forget_secrets, resolve, scrub
 from kadmin.errors import KadminError, UsageError
 from kadmin.exit_codes import CHECK_COMMANDS, ExitCode, Verdict, verdict
-from kadmin.render import Renderer
-from kadmin.render.views import ViewFn
 from kadmin.results import Result
 
 if TYPE_CHECKING:
     from kadmin.cluster.connect import Backend
     from kadmin.domain.partitions import TopicFilter
+    from kadmin.render import Renderer
+    from kadmin.render.views import ViewFn
+
+
+def lazy_module(name: str) -> ModuleType:
+    """The module `name`, executed at its first attribute access (importlib's LazyLoader): a command group
+    names its service module at the top, and `--help` or another command of the group never builds it."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"no module named {name!r}")
+    loader = importlib.util.LazyLoader(spec.loader)
+    spec.loader = loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    loader.exec_module(module)
+    return module
 
 
 class Output(StrEnum):
@@ -230,8 +248,10 @@ class Invocation:
 
     def __init__(self, command: str, given: dict[str, Sourced | None], context: str | None, output: Output,
                  verbose: bool) -> None:
+        from kadmin.render import Renderer  # the views and payloads load with a command that runs, not with --help
+
         self.command = command
-        self.renderer = Renderer(output.value)
+        self.renderer: Renderer = Renderer(output.value)
         self.verbose = verbose
         self._given = given
         self._context = context

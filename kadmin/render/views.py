@@ -20,10 +20,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from kadmin.payloads import ShutdownDryRun
-from kadmin.payloads_ops import RollPlan, RollReport, SandboxDown, SandboxStatus
 from kadmin.results import Payload
 
+# The payload modules are imported where a view needs their classes at run time, not here: every command
+# imports this module, and building their ~80 dataclasses is a third of a gate's start-up (issue 24 §2).
 if TYPE_CHECKING:
     from kadmin.payloads import (
         BrokerEvent,
@@ -46,6 +46,7 @@ if TYPE_CHECKING:
         Shutdown,
         StaleMapping,
     )
+    from kadmin.payloads_ops import RollPlan, RollReport, SandboxDown, SandboxStatus
 
 
 @dataclass
@@ -169,6 +170,8 @@ def brokers_wait(data: BrokerWait) -> View:
 def sandbox(data: SandboxStatus | Mapping[str, Any]) -> View:
     """`sandbox up/status`: plain output is what to connect to (the ZooKeeper connect string, or a KRaft
     sandbox's bootstrap servers). A mapping is read as the status it is the JSON form of."""
+    from kadmin.payloads_ops import SandboxStatus
+
     if isinstance(data, Mapping):
         data = SandboxStatus.from_json(data)
     if data.engine == "kafka" and data.processes:
@@ -187,6 +190,8 @@ def sandbox(data: SandboxStatus | Mapping[str, Any]) -> View:
 def sandbox_down(data: SandboxDown | Mapping[str, Any]) -> View:
     """One row per process the sandbox started: stopped now, or already gone (and why). A mapping is read as
     the result it is the JSON form of."""
+    from kadmin.payloads_ops import SandboxDown
+
     if isinstance(data, Mapping):
         data = SandboxDown.from_json(data)
     rows = [[p.process, p.pid, "stopped", p.reason] for p in data.stopped]
@@ -270,6 +275,8 @@ def can_stop(data: CanStop) -> View:
 
 def shutdown(data: Shutdown) -> View:
     """Its keys and values; the partitions as topic-partition, a dry run's request as request.* rows."""
+    from kadmin.payloads import ShutdownDryRun
+
     shown = data.to_json()
     v = key_values({k: x for k, x in shown.items() if k not in ("remaining_partitions", "can_stop", "request")})
     v.rows.append(["remaining_partitions", [f"{r.topic}-{r.partition}" for r in data.remaining_partitions]])

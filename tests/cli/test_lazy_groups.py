@@ -95,6 +95,19 @@ def test_a_commands_help_imports_its_group_only() -> None:
     assert not {"rich.markdown", "rich.traceback", "rich.syntax", "markdown_it", "pygments"} & mods
 
 
+def test_a_groups_help_builds_no_service_and_no_payload() -> None:
+    """Issue 24 §2: `brokers --help` loads neither the service nor the ~80 payload dataclasses (a third of a
+    gate's start-up); a command that runs still gets its service."""
+    for args in (["brokers", "--help"], ["brokers", "max-epoch", "--help"]):
+        out, mods = imported(*args)
+        assert "Usage: kadmin brokers" in out
+        # (kadmin.services.brokers is in sys.modules as a lazy module: what it imports shows it never ran)
+        assert not {"kadmin.payloads", "kadmin.payloads_ops", "kadmin.cluster.base", "kadmin.domain.models"} & mods
+    out, mods = imported("brokers", "max-epoch", "-z", "127.0.0.1:1", "--timeout", "1")
+    assert {"kadmin.payloads", "kadmin.cluster.base"} <= mods  # the command ran its service
+    assert "kadmin.payloads_ops" not in mods  # history's, sandbox's and roll's payloads: not a gate's
+
+
 def test_the_rich_help_stand_ins_are_the_real_classes_when_used() -> None:
     code = """\
 import sys
