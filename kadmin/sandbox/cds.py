@@ -26,7 +26,6 @@ import contextlib
 import hashlib
 import os
 import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -48,7 +47,13 @@ def cache_dir() -> Path:
 
 
 def classpath(home: str | Path) -> str:
+    """The classpath every Kafka JVM here runs with: the archive is valid only for this exact one."""
     return f"{home}/libs/*"
+
+
+def _dump_argv(home: str | Path, classlist: Path, out: Path) -> list[str]:
+    return [java_binary(), "-Xshare:dump", f"-XX:SharedClassListFile={classlist}", f"-XX:SharedArchiveFile={out}",
+            "-cp", classpath(home)]
 
 
 def _key(home: str | Path) -> str:
@@ -144,11 +149,11 @@ def _build_when_ready(home: str | Path, d: Path, key: str) -> None:
     archive = d / f"{key}.jsa"
     # A detached builder: java dumps to a temporary file, renamed into place only when java succeeded; when it
     # did not, a `.failed` marker stops every later attempt (and recording) for this installation and JDK.
-    script = ('if "$1" -Xshare:dump -XX:SharedClassListFile="$2" -XX:SharedArchiveFile="$3" -cp "$4"; '
-              'then mv -f "$3" "$5"; else : > "$7"; fi; rm -f "$3" "$2" "$6"')
+    script = ('tmp=$1 archive=$2 failed=$3 merged=$4 lock=$5; shift 5; '
+              'if "$@"; then mv -f "$tmp" "$archive"; else : > "$failed"; fi; rm -f "$tmp" "$merged" "$lock"')
     with open(d / f"{key}.build.log", "wb") as log:
-        subprocess.Popen(["sh", "-c", script, "cds-build", java_binary(), str(merged), str(tmp), classpath(home),
-                          str(archive), str(lock), str(d / f"{key}.failed")],
+        subprocess.Popen(["sh", "-c", script, "cds-build", str(tmp), str(archive), str(d / f"{key}.failed"),
+                          str(merged), str(lock), *_dump_argv(home, merged, tmp)],
                          stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                          close_fds=True)
 
@@ -164,15 +169,12 @@ def build_now(home: str | Path, timeout: float = 300.0) -> Path | None:
     records = _records(d, key)
     if not records:
         return None
-    d.mkdir(parents=True, exist_ok=True)
     merged = d / f"{key}.{uuid.uuid4().hex[:12]}.classlist"
     tmp = d / f"{key}.{uuid.uuid4().hex[:12]}.jsa.tmp"
     merged.write_text(merge(records))
     try:
-        subprocess.run([java_binary(), "-Xshare:dump", f"-XX:SharedClassListFile={merged}",
-                        f"-XX:SharedArchiveFile={tmp}", "-cp", classpath(home)],
-                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                       timeout=timeout, check=True)
+        subprocess.run(_dump_argv(home, merged, tmp), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, timeout=timeout, check=True)
         os.replace(tmp, archive)
     except (OSError, subprocess.SubprocessError):
         return None
@@ -182,17 +184,3 @@ def build_now(home: str | Path, timeout: float = 300.0) -> Path | None:
                 f.unlink()
     return archive
 
-
-def remove(home: str | Path) -> None:
-    """Forget the installation's archive and records (tests; a user may simply delete the directory)."""
-    d = cache_dir()
-    key = _key(home)
-    for f in [d / f"{key}.jsa", d / f"{key}.failed", *_records(d, key)]:
-        with contextlib.suppress(OSError):
-            f.unlink()
-
-
-if __name__ == "__main__":  # python -m kadmin.sandbox.cds HOME: build now, print the archive's path
-    built = build_now(sys.argv[1])
-    print(built or "no records to build from", file=sys.stdout if built else sys.stderr)
-    sys.exit(0 if built else 1)
