@@ -137,6 +137,12 @@ def _tools_logging() -> list[str]:
             f"-Dlog4j2.configurationFile={_tools_dir / 'tools-log4j2.properties'}"]
 
 
+def tool_argv(home: Path, main_class: str, *args: str) -> list[str]:
+    """A Kafka tool's command line: `java -cp 'HOME/libs/*' MAIN ARGS` (what bin/kafka-run-class.sh runs)."""
+    return [java_binary(), *TOOL_JVM, *cds.flags(home, server=False), *_tools_logging(), "-cp", cds.classpath(home),
+            main_class, *args]
+
+
 def tool(home: Path, main_class: str, *args: str, timeout: float = 180.0,
          check: bool = True) -> subprocess.CompletedProcess[str]:
     """Run a Kafka tool: `java -cp 'HOME/libs/*' MAIN ARGS` (what bin/kafka-run-class.sh does).
@@ -144,9 +150,8 @@ def tool(home: Path, main_class: str, *args: str, timeout: float = 180.0,
     e.g. `tool(home, "org.apache.kafka.tools.TopicCommand", "--bootstrap-server", b, "--list")`.
     With `check`, a non-zero exit raises AssertionError carrying the tool's stderr.
     """
-    cmd = [java_binary(), *TOOL_JVM, *cds.flags(home, server=False), *_tools_logging(), "-cp", f"{home}/libs/*",
-           main_class, *args]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    proc = subprocess.run(tool_argv(home, main_class, *args), capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL)
     if check and proc.returncode != 0:
         raise AssertionError(f"{main_class} {' '.join(args)} exited {proc.returncode}:\n"
                              f"{proc.stderr.strip()[-2000:]}\n{proc.stdout.strip()[-1000:]}")

@@ -43,9 +43,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Generic, TypeVar
 
-from kadmin.sandbox import cds
-from kadmin.sandbox.zkserver import java_binary
-from tests.support.kafka import TOOL_JVM, _tools_logging, tool
+from tests.support.kafka import tool, tool_argv
 
 VERIFIABLE_PRODUCER = "org.apache.kafka.tools.VerifiableProducer"
 CONSOLE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleConsumer"
@@ -81,11 +79,6 @@ def _kill(proc: subprocess.Popen[Any]) -> None:
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=30)
     _live.discard(proc)
-
-
-def _java(home: Path, main_class: str, *args: str) -> list[str]:
-    return [java_binary(), *TOOL_JVM, *cds.flags(home, server=False), *_tools_logging(), "-cp", f"{home}/libs/*",
-            main_class, *args]
 
 
 _options: dict[tuple[str, str, str], bool] = {}
@@ -215,7 +208,7 @@ class Producer:
         # defaults (its retries=0 among them).
         config_flag = ("--command-config" if has_option(self.home, VERIFIABLE_PRODUCER, "--command-config")
                        else "--producer.config")
-        return _java(self.home, VERIFIABLE_PRODUCER, "--bootstrap-server", self.bootstrap, "--topic", self.topic,
+        return tool_argv(self.home, VERIFIABLE_PRODUCER, "--bootstrap-server", self.bootstrap, "--topic", self.topic,
                      "--throughput", str(self.throughput), "--acks", "-1", "--max-messages", "-1",
                      "--value-prefix", str(self.value_prefix), config_flag, str(config),
                      *(["--repeating-keys", str(self.repeating_keys)] if self.repeating_keys else []))
@@ -482,7 +475,7 @@ def _consume(home: Path, args: list[str], want: dict[int, tuple[int, int]], work
              timeout: float) -> dict[Key, str]:
     stderr_file = work / "consumer.stderr"
     with open(stderr_file, "w") as err:
-        proc = subprocess.Popen(_java(home, CONSOLE_CONSUMER, *args), stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen(tool_argv(home, CONSOLE_CONSUMER, *args), stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=err, text=True, bufsize=1, start_new_session=True)
     _live.add(proc)
     lines: queue.Queue[str | None] = queue.Queue()
