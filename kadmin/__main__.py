@@ -1,4 +1,4 @@
-from kadmin.cli.app import main
+from kadmin.cli.main import main
 
 if __name__ == "__main__":
     main()

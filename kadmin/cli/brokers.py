@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from kadmin import interrupts
+from kadmin.cli import gates
 from kadmin.cli.options import (
     INT64_MAX,
     BrokerIdArg,
@@ -19,7 +20,6 @@ from kadmin.cli.options import (
     command,
     lazy_module,
     seconds,
-    topic_filter,
 )
 from kadmin.errors import UsageError
 from kadmin.exit_codes import ExitCode
@@ -81,7 +81,7 @@ def max_epoch(inv: Invocation) -> int:
     Exit 1 when no broker is registered. KRaft (--bootstrap-server): exit 3, as DescribeCluster carries
     no broker epoch (`brokers list --metadata-dir DIR` on a controller host shows each one).
     """
-    return inv.emit(svc.max_epoch(inv.backend().epochs), views.max_epoch)
+    return gates.max_epoch(inv)
 
 
 @command(app, "diff")
@@ -139,7 +139,7 @@ def watch(
     r = inv.renderer
     events: list[BrokerEvent] = []
     code = ExitCode.OK
-    stream = svc.watch(inv.backend(deadline).registrations, count=count, timeout=_left(deadline), initial=initial,
+    stream = svc.watch(inv.backend(deadline).registrations, count=count, timeout=gates.left(deadline), initial=initial,
                        on_note=r.note, asked=timeout)
     try:
         for ev in stream:
@@ -154,11 +154,6 @@ def watch(
     if r.fmt == "json":
         return inv.emit(Result(data=events, exit_code=code), views.broker_events)
     return int(code)
-
-
-def _left(deadline: float | None) -> float | None:
-    """What is left of a command's --timeout after connecting (never zero: one look is always taken)."""
-    return None if deadline is None else max(deadline - time.monotonic(), 0.001)
 
 
 @command(app, "wait")
@@ -197,30 +192,8 @@ def wait(
     on a controller host shows it). Below DescribeCluster v2 (Kafka 3.x) fenced brokers are not
     listed: --fenced and --gone exit 3, --registered means registered and unfenced.
     """
-    chosen = [n for n, on in (("--registered", registered), ("--gone", gone), ("--epoch-gt", epoch_gt is not None),
-                              ("--in-sync", in_sync), ("--fenced", fenced), ("--unfenced", unfenced)) if on]
-    if len(chosen) != 1:
-        raise UsageError("give exactly one of --registered, --gone, --fenced, --unfenced, --epoch-gt EPOCH, "
-                         "--in-sync")
-    deadline = time.monotonic() + timeout  # the whole wait, connecting included
-    backend = inv.backend(deadline)
-    if in_sync:
-        from kadmin.render.progress import ScanProgress
-        from kadmin.services.partitions import wait_in_sync
-
-        with ScanProgress() as progress:
-            result = wait_in_sync(backend.partitions, broker_id, _left(deadline) or timeout,
-                                  on_status=inv.renderer.note, progress=progress, asked=timeout)
-        return inv.emit(result, views.brokers_wait_in_sync)
-    if epoch_gt is not None:
-        backend.require("epochs")  # KRaft: exit 3 before anything is asked
-    if fenced or unfenced:
-        backend.require("fencing")  # ZooKeeper mode: the same
-    kind = ("registered" if registered else "gone" if gone else "fenced" if fenced else "unfenced" if unfenced
-            else "epoch_gt")
-    cond = svc.WaitCondition(kind, broker_id, epoch_gt)  # type: ignore[arg-type]
-    return inv.emit(svc.wait(backend.registrations, cond, _left(deadline) or timeout, on_note=inv.renderer.note,
-                             asked=timeout), views.brokers_wait)
+    return gates.wait(inv, broker_id, registered=registered, gone=gone, fenced=fenced, unfenced=unfenced,
+                      epoch_gt=epoch_gt, in_sync=in_sync, timeout=timeout)
 
 
 @command(app, "can-stop")
@@ -242,13 +215,7 @@ def can_stop(
     be read make the answer "cannot stop" (exit 1), naming what could not be seen and the ACL or address
     that would let kadmin see it. --topic limits the verdict to the topics named.
     """
-    from kadmin.render.progress import ScanProgress
-    from kadmin.services.partitions import can_stop as check
-
-    with ScanProgress() as progress:
-        result = check(inv.backend().partitions, broker_id, progress=progress, min_isr_default=min_isr_default,
-                       wanted=topic_filter(topics))
-    return inv.emit(result, views.can_stop)
+    return gates.can_stop(inv, broker_id, topics, min_isr_default)
 
 
 @command(app, "shutdown")

@@ -21,79 +21,37 @@ until the next release, and change nothing.
 from __future__ import annotations
 
 import functools
-import importlib.util
 import inspect
-import math
-import sys
-import traceback
 from collections.abc import Callable
-from enum import StrEnum
-from types import ModuleType
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 import typer
 
-from kadmin import interrupts
 from kadmin.cli.help import HelpCommand
-from kadmin.config import MAX_TIMEOUT, ConnectionSettings, Sourced, forget_secrets, resolve, scrub
-from kadmin.errors import KadminError, UsageError
-from kadmin.exit_codes import CHECK_COMMANDS, ExitCode, Verdict, verdict
-from kadmin.results import Result
-
-if TYPE_CHECKING:
-    from kadmin.cluster.connect import Backend
-    from kadmin.domain.partitions import TopicFilter
-    from kadmin.render import Renderer
-    from kadmin.render.views import ViewFn
-
-
-def lazy_module(name: str) -> ModuleType:
-    """The module `name`, executed at its first attribute access (importlib's LazyLoader): a command group
-    names its service module at the top, and `--help` or another command of the group never builds it."""
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.find_spec(name)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"no module named {name!r}")
-    loader = importlib.util.LazyLoader(spec.loader)
-    spec.loader = loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    loader.exec_module(module)
-    return module
-
-
-class Output(StrEnum):
-    auto = "auto"
-    table = "table"
-    plain = "plain"
-    json = "json"
-    ndjson = "ndjson"
+from kadmin.cli.invocation import (  # noqa: F401 - the command modules import these from here
+    CONNECTION_KEYS,
+    FLAGS,
+    INT32_MAX,
+    INT64_MAX,
+    MAX_SECONDS,
+    Invocation,
+    Output,
+    lazy_module,
+    run_command,
+    run_guarded,
+    seconds_value,
+    topic_filter,
+)
+from kadmin.errors import KadminError
 
 
 # ---------------------------------------------------------------- parse-time validation (exit 2)
-MAX_SECONDS = MAX_TIMEOUT  # a year: more is a typo, and would overflow the clocks' and queues' limits
-INT32_MAX = 2**31 - 1
-INT64_MAX = 2**63 - 1
-
-
 def seconds(value: Any, *, allow_zero: bool = False) -> float:
-    """A duration in seconds: finite, positive (or zero when allowed), at most a year.
-
-    NaN compares false with everything, so a NaN deadline never passes and a wait would hang; inf
-    and 1e308 overflow the clocks; 0 and negative values would only fail later, on the network.
-    """
+    """A duration in seconds (kadmin.cli.invocation.seconds_value), else a usage error saying why (exit 2)."""
     try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise typer.BadParameter(f"{value!r} is not a number of seconds") from None
-    if not math.isfinite(v):
-        raise typer.BadParameter(f"{value!r} is not a finite number of seconds")
-    if v < 0 or (v == 0 and not allow_zero):
-        raise typer.BadParameter(f"{value!r}: must be {'zero or more' if allow_zero else 'more than zero'} seconds")
-    if v > MAX_SECONDS:
-        raise typer.BadParameter(f"{value!r}: must be at most {MAX_SECONDS:g} seconds (a year)")
-    return v
+        return seconds_value(value, allow_zero=allow_zero)
+    except ValueError as e:
+        raise typer.BadParameter(str(e)) from None
 
 
 def seconds_or_zero(value: Any) -> float:
@@ -150,15 +108,6 @@ TopicPatterns = Annotated[list[str] | None, typer.Option(
     help="Only these topics (repeatable; shell patterns * ? [..]). A name is asked for by name, so a topic the "
          "principal may not Describe is an error; a pattern is matched against every topic seen or listed in "
          "the brokers' log dirs.")]
-
-
-def topic_filter(patterns: list[str] | None) -> TopicFilter | None:
-    """The domain's TopicFilter for --topic (None: every topic). Imported here lazily: start-up stays light."""
-    if not patterns:
-        return None
-    from kadmin.domain.partitions import TopicFilter
-
-    return TopicFilter(tuple(patterns))
 
 
 CONN = "Connection"
@@ -220,94 +169,25 @@ OutputOpt = Annotated[Output, typer.Option("--output", "-o", case_sensitive=Fals
 VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Say which cluster and settings are used; "
                                           "show tracebacks of internal errors.")]
 
-# parameter name -> (settings key, annotation, default)
-CONNECTION_PARAMS: dict[str, tuple[str, Any, Any]] = {
-    "zookeeper": ("zookeeper", ZkOpt, None),
-    "zk_auth": ("zk-auth", ZkAuthOpt, None),
-    "zk_tls": ("zk-tls", ZkTlsOpt, False),
-    "zk_tls_ca": ("zk-tls-ca", ZkTlsCaOpt, None),
-    "zk_tls_cert": ("zk-tls-cert", ZkTlsCertOpt, None),
-    "zk_tls_key": ("zk-tls-key", ZkTlsKeyOpt, None),
-    "zk_tls_no_hostname_check": ("zk-tls-no-hostname-check", ZkTlsNoHostnameCheckOpt, False),
-    "bootstrap_server": ("bootstrap-server", BootstrapOpt, None),
-    "bootstrap_controller": ("bootstrap-controller", BootstrapCtlOpt, None),
-    "command_config": ("command-config", CommandConfigOpt, None),
-    "connect_timeout": ("connect-timeout", ConnectTimeoutOpt, None),
-    "timeout": ("connect-timeout", OldTimeoutOpt, None),  # deprecated; left out where the command has its own
-    "context": ("context", ContextOpt, None),
+_CONNECTION_OPTS: dict[str, tuple[Any, Any]] = {
+    "zookeeper": (ZkOpt, None),
+    "zk_auth": (ZkAuthOpt, None),
+    "zk_tls": (ZkTlsOpt, False),
+    "zk_tls_ca": (ZkTlsCaOpt, None),
+    "zk_tls_cert": (ZkTlsCertOpt, None),
+    "zk_tls_key": (ZkTlsKeyOpt, None),
+    "zk_tls_no_hostname_check": (ZkTlsNoHostnameCheckOpt, False),
+    "bootstrap_server": (BootstrapOpt, None),
+    "bootstrap_controller": (BootstrapCtlOpt, None),
+    "command_config": (CommandConfigOpt, None),
+    "connect_timeout": (ConnectTimeoutOpt, None),
+    "timeout": (OldTimeoutOpt, None),  # deprecated; left out where the command has its own
+    "context": (ContextOpt, None),
 }
-FLAGS = {"zk_tls", "zk_tls_no_hostname_check"}  # on/off options: off leaves the context's value in force
+# parameter name -> (settings key, annotation, default), in the order kadmin.cli.invocation takes them
+CONNECTION_PARAMS: dict[str, tuple[str, Any, Any]] = {p: (CONNECTION_KEYS[p], *_CONNECTION_OPTS[p])
+                                                      for p in CONNECTION_KEYS}
 COMMON_PARAMS: dict[str, tuple[Any, Any]] = {"output": (OutputOpt, Output.auto), "verbose": (VerboseOpt, False)}
-
-
-D = TypeVar("D")  # a result's data, and what its view reads
-
-
-class Invocation:
-    """What a command body gets: settings, a renderer, and a lazily opened cluster."""
-
-    def __init__(self, command: str, given: dict[str, Sourced | None], context: str | None, output: Output,
-                 verbose: bool) -> None:
-        from kadmin.render import Renderer  # the views and payloads load with a command that runs, not with --help
-
-        self.command = command
-        self.renderer: Renderer = Renderer(output.value)
-        self.verbose = verbose
-        self._given = given
-        self._context = context
-        self._settings: ConnectionSettings | None = None
-        self._backend: Backend | None = None
-
-    @property
-    def settings(self) -> ConnectionSettings:
-        if self._settings is None:
-            self._settings = resolve(self._given, self._context)
-            auth = self._settings.values.get("zk-auth")
-            if auth is not None and auth.source == "flag" and not str(auth.value).startswith("@"):
-                self.renderer.warn("--zk-auth given on the command line is visible to every local user (ps, "
-                                   "/proc) while kadmin runs: put it in a file and give --zk-auth @FILE, or set "
-                                   "KADMIN_ZK_AUTH")
-            for line in self._settings.warnings:
-                self.renderer.warn(line)
-            if self.verbose:
-                for line in self._settings.describe() + list(self._settings.notes):
-                    self.renderer.note(line)
-        return self._settings
-
-    def backend(self, deadline: float | None = None) -> Backend:
-        """The cluster's capabilities, in the mode the settings name (kadmin/cluster/connect.py decides it),
-        each opened on first use and closed with the invocation. `deadline` (time.monotonic()) bounds
-        connecting: a wait's --timeout covers reaching the cluster too. Lost and regained connections are
-        said on stderr."""
-        if self._backend is None:
-            from kadmin.cluster.connect import open_backend
-
-            self._backend = open_backend(self.settings, self.command, log=self.renderer.note if self.verbose else None,
-                                         deadline=deadline, on_connection=self.renderer.note)
-        return self._backend
-
-    def deprecated(self, option: str, instead: str) -> None:
-        """One line on stderr: `option` still works for one more release; `instead` says what to do now."""
-        self.renderer.warn(f"{option} is deprecated in `kadmin {self.command}` and goes in the next release: "
-                           f"{instead}")
-
-    def emit(self, result: Result[D], view: ViewFn[D], *, detail: str | None = None) -> int:
-        """Print `result` as `view` shows it; its exit code. The JSON envelope's `command` is this command's
-        full name, followed by `detail` when an argument names what was asked (`history report bounces`)."""
-        result.command = self.command if detail is None else f"{self.command} {detail}"
-        return int(self.renderer.emit(result, view))
-
-    def close(self) -> None:
-        if self._backend is not None:
-            self._backend.close()  # each capability's close; never masks the result
-            self._backend = None
-
-
-def _old_timeout(inv: Invocation, both: bool) -> None:
-    """`--timeout` on a command without a deadline of its own: the connection timeout's old name."""
-    if both:
-        raise UsageError("give --connect-timeout only: --timeout is its deprecated old name here")
-    inv.deprecated("--timeout", "use --connect-timeout (it is the time allowed to reach the cluster)")
 
 
 def _source(ctx: typer.Context, name: str) -> str:
@@ -351,27 +231,8 @@ def command(
             ctx = _kadmin_ctx
             output = kwargs.pop("output")
             verbose = kwargs.pop("verbose")
-            given: dict[str, Sourced | None] = {}
-            old_timeout: list[bool] = []  # --timeout given as the connection timeout; [True] with --connect-timeout
-            for pname in conn_names:
-                value = kwargs.pop(pname)
-                key = CONNECTION_PARAMS[pname][0]
-                if pname == "context" or value is None or (pname in FLAGS and not value):
-                    continue
-                if pname == "timeout":  # after connect_timeout: a flag, it beats KADMIN_CONNECT_TIMEOUT
-                    old_timeout.append(getattr(given.get(key), "source", None) == "flag")
-                given[key] = Sourced(value, _source(ctx, pname))
-            context = None
-            if cluster:
-                context = ctx.params.get("context")
-            inv = Invocation(full, given, context, output, verbose)
-
-            def body() -> int:
-                if old_timeout:
-                    _old_timeout(inv, both=old_timeout[0])
-                return fn(inv, **kwargs)
-
-            code = run_guarded(inv, body, check=full in CHECK_COMMANDS)
+            connection = {pname: kwargs.pop(pname) for pname in conn_names}
+            code = run_command(full, fn, kwargs, connection, lambda pname: _source(ctx, pname), output.value, verbose)
             raise typer.Exit(code)
 
         # Typer reads a command's parameters from its signature: the wrapper's signature is rewritten to be
@@ -385,57 +246,3 @@ def command(
         return app.command(name, cls=HelpCommand, **typer_kw)(wrapper)  # help that reads as click's
 
     return decorate
-
-
-def _interrupted(inv: Invocation) -> int:
-    print("", file=sys.stderr)
-    inv.renderer.note("interrupted")
-    return int(ExitCode.INTERRUPTED)
-
-
-def run_guarded(inv: Invocation, body: Callable[[], int], *, check: bool = False) -> int:
-    """Run a command body; turn every failure into a one-line message and a documented exit code.
-
-    The one place exceptions become exit codes: a KadminError its own, an unexpected exception 70
-    (INTERNAL, one line naming it; the traceback only with -v), Ctrl-C 130. For a check verb (`check`)
-    every exit that is not a verdict (0-2) or 130 is 3, UNKNOWN, and the JSON status says so.
-
-    Error text is scrubbed of the secrets the settings held (kadmin.config.scrub) before it is printed.
-
-    A Ctrl-C that came after the command's change was committed was deferred (kadmin/interrupts.py):
-    the committed result is reported, with its own exit code, and a note says so.
-    """
-    code: int
-    try:
-        with interrupts.deferring():
-            code = body()
-            if interrupts.pending():
-                inv.renderer.note("interrupted after the change was committed: the result above is what happened")
-    except KeyboardInterrupt:
-        code = _interrupted(inv)
-    except BrokenPipeError:  # the reader went away: nothing more to say (a check's verdict was not delivered)
-        from kadmin.render import reader_gone
-
-        reader_gone(inv.renderer.out)
-        code = int(Verdict.UNKNOWN) if check else 0
-    except Exception as e:  # noqa: BLE001 - never a traceback unless asked for
-        if interrupts.interrupted():  # a library swallowed the Ctrl-C and failed instead: still an interrupt
-            code = _interrupted(inv)
-        elif isinstance(e, KadminError):
-            message = scrub(e.message)  # the last resort: no message is built to quote a secret (kadmin.config)
-            if message.startswith("this command "):  # a layer below the CLI that does not know the command's name
-                message = f"{inv.command} {message.removeprefix('this command ')}"
-            code = int(Verdict.UNKNOWN) if check else int(e.exit_code)
-            code = inv.renderer.emit_error(inv.command, e.code, message, code, check=check)
-        else:
-            if inv.verbose:
-                print(scrub(traceback.format_exc()), end="", file=sys.stderr, flush=True)
-            code = int(Verdict.UNKNOWN) if check else int(ExitCode.INTERNAL)
-            message = scrub(" ".join(f"{type(e).__name__}: {e}".split()).removesuffix(":"))  # one line
-            code = inv.renderer.emit_error(inv.command, "internal", message, code, check=check,
-                                           label="internal error",
-                                           hint="" if inv.verbose else " (run with -v for the traceback)")
-    finally:
-        inv.close()
-        forget_secrets()
-    return verdict(code) if check else code

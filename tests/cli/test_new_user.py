@@ -26,7 +26,7 @@ def test_the_distribution_name_is_not_the_pypi_kerberos_module():
 
     project = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())["project"]
     assert project["name"] == DISTRIBUTION
-    assert project["scripts"] == {"kadmin": "kadmin.cli.app:main"}  # the command stays `kadmin`
+    assert project["scripts"] == {"kadmin": "kadmin.cli.main:main"}  # the command stays `kadmin`
 
 
 def test_history_without_pyspark_names_the_distribution_to_install(run_nozk, tmp_path, monkeypatch):

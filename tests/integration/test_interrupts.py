@@ -60,7 +60,7 @@ class CtrlCWhileImporting:
 
 sys.meta_path.insert(0, CtrlCWhileImporting())
 sys.argv = ["kadmin", "--version"]
-from kadmin.cli.app import main  # what the `kadmin` console script runs
+from kadmin.cli.main import main  # what the `kadmin` console script runs
 sys.exit(main())
 """
 

@@ -1,0 +1,259 @@
+"""What runs a command once its words are parsed, with no CLI framework: the Invocation a command body gets,
+`run_command` (the shared options become connection settings, the body runs guarded) and `run_guarded`, the one
+place exceptions become exit codes.
+
+Two parsers reach it: Typer (kadmin/cli/options.py, every command) and the gate fast path
+(kadmin/cli/fastpath.py: `brokers max-epoch`, `can-stop`, `wait`, which scripts call in loops, parsed without
+importing Typer). Neither this module nor the fast path imports typer or click (an import contract says so).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+import traceback
+from collections.abc import Callable, Mapping
+from enum import StrEnum
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from kadmin import interrupts
+from kadmin.config import MAX_TIMEOUT, ConnectionSettings, Sourced, forget_secrets, resolve, scrub
+from kadmin.errors import KadminError, UsageError
+from kadmin.exit_codes import CHECK_COMMANDS, ExitCode, Verdict, verdict
+from kadmin.results import Result
+
+if TYPE_CHECKING:
+    from kadmin.cluster.connect import Backend
+    from kadmin.domain.partitions import TopicFilter
+    from kadmin.render import Renderer
+    from kadmin.render.views import ViewFn
+
+
+def lazy_module(name: str) -> ModuleType:
+    """The module `name`, executed at its first attribute access (importlib's LazyLoader): a command group
+    names its service module at the top, and `--help` or another command of the group never builds it."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"no module named {name!r}")
+    loader = importlib.util.LazyLoader(spec.loader)
+    spec.loader = loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    loader.exec_module(module)
+    return module
+
+
+class Output(StrEnum):
+    auto = "auto"
+    table = "table"
+    plain = "plain"
+    json = "json"
+    ndjson = "ndjson"
+
+
+MAX_SECONDS = MAX_TIMEOUT  # a year: more is a typo, and would overflow the clocks' and queues' limits
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
+
+
+def seconds_value(value: Any, *, allow_zero: bool = False) -> float:
+    """A duration in seconds: finite, positive (or zero when allowed), at most a year; else ValueError saying why.
+
+    NaN compares false with everything, so a NaN deadline never passes and a wait would hang; inf
+    and 1e308 overflow the clocks; 0 and negative values would only fail later, on the network.
+    """
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{value!r} is not a number of seconds") from None
+    if not math.isfinite(v):
+        raise ValueError(f"{value!r} is not a finite number of seconds")
+    if v < 0 or (v == 0 and not allow_zero):
+        raise ValueError(f"{value!r}: must be {'zero or more' if allow_zero else 'more than zero'} seconds")
+    if v > MAX_SECONDS:
+        raise ValueError(f"{value!r}: must be at most {MAX_SECONDS:g} seconds (a year)")
+    return v
+
+
+def topic_filter(patterns: list[str] | None) -> TopicFilter | None:
+    """The domain's TopicFilter for --topic (None: every topic). Imported here lazily: start-up stays light."""
+    if not patterns:
+        return None
+    from kadmin.domain.partitions import TopicFilter
+
+    return TopicFilter(tuple(patterns))
+
+
+# The connection options' parameter names -> their settings keys (kadmin/config.py), in the order they are
+# taken: `timeout` (the connection timeout's deprecated old name) after `connect_timeout`, so that a flag
+# beats KADMIN_CONNECT_TIMEOUT.
+CONNECTION_KEYS: dict[str, str] = {
+    "zookeeper": "zookeeper",
+    "zk_auth": "zk-auth",
+    "zk_tls": "zk-tls",
+    "zk_tls_ca": "zk-tls-ca",
+    "zk_tls_cert": "zk-tls-cert",
+    "zk_tls_key": "zk-tls-key",
+    "zk_tls_no_hostname_check": "zk-tls-no-hostname-check",
+    "bootstrap_server": "bootstrap-server",
+    "bootstrap_controller": "bootstrap-controller",
+    "command_config": "command-config",
+    "connect_timeout": "connect-timeout",
+    "timeout": "connect-timeout",
+    "context": "context",
+}
+FLAGS = frozenset({"zk_tls", "zk_tls_no_hostname_check"})  # on/off options: off leaves the context's value in force
+
+
+D = TypeVar("D")  # a result's data, and what its view reads
+
+
+class Invocation:
+    """What a command body gets: settings, a renderer, and a lazily opened cluster."""
+
+    def __init__(self, command: str, given: dict[str, Sourced | None], context: str | None, output: Output,
+                 verbose: bool) -> None:
+        from kadmin.render import Renderer  # the views and payloads load with a command that runs, not with --help
+
+        self.command = command
+        self.renderer: Renderer = Renderer(output.value)
+        self.verbose = verbose
+        self._given = given
+        self._context = context
+        self._settings: ConnectionSettings | None = None
+        self._backend: Backend | None = None
+
+    @property
+    def settings(self) -> ConnectionSettings:
+        if self._settings is None:
+            self._settings = resolve(self._given, self._context)
+            auth = self._settings.values.get("zk-auth")
+            if auth is not None and auth.source == "flag" and not str(auth.value).startswith("@"):
+                self.renderer.warn("--zk-auth given on the command line is visible to every local user (ps, "
+                                   "/proc) while kadmin runs: put it in a file and give --zk-auth @FILE, or set "
+                                   "KADMIN_ZK_AUTH")
+            for line in self._settings.warnings:
+                self.renderer.warn(line)
+            if self.verbose:
+                for line in self._settings.describe() + list(self._settings.notes):
+                    self.renderer.note(line)
+        return self._settings
+
+    def backend(self, deadline: float | None = None) -> Backend:
+        """The cluster's capabilities, in the mode the settings name (kadmin/cluster/connect.py decides it),
+        each opened on first use and closed with the invocation. `deadline` (time.monotonic()) bounds
+        connecting: a wait's --timeout covers reaching the cluster too. Lost and regained connections are
+        said on stderr."""
+        if self._backend is None:
+            from kadmin.cluster.connect import open_backend
+
+            self._backend = open_backend(self.settings, self.command, log=self.renderer.note if self.verbose else None,
+                                         deadline=deadline, on_connection=self.renderer.note)
+        return self._backend
+
+    def deprecated(self, option: str, instead: str) -> None:
+        """One line on stderr: `option` still works for one more release; `instead` says what to do now."""
+        self.renderer.warn(f"{option} is deprecated in `kadmin {self.command}` and goes in the next release: "
+                           f"{instead}")
+
+    def emit(self, result: Result[D], view: ViewFn[D], *, detail: str | None = None) -> int:
+        """Print `result` as `view` shows it; its exit code. The JSON envelope's `command` is this command's
+        full name, followed by `detail` when an argument names what was asked (`history report bounces`)."""
+        result.command = self.command if detail is None else f"{self.command} {detail}"
+        return int(self.renderer.emit(result, view))
+
+    def close(self) -> None:
+        if self._backend is not None:
+            self._backend.close()  # each capability's close; never masks the result
+            self._backend = None
+
+
+def _old_timeout(inv: Invocation, both: bool) -> None:
+    """`--timeout` on a command without a deadline of its own: the connection timeout's old name."""
+    if both:
+        raise UsageError("give --connect-timeout only: --timeout is its deprecated old name here")
+    inv.deprecated("--timeout", "use --connect-timeout (it is the time allowed to reach the cluster)")
+
+
+def run_command(full: str, fn: Callable[..., int], kwargs: dict[str, Any], connection: Mapping[str, Any],
+                source: Callable[[str], str], output: str, verbose: bool) -> int:
+    """Run command `full` (`brokers max-epoch`): `fn(inv, **kwargs)` guarded (run_guarded), its exit code.
+
+    `connection` holds the connection options given to it by parameter name (CONNECTION_KEYS; None or a flag
+    that is off: not given), `source(name)` says where one came from ("flag", "env KADMIN_ZOOKEEPER")."""
+    given: dict[str, Sourced | None] = {}
+    old_timeout: list[bool] = []  # --timeout given as the connection timeout; [True] with --connect-timeout
+    for pname in CONNECTION_KEYS:
+        value = connection.get(pname)
+        if pname == "context" or value is None or (pname in FLAGS and not value):
+            continue
+        key = CONNECTION_KEYS[pname]
+        if pname == "timeout":  # after connect_timeout: a flag, it beats KADMIN_CONNECT_TIMEOUT
+            old_timeout.append(getattr(given.get(key), "source", None) == "flag")
+        given[key] = Sourced(value, source(pname))
+    inv = Invocation(full, given, connection.get("context"), Output(output), verbose)
+
+    def body() -> int:
+        if old_timeout:
+            _old_timeout(inv, both=old_timeout[0])
+        return fn(inv, **kwargs)
+
+    return run_guarded(inv, body, check=full in CHECK_COMMANDS)
+
+
+def _interrupted(inv: Invocation) -> int:
+    print("", file=sys.stderr)
+    inv.renderer.note("interrupted")
+    return int(ExitCode.INTERRUPTED)
+
+
+def run_guarded(inv: Invocation, body: Callable[[], int], *, check: bool = False) -> int:
+    """Run a command body; turn every failure into a one-line message and a documented exit code.
+
+    The one place exceptions become exit codes: a KadminError its own, an unexpected exception 70
+    (INTERNAL, one line naming it; the traceback only with -v), Ctrl-C 130. For a check verb (`check`)
+    every exit that is not a verdict (0-2) or 130 is 3, UNKNOWN, and the JSON status says so.
+
+    Error text is scrubbed of the secrets the settings held (kadmin.config.scrub) before it is printed.
+
+    A Ctrl-C that came after the command's change was committed was deferred (kadmin/interrupts.py):
+    the committed result is reported, with its own exit code, and a note says so.
+    """
+    code: int
+    try:
+        with interrupts.deferring():
+            code = body()
+            if interrupts.pending():
+                inv.renderer.note("interrupted after the change was committed: the result above is what happened")
+    except KeyboardInterrupt:
+        code = _interrupted(inv)
+    except BrokenPipeError:  # the reader went away: nothing more to say (a check's verdict was not delivered)
+        from kadmin.render import reader_gone
+
+        reader_gone(inv.renderer.out)
+        code = int(Verdict.UNKNOWN) if check else 0
+    except Exception as e:  # noqa: BLE001 - never a traceback unless asked for
+        if interrupts.interrupted():  # a library swallowed the Ctrl-C and failed instead: still an interrupt
+            code = _interrupted(inv)
+        elif isinstance(e, KadminError):
+            message = scrub(e.message)  # the last resort: no message is built to quote a secret (kadmin.config)
+            if message.startswith("this command "):  # a layer below the CLI that does not know the command's name
+                message = f"{inv.command} {message.removeprefix('this command ')}"
+            code = int(Verdict.UNKNOWN) if check else int(e.exit_code)
+            code = inv.renderer.emit_error(inv.command, e.code, message, code, check=check)
+        else:
+            if inv.verbose:
+                print(scrub(traceback.format_exc()), end="", file=sys.stderr, flush=True)
+            code = int(Verdict.UNKNOWN) if check else int(ExitCode.INTERNAL)
+            message = scrub(" ".join(f"{type(e).__name__}: {e}".split()).removesuffix(":"))  # one line
+            code = inv.renderer.emit_error(inv.command, "internal", message, code, check=check,
+                                           label="internal error",
+                                           hint="" if inv.verbose else " (run with -v for the traceback)")
+    finally:
+        inv.close()
+        forget_secrets()
+    return verdict(code) if check else code
