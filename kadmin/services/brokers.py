@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from kadmin import interrupts
+from kadmin import interrupts, payloads  # payloads.X: a group's payload classes are built when first named
 from kadmin.cluster.base import BrokerEpochs, Registrations, RegistrationTick, Unregistration
 from kadmin.domain import epochs
 from kadmin.domain.addresses import host_port
@@ -18,23 +18,20 @@ from kadmin.domain.znodes import INT32_MAX, INT64_MAX, INT64_MIN, loads_strict, 
 from kadmin.errors import ConditionNotMet, ConfigError, NotFound, UsageError
 from kadmin.exit_codes import ExitCode
 from kadmin.inputs import read_input
-from kadmin.payloads import (
-    Bounced,
-    BrokerEvent,
-    BrokerRow,
-    BrokersDiff,
-    BrokerShow,
-    BrokerWait,
-    FencingEvent,
-    LoggedBrokerRow,
-    MaxEpoch,
-    Reincarnated,
-    Unregistered,
-)
 from kadmin.results import Problem, Result
 
 if TYPE_CHECKING:
     from kadmin.domain.kraft_registrations import Registration, Saved
+    from kadmin.payloads import (
+        BrokerEvent,
+        BrokerRow,
+        BrokersDiff,
+        BrokerShow,
+        BrokerWait,
+        LoggedBrokerRow,
+        MaxEpoch,
+        Unregistered,
+    )
 
 Clock = Callable[[], float]
 
@@ -42,7 +39,7 @@ Clock = Callable[[], float]
 def broker_row(b: Broker) -> BrokerRow:
     """A registration znode as the `brokers list` row: a JSON contract (keys pinned by a test)."""
     r = b.registration
-    return BrokerRow(
+    return payloads.BrokerRow(
         id=b.id,
         host=r.host if r else None,
         port=r.port if r else None,
@@ -68,7 +65,7 @@ def registration_row(r: Registered) -> BrokerRow:
     is `kadmin quorum describe`'s leader). `state` is `fenced` or `active` there."""
     if r.broker is not None:
         return broker_row(r.broker)
-    return BrokerRow(
+    return payloads.BrokerRow(
         id=r.id,
         host=r.host,
         port=r.port,
@@ -103,15 +100,16 @@ def show_broker(cluster: BrokerEpochs, broker_id: int) -> Result[BrokerShow]:
     broker, problems = cluster.get_broker(broker_id)
     if broker is None:
         raise NotFound(f"broker {broker_id} is not registered")
-    data = BrokerShow(broker_row(broker), path=f"/brokers/ids/{broker_id}", raw=broker.raw.decode("utf-8", "replace"),
-                      stat=broker.stat.as_dict(), error=broker.error)
+    data = payloads.BrokerShow(broker_row(broker), path=f"/brokers/ids/{broker_id}",
+                               raw=broker.raw.decode("utf-8", "replace"), stat=broker.stat.as_dict(),
+                               error=broker.error)
     return Result(data=data, errors=problems)
 
 
 def max_epoch(cluster: BrokerEpochs) -> Result[MaxEpoch]:
     listing = cluster.list_brokers()
     found = epochs.max_broker_epoch({b.id: b.epoch for b in listing.brokers})
-    data = MaxEpoch(max_broker_epoch=found[0] if found else None, broker_id=found[1] if found else None,
+    data = payloads.MaxEpoch(max_broker_epoch=found[0] if found else None, broker_id=found[1] if found else None,
                     brokers=len(listing.brokers))
     if found is None:
         return Result(
@@ -175,10 +173,10 @@ def diff(cluster: BrokerEpochs, before: Mapping[int, int], exit_code_on_change: 
     after = {b.id: b.epoch for b in listing.brokers}
     d = epochs.classify(before, after)
     bounced = d.bounced + d.went_backwards
-    data = BrokersDiff(
+    data = payloads.BrokersDiff(
         new=d.new,
         dead=d.dead,
-        bounced=tuple(Bounced(b.id, b.old_epoch, b.new_epoch) for b in bounced),
+        bounced=tuple(payloads.Bounced(b.id, b.old_epoch, b.new_epoch) for b in bounced),
         unchanged=d.unchanged,
         old_epochs=dict(sorted(before.items())),
         new_epochs=dict(sorted(after.items())),
@@ -247,9 +245,9 @@ def watch(
 def _event(ev: Mapping[str, Any], at: str) -> BrokerEvent:
     """One of kadmin.domain.epochs.registration_changes's events, seen `at`: a KRaft one has an endpoint."""
     if "endpoint" in ev:
-        return FencingEvent(ev["event"], ev["id"], ev["epoch"], ev["old_epoch"], at, fenced=ev["fenced"],
+        return payloads.FencingEvent(ev["event"], ev["id"], ev["epoch"], ev["old_epoch"], at, fenced=ev["fenced"],
                             endpoint=ev["endpoint"], old_endpoint=ev.get("old_endpoint"))
-    return BrokerEvent(ev["event"], ev["id"], ev["epoch"], ev["old_epoch"], at)
+    return payloads.BrokerEvent(ev["event"], ev["id"], ev["epoch"], ev["old_epoch"], at)
 
 
 WaitKind = Literal["registered", "gone", "epoch_gt", "fenced", "unfenced"]
@@ -329,7 +327,7 @@ def wait(regs: Registrations, cond: WaitCondition, timeout: float, clock: Clock 
             met = True
             break
     r = None if last is None else last.brokers.get(cond.broker_id)
-    data = BrokerWait(cond.broker_id, cond.kind, met, epoch=None if r is None else r.epoch,
+    data = payloads.BrokerWait(cond.broker_id, cond.kind, met, epoch=None if r is None else r.epoch,
                       fenced=None if r is None else r.fenced, waited_ms=int((clock() - start) * 1000),
                       fencing=regs.fencing)
     return wait_result(data, cond.describe() if met else None,
@@ -365,7 +363,7 @@ def unregister(client: Unregistration, broker_id: int, force: bool, dry_run: boo
                      "stop it first, or use --force")
     was = None if b is None else ("fenced" if b.fenced else "active")
     if dry_run:
-        return Result(data=Unregistered(broker_id, unregistered=False, was=was, dry_run=True),
+        return Result(data=payloads.Unregistered(broker_id, unregistered=False, was=was, dry_run=True),
                       message=f"would unregister broker {broker_id} (UnregisterBroker); nothing sent")
     interrupts.arm()  # the request may take effect once sent: a Ctrl-C waits until the outcome is reported
     try:
@@ -373,7 +371,7 @@ def unregister(client: Unregistration, broker_id: int, force: bool, dry_run: boo
     except BaseException:
         interrupts.disarm()  # it failed: nothing to report but the failure (or the interrupt)
         raise
-    return Result(data=Unregistered(broker_id, unregistered=True, was=was),
+    return Result(data=payloads.Unregistered(broker_id, unregistered=True, was=was),
                   message=f"Broker {broker_id} is no longer registered.")
 
 
@@ -444,7 +442,7 @@ def logged_row(r: Registration) -> LoggedBrokerRow:
     from kadmin.domain.kraft_registrations import registration_json
 
     first = registration_json(r)  # its host and port: those of the first endpoint, as the domain reads them
-    return LoggedBrokerRow(
+    return payloads.LoggedBrokerRow(
         id=r.id, host=first["host"], port=first["port"], rack=r.rack, endpoints=r.endpoints,
         listener_security_protocol_map=r.listener_security_protocol_map, jmx_port=None, version=None,
         timestamp_ms=None, features=r.features, epoch=r.epoch, session=None, is_controller=None, state=r.state,
@@ -497,10 +495,10 @@ def diff_registrations(before: Mapping[int, Saved], after: Mapping[int, Saved], 
     from kadmin.domain.kraft_registrations import classify
 
     d = classify(before, after)
-    data = BrokersDiff(
+    data = payloads.BrokersDiff(
         new=d.new,
         dead=d.dead,
-        bounced=tuple(Reincarnated(b.id, b.old_epoch, b.new_epoch, b.old_incarnation_id, b.new_incarnation_id)
+        bounced=tuple(payloads.Reincarnated(b.id, b.old_epoch, b.new_epoch, b.old_incarnation_id, b.new_incarnation_id)
                       for b in d.bounced + d.went_backwards),
         unchanged=d.unchanged,
         old_epochs={i: before[i].epoch for i in sorted(before)},

@@ -72,10 +72,27 @@ def test_the_json_form_is_the_fields_in_order_lists_for_tuples_dicts_for_mapping
     assert VERDICT.to_json()["blocking"] == [{"topic": "t", "partition": None, "reason": "unreadable"}]
 
 
-@pytest.mark.parametrize("cls", [c for m in (results, payloads) for c in vars(m).values()
-                                 if isinstance(c, type) and issubclass(c, Payload)])
+@pytest.mark.parametrize("cls", [*(c for c in vars(results).values() if isinstance(c, type) and issubclass(c, Payload)),
+                                 *(getattr(payloads, name) for name in payloads.HOME)])
 def test_every_payload_is_a_frozen_dataclass(cls: type) -> None:
     assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen  # type: ignore[attr-defined]
+
+
+def test_each_payload_is_found_where_kadmin_payloads_says() -> None:
+    """kadmin.payloads loads a group's module when one of its classes is named (issue 24 §2): HOME must name
+    every payload class of every module, in the module that defines it."""
+    import importlib
+    import pkgutil
+
+    defined = {}
+    for info in pkgutil.iter_modules(payloads.__path__):
+        module = importlib.import_module(f"kadmin.payloads.{info.name}")
+        defined.update({c.__name__: info.name for c in vars(module).values()
+                        if isinstance(c, type) and issubclass(c, Payload) and c.__module__ == module.__name__})
+    assert defined == payloads.HOME
+    assert sorted(payloads.__all__) == sorted(defined)
+    with pytest.raises(AttributeError):
+        payloads.NoSuchPayload  # noqa: B018 - the attribute access is the test
 
 
 def test_keys_that_are_there_only_sometimes() -> None:
