@@ -13,13 +13,15 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Literal, Protocol, TypeVar
 
-from kadmin.domain.drain import Key, PartitionView, Unknown
-from kadmin.domain.models import Broker, Controller, Coverage, Generation, PartitionState, Registered, Stat
-from kadmin.domain.quorum import QuorumState
 from kadmin.errors import ConfigError
 from kadmin.results import Problem, Progress
+
+if TYPE_CHECKING:  # annotations only: a gate that reads registrations does not build the drain's or quorum's types
+    from kadmin.domain.drain import Key, PartitionView, Unknown
+    from kadmin.domain.models import Broker, Controller, Coverage, Generation, PartitionState, Registered, Stat
+    from kadmin.domain.quorum import QuorumState
 
 
 @dataclass(frozen=True)

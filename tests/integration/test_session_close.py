@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from kadmin.cluster.zookeeper import ZkCluster, ZkConnection
+from kadmin.cluster.zookeeper.reads import SMALL_READS
 from kadmin.sandbox.fleet import BrokerSpec
 from kadmin.sandbox.zkserver import four_letter_word
 from tests.support.zkwatch import wait_for_new_watcher, watchers
@@ -136,15 +137,33 @@ def test_a_command_process_closes_its_session_before_it_exits(fleet, zk, zk_serv
 
 
 def test_a_command_that_read_with_the_bulk_reader_closes_both_sessions(fleet, zk, zk_server):
-    """`brokers list` reads through kazoo and the pipelined bulk reader (two sessions): neither is left open."""
+    """`partitions list` over more than SMALL_READS partitions reads through kazoo and the pipelined bulk reader
+    (two sessions): neither is left open."""
     port = zk_server.servers[0].client_port
     fleet.register(BrokerSpec(1))
+    fleet.create_topic("wide", {p: [1] for p in range(SMALL_READS + 6)})
     before = sessions(port)
-    p = subprocess.run([sys.executable, "-m", "kadmin", "brokers", "list", "-o", "json", "-z", zk,
+    p = subprocess.run([sys.executable, "-m", "kadmin", "partitions", "list", "-o", "json", "-z", zk,
                         "--connect-timeout", str(SESSION_TIMEOUT)], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
-    assert [b["id"] for b in json.loads(p.stdout)["data"]] == [1]
-    wait_gone(port, "`brokers list` exited", lambda now: now - before)
+    assert len(json.loads(p.stdout)["data"]) == SMALL_READS + 6
+    wait_gone(port, "`partitions list` exited", lambda now: now - before)
+
+
+def test_a_gate_on_a_small_cluster_opens_one_session(fleet, zk, zk_server):
+    """`brokers max-epoch` reads a handful of znodes: through kazoo's session alone, no bulk reader's session
+    (ZooKeeper logs the creation and the close of each session: a second one would cost two transactions)."""
+    port = zk_server.servers[0].client_port
+    fleet.register(BrokerSpec(1))
+    fleet.register(BrokerSpec(2))
+    proxy = HoldingProxy(port)  # counts the connections the command opens
+    try:
+        p = subprocess.run([sys.executable, "-m", "kadmin", "brokers", "max-epoch", "-z",
+                            f"{proxy.address}{zk[zk.index('/'):]}"], capture_output=True, text=True, timeout=120)
+    finally:
+        proxy.close()
+    assert p.returncode == 0, p.stderr
+    assert len(proxy.socks) == 2  # one client connection (and its upstream side)
 
 
 CHILD = """
@@ -153,7 +172,7 @@ import atexit, sys, threading
 atexit.register(lambda: sys.stderr.write("atexit ran\\n"))
 {setup}
 sys.argv = ["kadmin", *{argv!r}]
-from kadmin.cli.app import main  # what the `kadmin` console script runs
+from kadmin.cli.main import main  # what the `kadmin` console script runs
 main()
 """
 

@@ -5,6 +5,7 @@ ZooKeeper-mode drain (kadmin/cluster/drain.py) uses, retried and translated like
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -24,6 +25,8 @@ from kadmin.domain import znodes
 from kadmin.domain.models import Broker, Controller, Stat
 from kadmin.errors import AuthFailed, ClusterUnreachable, KadminError, WrongChroot
 from kadmin.results import Problem
+
+SMALL_READS = 64  # at most this many unwatched reads go through kazoo's session; more, through the bulk reader
 
 IDS = "/brokers/ids"
 TOPICS = "/brokers/topics"
@@ -155,12 +158,19 @@ class ZkReads(ZkSession):
     def get_many(self, paths: Iterable[str], watch: Watch | None = None) -> Iterator[tuple[str, Znode | None]]:
         """Pipelined getData with a bounded in-flight window; reads lost to a reconnect are re-issued.
 
-        Without a watch this is the bulk reader (tens of thousands of reads/s); a watch belongs to
-        the kazoo session, so watched reads go through kazoo.
+        Without a watch, more than SMALL_READS reads go through the bulk reader (tens of thousands of reads/s,
+        on a session of its own); a watch belongs to the kazoo session, so watched reads go through kazoo, and
+        so do a few: a second session would cost more than it saves (ZooKeeper writes its creation and its
+        close to the transaction log, and a gate on a small cluster reads a handful of znodes).
         """
         if watch is None:
+            paths = iter(paths)
+            first = list(itertools.islice(paths, SMALL_READS + 1))
+            if len(first) <= SMALL_READS:
+                yield from self._get_batch(first, None)
+                return
             try:
-                for p, data, stat in self._bulk().get_many(paths):
+                for p, data, stat in self._bulk().get_many(itertools.chain(first, paths)):
                     yield p, (Znode(p, data, stat) if stat is not None else None)
             except ClusterUnreachable as e:
                 self._silent = True  # closing does not wait for ZooKeeper's reply either
