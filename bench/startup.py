@@ -1,6 +1,6 @@
 """Benchmark kadmin's start-up the way a shell loop pays for it (issue 13 §2): whole processes, side by side.
 
-Five commands, each a real subprocess, run in interleaved rounds (round i runs all five, in an order that
+Nine commands, each a real subprocess, run in interleaved rounds (round i runs all nine, in an order that
 rotates with i, so load on a shared machine falls on all of them alike); each one's median wall time over
 the rounds, and its median CPU time (user + sys of the process, from wait4) as a second view that load
 disturbs less:
@@ -9,8 +9,11 @@ disturbs less:
   C. `kadmin brokers --help`
   D. a bare kazoo script: connect, get_children /brokers/ids, get each, stop, close (what max-epoch reads)
   E. `kadmin brokers max-epoch -z ZK` against a 5-broker sandbox (ZooKeeper on 127.0.0.1, emulated brokers)
+  F. a bare kazoo script reading broker 1's registration, and G. `kadmin brokers wait 1 --epoch-gt 0` (met at once)
+  H. a bare kazoo script of can-stop's reads (pipelined with get_async), and I. `kadmin brokers can-stop 1`
 `kadmin` is the console script next to this Python (what scripts run), else `python -m kadmin`.
-Ratios and goals: B/A <= 1.3, C/A <= 2, E/D <= 1.5. Prints them, then one line of JSON with every number.
+Ratios and goals: B/A <= 1.3, C/A <= 2, E/D <= 1.5, G/F <= 1.5, I/H <= 1.5. Prints them, then one line of JSON
+with every number.
 Usage: python bench/startup.py [--rounds 21] [--brokers 5] [--dir DIR]
 """
 
@@ -40,8 +43,42 @@ zk.stop()
 zk.close()
 """
 
+# `brokers wait 1 --epoch-gt 0`: the registration of broker 1 read once (met at once: its epoch is above 0)
+KAZOO_WAIT_SCRIPT = """\
+import sys
+from kazoo.client import KazooClient
+zk = KazooClient(hosts=sys.argv[1])
+zk.start(timeout=10)
+print(zk.get("/brokers/ids/1")[1].czxid)
+zk.stop()
+zk.close()
+"""
+
+# `brokers can-stop 1`: what kadmin reads for it in ZooKeeper mode (the listings, then every broker
+# registration, topic znode, topic config, dynamic broker config and partition state), pipelined as kazoo can
+KAZOO_CAN_STOP_SCRIPT = """\
+import json, sys
+from kazoo.client import KazooClient
+zk = KazooClient(hosts=sys.argv[1])
+zk.start(timeout=10)
+zk.exists("/")
+ids, topics, brokers_cfg, deleting = (zk.get_children(p) for p in (
+    "/brokers/ids", "/brokers/topics", "/config/brokers", "/admin/delete_topics"))
+def get_all(paths):
+    return [a.get() for a in [zk.get_async(p) for p in paths]]
+get_all([f"/brokers/ids/{i}" for i in ids] + [f"/config/brokers/{b}" for b in brokers_cfg])
+znodes = get_all(f"/brokers/topics/{t}" for t in topics)
+assignments = {t: json.loads(d)["partitions"] for t, (d, _) in zip(topics, znodes)}
+get_all([f"/config/topics/{t}" for t in topics])
+keys = [(t, p) for t, parts in assignments.items() for p, replicas in parts.items() if 1 in replicas]
+get_all([f"/brokers/topics/{t}/partitions/{p}/state" for t, parts in assignments.items() for p in parts])
+print(len(keys))
+zk.stop()
+zk.close()
+"""
+
 GOALS = {"version_over_import_typer": 1.3, "brokers_help_over_import_typer": 2.0,
-         "max_epoch_over_bare_kazoo": 1.5}
+         "max_epoch_over_bare_kazoo": 1.5, "wait_epoch_gt_over_bare_kazoo": 1.5, "can_stop_over_bare_kazoo": 1.5}
 
 
 def kadmin_command() -> list[str]:
@@ -91,12 +128,19 @@ def main() -> int:
             "brokers_help": [*kadmin, "brokers", "--help"],
             "bare_kazoo": [sys.executable, "-c", KAZOO_SCRIPT, connect],
             "max_epoch": [*kadmin, "brokers", "max-epoch", "-z", connect],  # plain: stdout is not a terminal
+            "bare_kazoo_wait": [sys.executable, "-c", KAZOO_WAIT_SCRIPT, connect],
+            "wait_epoch_gt": [*kadmin, "brokers", "wait", "1", "--epoch-gt", "0", "-z", connect],
+            "bare_kazoo_can_stop": [sys.executable, "-c", KAZOO_CAN_STOP_SCRIPT, connect],
+            "can_stop": [*kadmin, "brokers", "can-stop", "1", "-z", connect],
         }
         print(f"sandbox: {args.brokers} brokers at {connect}; kadmin = {' '.join(kadmin)}")
         # one warm-up run of each (page cache, .pyc files), and the two epoch readers must agree
         outs = {name: run(cmd, env)[2] for name, cmd in commands.items()}
         if outs["max_epoch"].strip() != outs["bare_kazoo"].strip():
             raise RuntimeError(f"max-epoch printed {outs['max_epoch']!r}, the kazoo script {outs['bare_kazoo']!r}")
+        hosted = json.loads(run([*commands["can_stop"], "-o", "json"], env)[2])["data"]["hosted_partitions"]
+        if hosted != int(outs["bare_kazoo_can_stop"]):
+            raise RuntimeError(f"can-stop saw {hosted} partitions, the kazoo script {outs['bare_kazoo_can_stop']!r}")
         names = list(commands)
         wall: dict[str, list[float]] = {n: [] for n in names}
         cpu: dict[str, list[float]] = {n: [] for n in names}
@@ -112,14 +156,20 @@ def main() -> int:
         res["wall_min_ms"] = {n: ms(min(wall[n])) for n in names}
         labels = {"import_typer": 'python -c "import typer"', "version": "kadmin --version",
                   "brokers_help": "kadmin brokers --help", "bare_kazoo": "python -c <kazoo connect-get-close>",
-                  "max_epoch": "kadmin brokers max-epoch -z ZK"}
+                  "max_epoch": "kadmin brokers max-epoch -z ZK",
+                  "bare_kazoo_wait": "python -c <kazoo get of broker 1>",
+                  "wait_epoch_gt": "kadmin brokers wait 1 --epoch-gt 0",
+                  "bare_kazoo_can_stop": "python -c <kazoo reads of can-stop>",
+                  "can_stop": "kadmin brokers can-stop 1 -z ZK"}
         print(f"{'command (' + str(args.rounds) + ' rounds)':<38} {'wall median':>12} {'wall min':>10} "
               f"{'CPU median':>11}")
         for n in names:
             print(f"{labels[n]:<38} {ms(med[n]):>9} ms {ms(min(wall[n])):>7} ms {ms(med_cpu[n]):>8} ms")
         pairs = {"version_over_import_typer": ("version", "import_typer"),
                  "brokers_help_over_import_typer": ("brokers_help", "import_typer"),
-                 "max_epoch_over_bare_kazoo": ("max_epoch", "bare_kazoo")}
+                 "max_epoch_over_bare_kazoo": ("max_epoch", "bare_kazoo"),
+                 "wait_epoch_gt_over_bare_kazoo": ("wait_epoch_gt", "bare_kazoo_wait"),
+                 "can_stop_over_bare_kazoo": ("can_stop", "bare_kazoo_can_stop")}
         ratios, cpu_ratios = {}, {}
         for key, (a, b) in pairs.items():
             ratios[key] = round(med[a] / med[b], 2)
