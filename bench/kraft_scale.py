@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import signal
 import statistics
 import subprocess
@@ -170,6 +171,12 @@ def wait_all_in_sync(bootstrap: str, expect: int, timeout: float = 1800, in_sync
         a.close()
 
 
+def children_cpu() -> float:
+    """CPU seconds (user + system) of this process's children reaped so far."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def kadmin(*args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("KADMIN_")}
     return subprocess.run([sys.executable, "-m", "kadmin", *args], capture_output=True, text=True, env=env,
@@ -181,35 +188,43 @@ def side_by_side(cluster: Any, runs: int) -> dict[str, Any]:
 
     boot = cluster.bootstrap()
     k_times, c_times, t_times = [], [], []
+    k_cpu, c_cpu, t_cpu = [], [], []  # CPU seconds of each process: what another tenant's load moves least
     k_out = t_out = ""
     load = [os.getloadavg()[0]]
     for i in range(runs + 1):  # the first round warms the page cache and the brokers; not counted
-        t0 = now()
+        t0, u0 = now(), children_cpu()
         r = kadmin("partitions", "check", "--bootstrap-server", boot)
-        dk = now() - t0
+        dk, uk = now() - t0, children_cpu() - u0
         assert r.returncode in (0, 1, 2), r.stderr
-        t0 = now()
+        t0, u0 = now(), children_cpu()
         c = kadmin("brokers", "can-stop", str(BOUNCED), "--bootstrap-server", boot)
-        dc = now() - t0
+        dc, uc = now() - t0, children_cpu() - u0
         assert c.returncode in (0, 1), c.stderr
-        t0 = now()
+        t0, u0 = now(), children_cpu()
         tc = tool(cluster.home, TOPIC_COMMAND, "--bootstrap-server", boot, "--describe",
                   "--under-replicated-partitions", timeout=900)
-        dt = now() - t0
+        dt, ut = now() - t0, children_cpu() - u0
         k_out, t_out = r.stdout, tc.stdout
         load.append(os.getloadavg()[0])
-        print(f"  run {i}{' (warm-up)' if i == 0 else ''}: kadmin partitions check -b {dk:.2f} s (exit "
-              f"{r.returncode}), kadmin brokers can-stop {BOUNCED} -b {dc:.2f} s (exit {c.returncode}), TopicCommand "
-              f"--describe --under-replicated-partitions {dt:.2f} s; load {load[-1]:.1f}", flush=True)
+        print(f"  run {i}{' (warm-up)' if i == 0 else ''}: kadmin partitions check -b {dk:.2f} s ({uk:.2f} CPU, exit "
+              f"{r.returncode}), kadmin brokers can-stop {BOUNCED} -b {dc:.2f} s ({uc:.2f} CPU, exit {c.returncode}), "
+              f"TopicCommand --describe --under-replicated-partitions {dt:.2f} s ({ut:.2f} CPU); load {load[-1]:.1f}",
+              flush=True)
         if i:
             k_times.append(dk)
             c_times.append(dc)
             t_times.append(dt)
+            k_cpu.append(uk)
+            c_cpu.append(uc)
+            t_cpu.append(ut)
     mk, mc, mt = statistics.median(k_times), statistics.median(c_times), statistics.median(t_times)
     return {"kadmin_s": [round(x, 3) for x in k_times], "can_stop_s": [round(x, 3) for x in c_times],
             "topiccommand_s": [round(x, 3) for x in t_times],
             "kadmin_median_s": round(mk, 3), "can_stop_median_s": round(mc, 3), "topiccommand_median_s": round(mt, 3),
             "ratio": round(mk / mt, 3), "can_stop_ratio": round(mc / mt, 3),
+            "kadmin_cpu_median_s": round(statistics.median(k_cpu), 3),
+            "can_stop_cpu_median_s": round(statistics.median(c_cpu), 3),
+            "topiccommand_cpu_median_s": round(statistics.median(t_cpu), 3),
             "load_min": round(min(load), 1), "load_max": round(max(load), 1),
             "kadmin_stdout_lines": len(k_out.splitlines()), "topiccommand_stdout_lines": len(t_out.splitlines())}
 
@@ -218,7 +233,9 @@ def report(s: dict[str, Any]) -> None:
     """The side-by-side medians and the two ratio lines (`make bench` collects the lines with "(goal")."""
     print(f"kadmin partitions check -b: median {s['kadmin_median_s']:.2f} s; kadmin brokers can-stop {BOUNCED} -b: "
           f"median {s['can_stop_median_s']:.2f} s; TopicCommand --describe --under-replicated-partitions: median "
-          f"{s['topiccommand_median_s']:.2f} s (load {s['load_min']}-{s['load_max']})", flush=True)
+          f"{s['topiccommand_median_s']:.2f} s (load {s['load_min']}-{s['load_max']}); CPU medians "
+          f"{s['kadmin_cpu_median_s']:.2f}, {s['can_stop_cpu_median_s']:.2f}, {s['topiccommand_cpu_median_s']:.2f} s",
+          flush=True)
     for name, key in (("partitions check", "ratio"), ("brokers can-stop", "can_stop_ratio")):
         met = "met" if s[key] <= GOAL else "NOT met"
         print(f"RATIO kadmin {name} / TopicCommand: ratio {s[key]:.2f} (goal <= {GOAL:g}) {met}", flush=True)
