@@ -70,6 +70,8 @@ def client_config(props: Mapping[str, str], warn: Callable[[str], None] | None =
     SCRAM-SHA-256/512, GSSAPI or OAUTHBEARER (unsecured login): see kadmin/cluster/kafka_security.py.
     `warn` hears about settings kadmin does not apply (default: stderr).
     """
+    if not props:  # no --command-config: PLAINTEXT, nothing to warn about (kafka_security's TLS and SASL unused)
+        return {"security_protocol": "PLAINTEXT"}
     from kadmin.cluster.kafka_security import client_settings
 
     return client_settings(props, warn)
