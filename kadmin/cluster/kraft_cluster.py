@@ -37,9 +37,20 @@ NEEDS_CLUSTER_DESCRIBE = ("the principal needs Describe on the Cluster resource 
 POLL_FIRST, POLL_MAX = 0.5, 5.0
 
 
+NOT_MOVING: tuple[tuple[int, ...], tuple[int, ...]] = ((), ())  # no reassignment in flight: adding, removing
+
+
 def replica_list(value: Any) -> tuple[int, ...] | None:
     """A nullable []int32 of DescribeTopicPartitions (ELR, last known ELR): None when absent (Metadata)."""
-    return None if value is None else tuple(int(r) for r in value)
+    return None if value is None else tuple(value)
+
+
+def min_isr_under(cfg: MinIsrConfig, leader: int | None, replicas: tuple[int, ...]) -> tuple[int, str, str | None]:
+    """The min.insync.replicas a partition has under `leader` (None: no leader), its source, and why it is
+    unknown (None: known), by the domain's rules."""
+    value, source = rules.current_min_isr(cfg, leader, replicas)
+    problem = rules.min_isr_unknown(cfg, leader)
+    return value, source, None if problem is None else f"min.insync.replicas unknown: {problem}"
 
 
 class KraftCluster:
@@ -239,10 +250,13 @@ class KraftCluster:
                 for b in down)])))
         out: list[PartitionState] = []
         # Per topic, not per partition (20,000 partitions are ~1,000 topics): its id's text, its min ISR
-        # config and the problem that made its configs unreadable.
+        # config and the problem that made its configs unreadable; per topic and leader, the min ISR that
+        # leader applies, its source and why it is unknown (a partition without a leader: per partition).
         topic_id: dict[str, str | None] = {}
         topic_cfg: dict[str, MinIsrConfig] = {}
         topic_problem: dict[str, str | None] = {}
+        under: dict[tuple[str, int], tuple[int, str, str | None]] = {}
+        elr_of = replica_list
         for t, p in answers:
             name = t.name
             if name not in topic_cfg:
@@ -253,25 +267,28 @@ class KraftCluster:
                 bad = [e for e in problems if e.topic == name] if name not in topic_min and names else []
                 topic_problem[name] = bad[0].message if bad else None
             key = (name, int(p.partition_index))
-            adding, removing = moving.get(key, ((), ()))
-            replicas = tuple(int(r) for r in p.replica_nodes)
+            adding, removing = moving.get(key, NOT_MOVING) if moving else NOT_MOVING
+            replicas = tuple(p.replica_nodes)  # kafka-python decodes []int32 to a list of int
             leader = int(p.leader_id)
             pcfg = topic_cfg[name]
-            value, source = rules.current_min_isr(pcfg, leader if leader >= 0 else None, replicas)
-            problem = rules.min_isr_unknown(pcfg, leader if leader >= 0 else None)
-            if problem is not None:
-                problem = f"min.insync.replicas unknown: {problem}"
+            if leader >= 0:
+                got = under.get((name, leader))
+                if got is None:
+                    got = under[(name, leader)] = min_isr_under(pcfg, leader, replicas)
+            else:
+                got = min_isr_under(pcfg, None, replicas)
+            value, source, problem = got
             if p.error_code and p.error_code != 5:  # 5 LEADER_NOT_AVAILABLE: no leader, not a read error
                 problem = f"DescribeTopicPartitions: {error_name(p.error_code)}"
             if topic_problem[name] is not None:
                 problem = topic_problem[name]
             out.append(PartitionState(
-                topic=name, partition=key[1], replicas=replicas, isr=tuple(int(r) for r in p.isr_nodes),
+                topic=name, partition=key[1], replicas=replicas, isr=tuple(p.isr_nodes),
                 leader=leader, leader_epoch=int(p.leader_epoch), partition_epoch=None,
                 adding_replicas=adding, removing_replicas=removing, min_isr=value, topic_id=topic_id[name],
                 problem=problem, min_isr_source=source, min_isr_config=pcfg,
-                elr=replica_list(getattr(p, "eligible_leader_replicas", None)),
-                last_known_elr=replica_list(getattr(p, "last_known_elr", None))))
+                elr=elr_of(getattr(p, "eligible_leader_replicas", None)),
+                last_known_elr=elr_of(getattr(p, "last_known_elr", None))))
         out.sort(key=lambda s: (s.topic, s.partition))
         return PartitionScan(partitions=out, live=live, problems=problems)
 
