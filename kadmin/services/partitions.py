@@ -146,6 +146,8 @@ def _require_known(broker_id: int, live: frozenset[int], named: Callable[[], boo
 def verdict_problems(s: PartitionScan, broker_id: int) -> tuple[list[Problem], list[Problem]]:
     """The scan's problems split in two: those a verdict about `broker_id` depends on (an unreadable
     topic, or anything about a partition it hosts or that partition's topic), and the rest."""
+    if not s.problems:
+        return [], []
     hosted = {(p.topic, p.partition) for p in s.partitions if broker_id in p.replicas}
     topics = {t for t, _ in hosted}
     relevant: list[Problem] = []
