@@ -56,3 +56,27 @@ def test_bootstrap_controller_cannot_serve_partition_state() -> None:
     with pytest.raises(ConfigError) as e:
         open_cluster(settings(bootstrap_controller="127.0.0.1:1"))
     assert e.value.exit_code == ExitCode.CONFIG and "--bootstrap-server" in e.value.message
+
+
+def test_the_cycle_collector_pause_nests_and_resumes_as_it_was() -> None:
+    import gc
+
+    from kadmin.cluster.kraft_cluster import cycle_collector_paused
+
+    assert gc.isenabled()
+    with cycle_collector_paused():
+        assert not gc.isenabled()
+        with cycle_collector_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()  # the inner one leaves it to the outermost
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with cycle_collector_paused():
+            pass
+        assert not gc.isenabled()  # paused before: stays paused
+    finally:
+        gc.enable()
+    with pytest.raises(RuntimeError), cycle_collector_paused():
+        raise RuntimeError("a failed read resumes it too")
+    assert gc.isenabled()
