@@ -13,7 +13,12 @@ import logging
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from kadmin.cluster import kafka_package
 from kadmin.errors import AuthFailed, ClusterUnreachable, KadminError, Rejected
+
+# Before any module of this layer imports from kafka-python (they import this module first): its package
+# without its eager __init__, so a command imports only the kafka-python modules it uses.
+kafka_package.install()
 
 _log = logging.getLogger("kafka")
 _log.addHandler(logging.NullHandler())
