@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import gc
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -55,20 +56,30 @@ def min_isr_under(cfg: MinIsrConfig, leader: int | None, replicas: tuple[int, ..
     return value, source, None if problem is None else f"min.insync.replicas unknown: {problem}"
 
 
+_paused = [0, False]  # pauses in progress (every thread), and whether the collector was enabled at the first
+_pause_lock = threading.Lock()
+
+
 @contextlib.contextmanager
 def cycle_collector_paused() -> Iterator[None]:
-    """The cyclic garbage collector paused while large answers are decoded and turned into rows (nested: the
-    outermost resumes it, as it was). A 20,000-partition scan allocates ~200,000 objects that form no reference
-    cycle (kafka-python's decoded structs, the rows and their tuples) and keeps most of them: each allocation
-    burst made the collector walk the growing heap again, 0.2-0.4 s of the scan (578 collections, 4 of them
-    full). Reference counting still frees everything; only cycles wait for the collector's return."""
-    was = gc.isenabled()
-    gc.disable()
+    """The cyclic garbage collector paused while large answers are decoded and turned into rows (nested, or on
+    several threads at once: the last one out resumes it, as it was before the first). A 20,000-partition scan
+    allocates ~200,000 objects that form no reference cycle (kafka-python's decoded structs, the rows and their
+    tuples) and keeps most of them: each allocation burst made the collector walk the growing heap again, 0.2-0.4 s
+    of the scan (578 collections, 4 of them full). Reference counting still frees everything; only cycles wait for
+    the collector's return."""
+    with _pause_lock:
+        if _paused[0] == 0:
+            _paused[1] = gc.isenabled()
+            gc.disable()
+        _paused[0] += 1
     try:
         yield
     finally:
-        if was:
-            gc.enable()
+        with _pause_lock:
+            _paused[0] -= 1
+            if _paused[0] == 0 and _paused[1]:
+                gc.enable()
 
 
 class KraftCluster:

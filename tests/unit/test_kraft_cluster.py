@@ -80,3 +80,26 @@ def test_the_cycle_collector_pause_nests_and_resumes_as_it_was() -> None:
     with pytest.raises(RuntimeError), cycle_collector_paused():
         raise RuntimeError("a failed read resumes it too")
     assert gc.isenabled()
+
+
+def test_the_cycle_collector_pause_on_two_threads_resumes_when_both_are_done() -> None:
+    import gc
+    import threading
+
+    from kadmin.cluster.kraft_cluster import cycle_collector_paused
+
+    inside, leave = threading.Event(), threading.Event()
+
+    def other() -> None:
+        with cycle_collector_paused():
+            inside.set()
+            leave.wait(10)
+
+    t = threading.Thread(target=other)
+    with cycle_collector_paused():
+        t.start()
+        assert inside.wait(10)
+    assert not gc.isenabled()  # the other thread still reads
+    leave.set()
+    t.join(10)
+    assert gc.isenabled()
