@@ -231,6 +231,7 @@ class StopVerdict:
     # not be listed)
     unseen: tuple[tuple[int, str], ...] = ()
     listed: bool = False  # the coverage's DescribeCluster lists the broker: it exists, whatever the scan saw
+    hidden: int = 0  # of `blocking`, the partitions its log dirs list that the scan did not show
 
     @property
     def safe(self) -> bool:
@@ -261,12 +262,14 @@ def can_stop(partitions: Iterable[PartitionState], broker_id: int, live: Set[int
     seen: set[Key] = set()
     hosted = _stop_blockers(partitions, frozenset({broker_id}), live, wanted, blocking, seen)
     unseen: tuple[tuple[int, str], ...] = ()
+    hidden_count = 0
     if coverage is not None:
         hidden, unread = unseen_partitions(coverage, seen, [broker_id], wanted)
         blocking += [Blocker(t, p, hidden_reason(t, brokers)) for (t, p), brokers in hidden]
         unseen = tuple(sorted(unread.items()))
+        hidden_count = len(hidden)
     return StopVerdict(broker_id, hosted, tuple(blocking), unseen=unseen,
-                       listed=coverage is not None and broker_id in coverage.listed)
+                       listed=coverage is not None and broker_id in coverage.listed, hidden=hidden_count)
 
 
 def _stop_blockers(partitions: Iterable[PartitionState], stopping: frozenset[int], live: Set[int],
