@@ -82,6 +82,12 @@ def cycle_collector_paused() -> Iterator[None]:
                 gc.enable()
 
 
+def paused(items: Sequence[PartitionState]) -> Iterator[PartitionState]:
+    """`items` one at a time, the cyclic collector paused from the first to the last (or until dropped)."""
+    with cycle_collector_paused():
+        yield from items
+
+
 class KraftCluster:
     """A KRaft cluster's partitions, read through its brokers (`--bootstrap-server`): the Partitions capability."""
 
@@ -255,9 +261,11 @@ class KraftCluster:
     def iter_partitions(self, topics: Sequence[str] | None = None, progress: Progress | None = None,
                         min_isr_default: int | None = None) -> PartitionStream:
         """The scan handed over one partition at a time (the Cluster protocol's streaming read): a KRaft
-        scan is DescribeTopicPartitions pages, read whole before they are judged."""
+        scan is DescribeTopicPartitions pages, read whole before they are judged. The cyclic collector stays
+        paused until the stream is consumed (or dropped): judging them allocates little, and resumed at once it
+        would first walk every row just made."""
         s = self.scan_partitions(topics, progress=progress, min_isr_default=min_isr_default)
-        return PartitionStream(iter(s.partitions), s.live, s.problems, s.unreadable)
+        return PartitionStream(paused(s.partitions), s.live, s.problems, s.unreadable)
 
     def scan_partitions(self, topics: Sequence[str] | None = None, progress: Progress | None = None,
                         min_isr_default: int | None = None) -> PartitionScan:

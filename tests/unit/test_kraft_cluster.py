@@ -103,3 +103,17 @@ def test_the_cycle_collector_pause_on_two_threads_resumes_when_both_are_done() -
     leave.set()
     t.join(10)
     assert gc.isenabled()
+
+
+def test_a_kraft_stream_keeps_the_collector_paused_until_consumed_or_dropped() -> None:
+    import gc
+
+    from kadmin.cluster.kraft_cluster import paused
+
+    it = paused([1, 2])
+    assert gc.isenabled() and next(it) == 1 and not gc.isenabled()
+    assert list(it) == [2] and gc.isenabled()
+    it = paused([1, 2])
+    next(it)
+    del it  # dropped half way: closed, the collector resumes
+    assert gc.isenabled()
