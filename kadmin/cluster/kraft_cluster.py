@@ -123,16 +123,18 @@ class KraftCluster:
 
     # ------------------------------------------------------------------ coverage
     def coverage(self, brokers: Sequence[int] | None = None) -> Coverage:
+        """The partitions each broker hosts on disk (DescribeLogDirs at its advertised address, every topic
+        whatever the topic ACLs: it needs Describe on the Cluster resource), for `brokers` (None: every
+        registered one, fenced included where DescribeCluster v2 lists them). Services read it before the
+        partitions are described, or at once with them and then again in that order when it lists a partition the
+        scan did not show, so a topic created meanwhile is not taken for a hidden one (services.partitions.covered).
+        A broker whose log dirs cannot be listed (refused, unreachable, a log dir offline, not registered) is in
+        `unread`, with why and what would let kadmin list them."""
         with cycle_collector_paused():
             return self._coverage(brokers)
 
     def _coverage(self, brokers: Sequence[int] | None) -> Coverage:
-        """The partitions each broker hosts on disk (DescribeLogDirs at its advertised address, every topic
-        whatever the topic ACLs: it needs Describe on the Cluster resource), for `brokers` (None: every
-        registered one, fenced included where DescribeCluster v2 lists them). Read BEFORE the partitions
-        are described, so a topic created meanwhile is not taken for a hidden one. A broker whose log dirs
-        cannot be listed (refused, unreachable, a log dir offline, not registered) is in `unread`, with why
-        and what would let kadmin list them."""
+        """The log dirs of coverage(), read."""
         from kafka.protocol.admin.cluster import DescribeLogDirsRequest as Req
 
         desc = self.describe(fresh=True)
@@ -190,6 +192,7 @@ class KraftCluster:
 
     def _describe_partitions(self, topics: Sequence[str] | None,
                              progress: Progress | None) -> tuple[list[Any], list[Problem]]:
+        """describe_partitions(), read."""
         from kafka.protocol.admin.topics import DescribeTopicPartitionsRequest as Req
 
         rows: list[Any] = []
@@ -269,16 +272,17 @@ class KraftCluster:
 
     def scan_partitions(self, topics: Sequence[str] | None = None, progress: Progress | None = None,
                         min_isr_default: int | None = None) -> PartitionScan:
-        with cycle_collector_paused():
-            return self._scan_partitions(topics, progress, min_isr_default)
-
-    def _scan_partitions(self, topics: Sequence[str] | None, progress: Progress | None,
-                         min_isr_default: int | None) -> PartitionScan:
         """Every partition of `topics` (None: all the principal may Describe), with its min.insync.replicas.
 
         min ISR as the leader resolves it, from DescribeConfigs: a partition whose leader's own levels could
         not be read (its DescribeConfigs failed: authorization, address, timeout) has a `problem` unless the
         operator stated --min-isr-default (source "default"); the brokers' static value is source "static"."""
+        with cycle_collector_paused():
+            return self._scan_partitions(topics, progress, min_isr_default)
+
+    def _scan_partitions(self, topics: Sequence[str] | None, progress: Progress | None,
+                         min_isr_default: int | None) -> PartitionScan:
+        """scan_partitions(), read."""
         live = self.live_brokers(fresh=True)
         answers, problems = self.describe_partitions(topics, progress)
         moving: dict[tuple[str, int], tuple[tuple[int, ...], tuple[int, ...]]] = {}
