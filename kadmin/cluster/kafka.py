@@ -13,7 +13,12 @@ import logging
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from kadmin.cluster import kafka_package
 from kadmin.errors import AuthFailed, ClusterUnreachable, KadminError, Rejected
+
+# Before any module of this layer imports from kafka-python (they import this module first): its package
+# without its eager __init__, so a command imports only the kafka-python modules it uses.
+kafka_package.install()
 
 _log = logging.getLogger("kafka")
 _log.addHandler(logging.NullHandler())
@@ -70,6 +75,8 @@ def client_config(props: Mapping[str, str], warn: Callable[[str], None] | None =
     SCRAM-SHA-256/512, GSSAPI or OAUTHBEARER (unsecured login): see kadmin/cluster/kafka_security.py.
     `warn` hears about settings kadmin does not apply (default: stderr).
     """
+    if not props:  # no --command-config: PLAINTEXT, nothing to warn about (kafka_security's TLS and SASL unused)
+        return {"security_protocol": "PLAINTEXT"}
     from kadmin.cluster.kafka_security import client_settings
 
     return client_settings(props, warn)

@@ -124,9 +124,18 @@ class Finding:
 NO_TOPICS: Mapping[str, str] = {}
 
 
+def plainly_healthy(p: PartitionState, live: Set[int]) -> bool:
+    """The usual partition, in one look: readable, a live leader, no replica being added, every replica in the
+    ISR and the ISR at or above the effective min ISR. True implies finding() None and partition_health() OK
+    (False decides nothing): a scan of 20,000 healthy partitions asks only this."""
+    isr = len(p.isr)
+    return (not p.problem and p.leader is not None and p.leader >= 0 and p.leader in live and not p.adding_replicas
+            and isr >= len(p.replicas) and isr >= min(p.min_isr, max(1, len(p.replicas))))
+
+
 def finding(p: PartitionState, live: Set[int]) -> Finding | None:
     """What is wrong with one partition (None: nothing, or its topic is queued for deletion)."""
-    if p.deleting:
+    if p.deleting or plainly_healthy(p, live):
         return None
     reasons = []
     if p.problem:
@@ -194,8 +203,9 @@ def check_summary(partitions: Iterable[PartitionState], live: Set[int],
             deleting.add(p.topic)
             continue
         f = finding(p, live)
-        if f is not None:
-            found.append(f)
+        if f is None:  # nothing wrong: partition_health() is OK
+            continue
+        found.append(f)
         if worst != Health.CRITICAL:
             worst = max(worst, partition_health(p, live))
     return CheckSummary(worst, found, count, sorted(deleting))
@@ -221,6 +231,7 @@ class StopVerdict:
     # not be listed)
     unseen: tuple[tuple[int, str], ...] = ()
     listed: bool = False  # the coverage's DescribeCluster lists the broker: it exists, whatever the scan saw
+    hidden: int = 0  # of `blocking`, the partitions its log dirs list that the scan did not show
 
     @property
     def safe(self) -> bool:
@@ -251,12 +262,14 @@ def can_stop(partitions: Iterable[PartitionState], broker_id: int, live: Set[int
     seen: set[Key] = set()
     hosted = _stop_blockers(partitions, frozenset({broker_id}), live, wanted, blocking, seen)
     unseen: tuple[tuple[int, str], ...] = ()
+    hidden_count = 0
     if coverage is not None:
         hidden, unread = unseen_partitions(coverage, seen, [broker_id], wanted)
         blocking += [Blocker(t, p, hidden_reason(t, brokers)) for (t, p), brokers in hidden]
         unseen = tuple(sorted(unread.items()))
+        hidden_count = len(hidden)
     return StopVerdict(broker_id, hosted, tuple(blocking), unseen=unseen,
-                       listed=coverage is not None and broker_id in coverage.listed)
+                       listed=coverage is not None and broker_id in coverage.listed, hidden=hidden_count)
 
 
 def _stop_blockers(partitions: Iterable[PartitionState], stopping: frozenset[int], live: Set[int],

@@ -56,3 +56,64 @@ def test_bootstrap_controller_cannot_serve_partition_state() -> None:
     with pytest.raises(ConfigError) as e:
         open_cluster(settings(bootstrap_controller="127.0.0.1:1"))
     assert e.value.exit_code == ExitCode.CONFIG and "--bootstrap-server" in e.value.message
+
+
+def test_the_cycle_collector_pause_nests_and_resumes_as_it_was() -> None:
+    import gc
+
+    from kadmin.cluster.kraft_cluster import cycle_collector_paused
+
+    assert gc.isenabled()
+    with cycle_collector_paused():
+        assert not gc.isenabled()
+        with cycle_collector_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()  # the inner one leaves it to the outermost
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with cycle_collector_paused():
+            pass
+        assert not gc.isenabled()  # paused before: stays paused
+    finally:
+        gc.enable()
+    with pytest.raises(RuntimeError), cycle_collector_paused():
+        raise RuntimeError("a failed read resumes it too")
+    assert gc.isenabled()
+
+
+def test_the_cycle_collector_pause_on_two_threads_resumes_when_both_are_done() -> None:
+    import gc
+    import threading
+
+    from kadmin.cluster.kraft_cluster import cycle_collector_paused
+
+    inside, leave = threading.Event(), threading.Event()
+
+    def other() -> None:
+        with cycle_collector_paused():
+            inside.set()
+            leave.wait(10)
+
+    t = threading.Thread(target=other)
+    with cycle_collector_paused():
+        t.start()
+        assert inside.wait(10)
+    assert not gc.isenabled()  # the other thread still reads
+    leave.set()
+    t.join(10)
+    assert gc.isenabled()
+
+
+def test_a_kraft_stream_keeps_the_collector_paused_until_consumed_or_dropped() -> None:
+    import gc
+
+    from kadmin.cluster.kraft_cluster import paused
+
+    it = paused([1, 2])
+    assert gc.isenabled() and next(it) == 1 and not gc.isenabled()
+    assert list(it) == [2] and gc.isenabled()
+    it = paused([1, 2])
+    next(it)
+    del it  # dropped half way: closed, the collector resumes
+    assert gc.isenabled()

@@ -158,3 +158,18 @@ def test_can_stop_uses_the_min_isr_of_the_leader_after_the_stop():
     led_by_1 = ps([1, 2, 3], [1, 2, 3], 1, min_isr=3, cfg=cfg)
     assert rules.can_stop([led_by_1], 1, LIVE).safe  # 2 takes over, with the cluster default 1
     assert not rules.can_stop([led_by_1], 3, LIVE).safe  # 1 stays the leader: ISR 1,2 < 3
+
+
+@given(st.lists(st.integers(1, 5), max_size=4, unique=True), st.lists(st.integers(1, 6), max_size=4, unique=True),
+       st.one_of(st.none(), st.integers(-1, 6)), st.integers(1, 4), st.lists(st.integers(1, 5), max_size=2),
+       st.sampled_from([None, "min.insync.replicas unknown: x"]), st.booleans())
+def test_the_plainly_healthy_fast_path_never_hides_a_finding(replicas, isr, leader, min_isr, adding, problem, deleting):
+    # check_summary() and finding() skip the full rules for plainly_healthy() partitions: it must imply them
+    p = ps(replicas, isr, leader, min_isr=min_isr, adding=adding, problem=problem, deleting=deleting)
+    full = rules.partition_health(p, LIVE)  # the full rules, no fast path
+    if rules.plainly_healthy(p, LIVE):
+        assert full == rules.Health.OK and not p.problem
+    summary = rules.check_summary([p], LIVE)
+    assert summary.health == (rules.Health.OK if deleting else full)
+    assert bool(summary.findings) == (not deleting and rules.finding(p, LIVE) is not None)
+    assert rules.health([p], LIVE) == summary.health

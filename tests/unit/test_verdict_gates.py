@@ -225,3 +225,68 @@ def test_check_is_critical_for_a_hidden_partition_and_unknown_for_unlisted_log_d
     assert r.exit_code == Verdict.OK and r.data.partitions == 1 and r.data.unseen == ()
     r = svc.check(Kraft(cov({1: {("a", 0)}, 2: {("a", 0), ("b", 0)}, 3: set()})))  # type: ignore[arg-type]
     assert r.exit_code == Verdict.OK and r.data.unseen == ()
+
+
+class Racing:
+    """A KRaft cluster whose log dirs and scans are read in turn: `scans[i]` is what the i-th scan shows (its
+    topics), `log_dirs` what every coverage lists; it records the order of the reads."""
+
+    def __init__(self, log_dirs, scans):
+        self.log_dirs, self.scans, self.reads = log_dirs, list(scans), []
+
+    def coverage(self, brokers=None):
+        self.reads.append("log dirs")
+        return cov(self.log_dirs)
+
+    def _parts(self):
+        self.reads.append("scan")
+        topics = self.scans.pop(0) if len(self.scans) > 1 else self.scans[0]
+        return [ps([1, 2], [1, 2], 1, min_isr=1, topic=t) for t in topics]
+
+    def iter_partitions(self, topics=None, progress=None, min_isr_default=None):
+        from kadmin.cluster.base import PartitionStream
+
+        return PartitionStream(iter(self._parts()), LIVE, [], {})
+
+    def scan_partitions(self, topics=None, progress=None, min_isr_default=None):
+        from kadmin.cluster.base import PartitionScan
+
+        return PartitionScan(self._parts(), LIVE)
+
+
+def test_log_dirs_read_at_once_with_the_scan_are_read_again_in_order_when_they_list_an_unseen_partition():
+    from kadmin.exit_codes import Verdict
+    from kadmin.services import partitions as svc
+
+    dirs = {1: {("a", 0), ("new", 0)}, 2: {("a", 0), ("new", 0)}}
+    # "new" created between the two reads: the first scan missed it, the ordered read shows it, and judges it
+    c = Racing(dirs, [["a"], ["a", "new"]])
+    r = svc.check(c)  # type: ignore[arg-type]
+    assert r.exit_code == Verdict.OK and r.data.partitions == 2
+    assert sorted(c.reads[:2]) == ["log dirs", "scan"] and c.reads[2:] == ["log dirs", "scan"]  # then in order
+    v, _ = svc.stop_verdict(Racing(dirs, [["a"], ["a", "new"]]), 1)  # type: ignore[arg-type]
+    assert v.safe and v.hosted == 2 and v.hidden == 0
+    # hidden from the principal: the ordered read confirms it, and it blocks
+    c = Racing(dirs, [["a"]])
+    r = svc.check(c)  # type: ignore[arg-type]
+    assert r.exit_code == Verdict.CRITICAL and [(f.topic, f.partition) for f in r.data.findings] == [("new", 0)]
+    assert c.reads[2:] == ["log dirs", "scan"]
+    v, _ = svc.stop_verdict(Racing(dirs, [["a"]]), 1)  # type: ignore[arg-type]
+    assert not v.safe and v.hidden == 1 and [(b.topic, b.partition) for b in v.blocking] == [("new", 0)]
+    # everything seen at once: one read of each
+    c = Racing(dirs, [["a", "new"]])
+    assert svc.check(c).exit_code == Verdict.OK and sorted(c.reads) == ["log dirs", "scan"]  # type: ignore[arg-type]
+
+
+def test_log_dirs_that_fail_on_their_thread_fail_the_command():
+    from kadmin.errors import ClusterUnreachable
+    from kadmin.services import partitions as svc
+
+    class Down(Racing):
+        def coverage(self, brokers=None):
+            raise ClusterUnreachable("cannot reach 127.0.0.1:1")
+
+    with pytest.raises(ClusterUnreachable):
+        svc.check(Down({}, [["a"]]))  # type: ignore[arg-type]
+    with pytest.raises(ClusterUnreachable):
+        svc.stop_verdict(Down({}, [["a"]]), 1)  # type: ignore[arg-type]
