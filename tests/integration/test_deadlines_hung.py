@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from kadmin.cluster.zookeeper.reads import SMALL_READS
 from kadmin.sandbox.fleet import BrokerSpec, ThreadedFleet
 from tests.support.hung import Hung, Proxy, kafka_request_other_than_api_versions, zookeeper_request
 from tests.support.kraft_server import UNREGISTER_BROKER, KraftServer, Scenario
@@ -90,7 +91,7 @@ FROZEN = [
     # --timeout shorter than --connect-timeout: the read gets what is left of it
     (["brokers", "shutdown", "1", "--timeout", "1"], b"/controller", "(reading /controller)", 1),
     (["brokers", "shutdown", "1", "--force", "--wait", "--timeout", "15"], b"/controller", "(reading /controller)", 15),
-    # the pipelined reader (the state znodes of the scan), not kazoo
+    # the pipelined reader (the state znodes of the scan, more than SMALL_READS), not kazoo
     (["brokers", "can-stop", "1"], b"/state", "(reading /brokers/topics/t/partitions/0/state)", None),
     (["brokers", "drain", "1", "--timeout", "10"], b"/admin/reassign_partitions",
      "(reading /admin/reassign_partitions)", 10),
@@ -112,6 +113,8 @@ def test_zookeeper_that_stops_answering_mid_command_is_exit_4_within_the_deadlin
         run_nozk: Any, zk_server: Any, chroot: str, brokers: ThreadedFleet, saved: str, kz: Any,
         argv: list[str], at: Any, said: str, deadline: float | None, kill: bool) -> None:
     argv = [saved if a == "SAVED" else a for a in argv]
+    if argv[:2] == ["brokers", "can-stop"]:  # more state znodes than kazoo's session reads: the pipelined reader's
+        brokers.create_topic("wide", {p: [2, 3, 1] for p in range(SMALL_READS)})
     with Proxy(zk_server.connect_string, freeze_on=at, kill_on_trigger=kill) as zk:
         r, elapsed = timed(run_nozk, *argv, "-z", zk.address + chroot, "--connect-timeout", str(CONNECT))
         assert (zk.killed if kill else zk.frozen).is_set(), "the command never sent the request"
