@@ -100,7 +100,8 @@ ENVIRONMENT: dict[str, str] = {
     "connect_timeout": "KADMIN_CONNECT_TIMEOUT",
     "context": "KADMIN_CONTEXT",
 }
-ENV_FLAGS = frozenset({"zk_tls_no_hostname_check"})  # a boolean from the environment: left to Typer
+# connection parameter -> (kind, convert), as CONNECTION says for its words
+_BY_PARAM: dict[str, tuple[str, Convert]] = {param: (kind, convert) for param, kind, convert in CONNECTION.values()}
 
 _BROKER_ID = _int_in(0, INT32_MAX)
 
@@ -190,8 +191,8 @@ def parse(argv: Sequence[str], environ: Mapping[str, str]) -> Parsed | None:
         if len(positional) != len(gate.arguments):
             return None
         kwargs = {param: convert(word) for (param, convert), word in zip(gate.arguments, positional, strict=True)}
-        for _word, (param, _kind, _convert) in gate.options.items():
-            kwargs[param] = seen.get(param, gate.defaults[param])
+        for param, default in gate.defaults.items():
+            kwargs[param] = seen.get(param, default)
         connection: dict[str, Any] = {}
         sources: dict[str, str] = {}
         for param in CONNECTION_KEYS:
@@ -203,10 +204,10 @@ def parse(argv: Sequence[str], environ: Mapping[str, str]) -> Parsed | None:
             envvar = ENVIRONMENT.get(param)
             raw_env = environ.get(envvar) if envvar else None
             if raw_env:  # click reads an empty variable as unset
-                if param in ENV_FLAGS:
-                    return None
-                spec = next(s for s in CONNECTION.values() if s[0] == param)
-                connection[param], sources[param] = spec[2](raw_env), f"env {envvar}"
+                kind, convert = _BY_PARAM[param]
+                if kind == FLAG:
+                    return None  # a boolean from the environment (click's true/1/yes...): left to Typer
+                connection[param], sources[param] = convert(raw_env), f"env {envvar}"
     except Exception:  # noqa: BLE001 - any word that does not convert: Typer says what is wrong with it
         return None
     return Parsed(name, gate, kwargs, connection, sources, seen.get("output", Output.auto.value),

@@ -52,6 +52,7 @@ def test_the_table_is_the_typer_commands_own(name: str) -> None:
         assert p.envvar == ENVIRONMENT.get(param), word
         if param in gate.defaults:
             assert p.default == gate.defaults[param] or (p.default in ((), None) and gate.defaults[param] is None), word
+    assert set(gate.defaults) == {param for param, _kind, _convert in gate.options.values()}  # each has one
     arguments = [p.name for p in cmd.params if p.param_type_name == "argument"]
     assert arguments == [a for a, _ in gate.arguments]
 

@@ -539,3 +539,10 @@ def test_zk_tls_checks_the_host_name_unless_opted_out():
     assert conn(**{"zk-tls": "false"}).use_tls is False  # a quoted TOML "false" is false, not a true string
     with pytest.raises(ConfigError, match="zk-tls-no-hostname-check 'maybe' .from context c. is not true or false"):
         conn(**{"zk-tls": True, "zk-tls-no-hostname-check": "maybe"})
+
+
+def test_no_command_config_is_what_the_security_settings_make_of_no_properties() -> None:
+    """client_config({}) answers PLAINTEXT without importing kafka_security: the same as client_settings({})."""
+    from kadmin.cluster.kafka_security import client_settings
+
+    assert client_config({}) == client_settings({}, None)
