@@ -124,7 +124,8 @@ class ZkReads(ZkSession):
         the controller for what it has just done. Errors are translated as the reads' are. The whole of it (the
         creates and the reads back) is bounded as one request is (ZkSession.bound()): no answer in time is
         ClusterUnreachable saying the outcome is unknown."""
-        until = self._clock() + self.bound()
+        began = self._clock()
+        until = began + self.bound()
         lost: Exception | None = None
         for _ in range(CREATE_TRIES):
             try:
@@ -140,7 +141,10 @@ class ZkReads(ZkSession):
                 raise
             except Exception as e:  # noqa: BLE001
                 raise self._translate_create(path, e) from e
-            now = self.read_znode(path, until)  # retried: waits for the connection to come back, within the bound
+            try:  # retried: waits for the connection to come back, within the bound
+                now = self.read_znode(path, until)
+            except ClusterUnreachable:  # what the operator needs to know is the create's outcome, not the read's
+                raise self._no_answer(path, "creating", until - began, unknown=True) from lost
             if now is not None:
                 return now == data
         assert lost is not None
