@@ -312,34 +312,48 @@ class TopicAssignment(TypedDict):
     version: int
 
 
+def _partition_map(doc: dict[str, Any], key: str) -> dict[int, tuple[int, ...]]:
+    """A topic znode's map of partition → broker ids (`key`: partitions, adding_replicas, removing_replicas)."""
+    raw = doc.get(key) or {}
+    if type(raw) is not dict:
+        raise ZnodeFormatError(f"{key} is {show_value(raw)}, expected an object")
+    out = {}
+    for p, replicas in raw.items():
+        # What Kafka writes, checked in one look (100,000 topic znodes in a scan): a partition number in
+        # canonical decimal ("00" next to "0" would be one partition read twice), a list of int32 broker ids.
+        if p.isdigit() and p.isascii() and (p[0] != "0" or len(p) == 1) and len(p) <= 10 \
+                and type(replicas) is list:
+            for x in replicas:
+                if type(x) is not int or x < 0 or x > INT32_MAX:
+                    break
+            else:
+                n = int(p)
+                if n <= INT32_MAX:
+                    out[n] = tuple(replicas)
+                    continue
+        # anything else: the full rules, which say what is wrong
+        n = _decimal(p, 0, INT32_MAX)
+        if n is None or str(n) != p:
+            raise ZnodeFormatError(f"{key} has a non-numeric partition {show_value(p)}")
+        out[n] = _int_list(replicas, f"{key}[{p}]")
+    return out
+
+
 def decode_topic(data: bytes | None) -> TopicAssignment:
     """Decode /brokers/topics/<t> (TopicZNode versions 1-3; a missing key means empty)."""
     doc = _load_object(data)
     version = _int(doc, "version", 1)
     if version not in (1, 2, 3):
         raise ZnodeFormatError(f"unknown topic znode version {version} (kadmin reads 1-3)")
-
-    def part_map(key: str) -> dict[int, tuple[int, ...]]:
-        raw = doc.get(key) or {}
-        if not isinstance(raw, dict):
-            raise ZnodeFormatError(f"{key} is {show_value(raw)}, expected an object")
-        out = {}
-        for p, replicas in raw.items():
-            n = _decimal(p, 0, INT32_MAX)
-            if n is None or str(n) != p:  # "00" next to "0" would be one partition read twice
-                raise ZnodeFormatError(f"{key} has a non-numeric partition {show_value(p)}")
-            out[n] = _int_list(replicas, f"{key}[{p}]")
-        return out
-
     if "partitions" not in doc:
         raise ZnodeFormatError("missing key 'partitions'")
     topic_id = doc.get("topic_id")
     if topic_id is not None and not isinstance(topic_id, str):
         raise ZnodeFormatError(f"topic_id is {show_value(topic_id)}")
     return {
-        "partitions": part_map("partitions"),
-        "adding": part_map("adding_replicas"),
-        "removing": part_map("removing_replicas"),
+        "partitions": _partition_map(doc, "partitions"),
+        "adding": _partition_map(doc, "adding_replicas"),
+        "removing": _partition_map(doc, "removing_replicas"),
         "topic_id": topic_id,
         "version": version,
     }

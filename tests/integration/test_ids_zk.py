@@ -106,6 +106,20 @@ def test_missing_lists_partitions(run, cluster):
         {"topic": "t", "partition": 0}, {"topic": "t", "partition": 1}, {"topic": "t", "partition": 2}]}]
 
 
+def test_missing_counts_an_id_a_reassignment_is_adding_once_a_partition(run, cluster):
+    """Every current replica registered, an unregistered id being added (adding_replicas, also listed in the
+    replicas as Kafka does during a reassignment, or only in adding): its partitions count, each once."""
+    cluster.create("/brokers/topics/moving", json.dumps({
+        "version": 3, "partitions": {"0": [1, 2, 5], "1": [2, 1], "2": [1, 2]}, "adding_replicas": {"0": [5], "1": [5]},
+        "removing_replicas": {}}).encode())
+    code, doc, _ = run.json("ids", "missing")
+    assert code == 0
+    by_id = {d["broker_id"]: d for d in doc["data"]}
+    assert sorted(by_id) == [3, 5]
+    assert by_id[5]["partitions"] == 2 and by_id[5]["assignments"] == [
+        {"topic": "moving", "partition": 0}, {"topic": "moving", "partition": 1}]
+
+
 def test_invalid_mapping_is_partial(run, cluster):
     cluster.create("/brokers/hosts/bad", b"{nope", makepath=True)
     code, doc, err = run.json("ids", "hosts")

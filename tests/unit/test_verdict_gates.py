@@ -7,6 +7,8 @@ import io
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kadmin.domain import partitions as rules
 from kadmin.domain import znodes
@@ -290,3 +292,40 @@ def test_log_dirs_that_fail_on_their_thread_fail_the_command():
         svc.check(Down({}, [["a"]]))  # type: ignore[arg-type]
     with pytest.raises(ClusterUnreachable):
         svc.stop_verdict(Down({}, [["a"]]), 1)  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------ topic znodes: the one-look path and the rules
+def _reference_partitions(raw):
+    """What a topic znode's partition map means, written from Kafka's rules (TopicZNode; Java's parseInt,
+    canonical only): None when Kafka would not have written it."""
+    if not isinstance(raw, dict):
+        return None
+    out = {}
+    for p, replicas in raw.items():
+        if not (p and all(c in "0123456789" for c in p)) or (len(p) > 1 and p[0] == "0") or int(p) > 2**31 - 1:
+            return None
+        if not isinstance(replicas, list) or any(isinstance(x, bool) or not isinstance(x, int)
+                                                 or not 0 <= x <= 2**31 - 1 for x in replicas):
+            return None
+        out[int(p)] = tuple(replicas)
+    return out
+
+
+_KEYS = st.one_of(st.integers(0, 2**31 + 5).map(str), st.sampled_from(["", "00", "01", "-0", "+1", "٣", "1 ", "x",
+                                                                        "2147483647", "2147483648", "9" * 11]))
+_IDS = st.one_of(st.integers(-2, 2**31 + 1), st.booleans(), st.floats(allow_nan=False, allow_infinity=False),
+                 st.text(max_size=2), st.none())
+_REPLICAS = st.one_of(st.lists(st.integers(0, 10), max_size=4), st.lists(_IDS, max_size=4), _IDS)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.dictionaries(_KEYS, _REPLICAS, max_size=6), st.dictionaries(_KEYS, _REPLICAS, max_size=2))
+def test_topic_znode_partitions_are_read_as_kafkas_rules_say(partitions, adding):
+    raw = json.dumps({"version": 3, "partitions": partitions, "adding_replicas": adding}).encode()
+    want, want_adding = _reference_partitions(partitions), _reference_partitions(adding)
+    if want is None or want_adding is None:
+        with pytest.raises(znodes.ZnodeFormatError):
+            znodes.decode_topic(raw)
+    else:
+        got = znodes.decode_topic(raw)
+        assert (got["partitions"], got["adding"], got["removing"]) == (want, want_adding, {})

@@ -63,10 +63,18 @@ class ZkIds(ZkReads):
                 except znodes.ZnodeFormatError as e:
                     problems.append(Problem("invalid_znode", f"{path}: {e}"))
                     continue
+                adding = a["adding"]
                 for p, replicas in a["partitions"].items():
-                    for rid in set(replicas) | set(a["adding"].get(p, ())):
-                        # the registered ids' partitions decide nothing: keeping them would hold
-                        # every assignment (millions of entries) in memory
+                    # the registered ids' partitions decide nothing: keeping them would hold every assignment
+                    # (millions of entries) in memory; the usual partition, all of its replicas registered and
+                    # none being added, is passed over in one look
+                    for rid in replicas:
+                        if rid not in registered:
+                            break
+                    else:
+                        if p not in adding:
+                            continue
+                    for rid in set(replicas) | set(adding.get(p, ())):
                         if rid not in registered:
                             assigned.setdefault(rid, []).append((topic, p))
         return IdState(registered, mappings, seqid.stat.version if seqid else -1,
