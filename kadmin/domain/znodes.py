@@ -327,9 +327,9 @@ def _partition_map(doc: dict[str, Any], key: str) -> dict[int, tuple[int, ...]]:
                 if type(x) is not int or x < 0 or x > INT32_MAX:
                     break
             else:
-                n = int(p)
-                if n <= INT32_MAX:
-                    out[n] = tuple(replicas)
+                number = int(p)
+                if number <= INT32_MAX:
+                    out[number] = tuple(replicas)
                     continue
         # anything else: the full rules, which say what is wrong
         n = _decimal(p, 0, INT32_MAX)
