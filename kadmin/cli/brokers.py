@@ -331,7 +331,8 @@ def drain(
     reassignment changed during the drain (`changed_by_others`). Ctrl-C after the reordering was sent
     stops before the election: exit 130 naming the undrain command that restores the order. The broker
     stays a preferred leader nowhere, so Kafka's automatic leader rebalance does not move leaders back;
-    undrain does.
+    undrain does. Drains stack: a drain of another broker made after this one saves this one's order as
+    its original, so undo stacked drains last first (undone first first, the first broker stays drained).
     """
     from kadmin.services.drain import drain as run
 
