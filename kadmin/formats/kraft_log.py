@@ -27,7 +27,8 @@ yielded with type_name "unknown" and `fields == {"size": <body bytes>}`.
 
 Buffers may be bytes, bytearray, memoryview or mmap; `iter_segment` and `iter_checkpoint` mmap
 their file (the one place this module touches a file). Entry points: `iter_batches`,
-`iter_records`, `iter_segment`, `iter_checkpoint`; file names: `segment_base_offset`,
+`iter_records`, `iter_segment`, `iter_checkpoint` (and, for a reader of its own over the batches,
+`batch_tuples` and `decode_one`); file names: `segment_base_offset`,
 `snapshot_id`, `segment_file_name`, `snapshot_file_name`.
 """
 
@@ -400,9 +401,21 @@ def _read_bytes(buf: bytes, pos: int, what: str) -> tuple[bytes | None, int]:
 def batch_records(batch: Batch) -> list[LogRecord]:
     """The records of a batch (decompressed). Raises ValueError (`UnsupportedCompression` for
     snappy, lz4, zstd) when they cannot be read."""
+    return [LogRecord(*r) for r in batch_tuples(batch)]
+
+
+RecordTuple = tuple[int, int, int, bytes | None, bytes | None, tuple[tuple[str, bytes | None], ...]]
+
+
+def batch_tuples(batch: Batch) -> list[RecordTuple]:
+    """`batch_records` as plain tuples (LogRecord's fields in order): a reader that makes events of most
+    records straight from their values (`kadmin.pipeline.arrow.kraft_log_batches`) builds no object
+    per record. The whole batch is read before any record is returned, so a damaged batch yields none."""
     data = _records_section(batch)
-    records: list[LogRecord] = []
+    records: list[RecordTuple] = []
     pos = 0
+    base_offset, base_ts = batch.base_offset, batch.base_timestamp
+    append_time = batch.max_timestamp if batch.log_append_time else None
     for _ in range(batch.records_count):
         if pos >= len(data):
             raise ValueError(f"RecordsCount is {batch.records_count} but the batch holds {len(records)}")
@@ -428,8 +441,8 @@ def batch_records(batch: Batch) -> list[LogRecord]:
             headers.append((hkey.decode("utf-8", "replace"), hvalue))
         if p != len(body):
             raise ValueError(f"record {len(records)}: {len(body) - p} byte(s) left over in the record")
-        timestamp = batch.max_timestamp if batch.log_append_time else batch.base_timestamp + timestamp_delta
-        records.append(LogRecord(batch.base_offset + offset_delta, timestamp, attributes, key, value, tuple(headers)))
+        timestamp = base_ts + timestamp_delta if append_time is None else append_time
+        records.append((base_offset + offset_delta, timestamp, attributes, key, value, tuple(headers)))
         pos = end
     if pos != len(data):
         raise ValueError(f"{len(data) - pos} byte(s) after the last of {batch.records_count} records")
@@ -502,6 +515,13 @@ def _decoder_parts(decoder: Decoder) -> tuple[DecodeValue | None, DecodeControl 
     if decode_record is None:  # a bare `decode_value` callable: no control records
         return cast(DecodeValue, decoder), None
     return decode_record, getattr(decoder, "decode_control", None)
+
+
+def decode_one(batch: Batch, rec: LogRecord, decoder: Decoder, on_damage: OnDamage | None = None) -> MetadataRecord:
+    """One record of `batch` decoded as `iter_records` decodes it (its damage reported the same way): for a
+    reader that walks `batch_tuples` and decodes only some records itself."""
+    decode_record, decode_control = _decoder_parts(decoder)
+    return _decode(batch, rec, decode_record, decode_control, on_damage)
 
 
 def iter_records(buf: Buffer, decoder: Decoder, start: int = 0, on_damage: OnDamage | None = None,

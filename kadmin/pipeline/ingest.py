@@ -213,6 +213,7 @@ def spark_schema() -> Any:
         T.StructField("leader", T.IntegerType()), T.StructField("leader_epoch", T.IntegerType()),
         T.StructField("isr", T.ArrayType(T.IntegerType())), T.StructField("controller_id", T.IntegerType()),
         T.StructField("detail", T.StringType()), T.StructField("sub", T.IntegerType()),
+        T.StructField("topic_id", T.StringType()),  # internal: the KRaft topic id (also in detail), not written
     ])
 
 
@@ -336,16 +337,17 @@ def windowed_states(df: Any, prior: Any = None) -> Any:
 
     states = df.filter(F.col("event").isin("partition_state", "partition_change"))
 
-    def topic_ids(frame: Any) -> Any:
+    def topic_ids(frame: Any, tid: Any) -> Any:
         return (frame.filter((F.col("event") == "topic_created") & (F.col("source") == ev.KRAFT))
-                .select(F.get_json_object("detail", "$.topic_id").alias("tid"), F.col("topic").alias("tname")))
+                .select(tid.alias("tid"), F.col("topic").alias("tname")))
 
-    topics = topic_ids(df)
+    # the raw frame carries the topic id as a column (ev.COLUMNS); the table has it in detail only
+    topics = topic_ids(df, F.col("topic_id"))
     if prior is not None:
-        topics = topics.unionByName(topic_ids(prior))
+        topics = topics.unionByName(topic_ids(prior, F.get_json_object("detail", "$.topic_id")))
     topics = topics.dropDuplicates(["tid"])
-    # only KRaft states name their topic by id (ZooKeeper ones carry the name): no JSON parse for the others
-    states = (states.withColumn("tid", F.when(F.col("source") == ev.KRAFT, F.get_json_object("detail", "$.topic_id")))
+    # only KRaft states name their topic by id (ZooKeeper ones carry the name)
+    states = (states.withColumn("tid", F.when(F.col("source") == ev.KRAFT, F.col("topic_id")))
               .join(topics, "tid", "left")
               .withColumn("topic", F.coalesce(F.col("topic"), F.col("tname"), F.col("tid")))
               .drop("tid", "tname")
