@@ -14,7 +14,9 @@ the caller holds the table's lock throughout.
 
 from __future__ import annotations
 
+import functools
 import json
+import operator
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -355,8 +357,16 @@ def windowed_states(df: Any, prior: Any = None) -> Any:
     keys = ["cluster", "source", "topic", "partition"]
     if prior is not None:
         states = states.unionByName(_seeds(states, prior, keys, df.columns))
-    order = ["position", "sub"]
+    # Exact duplicate states (one log ingested from several controllers or ZooKeeper members: a row names no
+    # file) are dropped before the windows below, inside the sort they need anyway: ordered by every column,
+    # a duplicate follows its twin, and the windows read each state once. A duplicate added no event (its twin
+    # is its previous state), so the events are the same; distinct logs pay one more pass over sorted rows.
+    rest = [c for c in states.columns if c not in keys]
+    order = ["position", "sub", *[c for c in rest if c not in ("position", "sub")]]
     w = Window.partitionBy(*keys).orderBy(*order)
+    twin = functools.reduce(operator.and_, [F.lag(c).over(w).eqNullSafe(F.col(c)) for c in rest])  # not a
+    # lag of one struct of them: Spark would build that struct before the shuffle and ship every value twice
+    states = states.withColumn("twin", twin).filter(~F.col("twin")).drop("twin")
     upto = w.rowsBetween(Window.unboundedPreceding, Window.currentRow)
     filled = (states.withColumn("leader_f", F.last("leader", ignorenulls=True).over(upto))
               .withColumn("isr_f", F.last("isr", ignorenulls=True).over(upto))
