@@ -28,6 +28,7 @@ _I32 = struct.Struct(">i")
 _HEAD = struct.Struct(">i16s")  # PartitionId, TopicId
 _TAIL = struct.Struct(">ii")  # LeaderEpoch, PartitionEpoch
 _ZERO = bytes(16)
+_INTS = [struct.Struct(f">{n}i") for n in range(64)]  # int32 arrays of up to 63 (replicas, ISRs): compiled once
 _b64 = base64.urlsafe_b64encode
 
 
@@ -60,13 +61,19 @@ def _uvarint(buf: bytes, pos: int) -> tuple[int, int]:
 
 def _ints(buf: bytes, pos: int) -> tuple[list[int] | None, int]:
     """A compact nullable int32 array."""
-    n, pos = _uvarint(buf, pos)
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+        if n == 1:  # empty (removing, adding): the usual case
+            return [], pos
+    else:
+        n, pos = _uvarint(buf, pos)
     if n == 0:
         return None, pos
     end = pos + 4 * (n - 1)
     if end > len(buf):
         raise _Fallback
-    return list(struct.unpack_from(f">{n - 1}i", buf, pos)), end
+    return list((_INTS[n - 1] if n <= len(_INTS) else struct.Struct(f">{n - 1}i")).unpack_from(buf, pos)), end
 
 
 def _uuids(buf: bytes, pos: int) -> tuple[list[str | None] | None, int]:
