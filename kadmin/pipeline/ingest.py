@@ -350,7 +350,7 @@ def windowed_states(df: Any, prior: Any = None) -> Any:
     topics = topics.dropDuplicates(["tid"])
     # only KRaft states name their topic by id (ZooKeeper ones carry the name)
     states = (states.withColumn("tid", F.when(F.col("source") == ev.KRAFT, F.col("topic_id")))
-              .join(topics, "tid", "left")
+              .join(F.broadcast(topics), "tid", "left")  # small: the states are not shuffled for it
               .withColumn("topic", F.coalesce(F.col("topic"), F.col("tname"), F.col("tid")))
               .drop("tid", "tname")
               .withColumn("seed", F.lit(False)))
