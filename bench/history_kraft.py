@@ -20,8 +20,9 @@ Issue 13 §1, KRaft part. What it does (everything on 127.0.0.1, temporary direc
   2b. The same number of distinct logs (issue 24: the common case is logs that are not copies of one
      another): copy c is the base log moved on by c times its span of offsets (every batch's BaseOffset, which
      the CRC does not cover; the file named by its new base offset), as if the cluster had gone through the
-     same history again: every record has offsets of its own, so its own event ids; the table stores every
-     copy's events and the windows classify every state. Same bytes otherwise, same records to decode.
+     same history again: every record has offsets of its own, so its own event ids, and the windows classify
+     every state (a state equal to the one before it adds no event: the table holds ~9 copies' worth of
+     events, not 23). Same bytes otherwise, same records to decode.
   3. For each input (--inputs copies,distinct):
      `python -m kadmin history ingest DIR --cluster bench --out OUT --master local[2] -o json` as a
      subprocess: wall time, MB/s over the input bytes, and peak memory: VmHWM of the Python driver and of
@@ -356,7 +357,7 @@ def bench(args: argparse.Namespace, work: Path) -> None:
         say(f"  and {rep['copies']} distinct logs, each in log-NNNN/__cluster_metadata-0/: the base log moved on by "
             f"NNNN x {dist['span']:,} offsets (every batch's BaseOffset; the CRC does not cover it), as if the "
             f"cluster had gone through the same history again and again: every record its own event ids, the "
-            f"table stores every copy's events, the windows classify every state")
+            f"windows classify every state")
     shutil.rmtree(work / "cluster", ignore_errors=True)
     builds = [("this", REPO)] + ([("baseline", Path(args.baseline).resolve())] if args.baseline else [])
     for name, repo in builds:
