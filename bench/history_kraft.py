@@ -17,17 +17,27 @@ Issue 13 §1, KRaft part. What it does (everything on 127.0.0.1, temporary direc
      (copy-NNNN/__cluster_metadata-0/<20-digit base offset>.log), so both tools accept every copy. A copy of
      a valid segment is a valid segment, but copies share offsets: their events get the same ids, so the
      event table stores one copy's worth of events (events_added); every copy is still read and parsed.
-  3. `python -m kadmin history ingest DIR --cluster bench --out OUT --master local[2] -o json` as a
+  2b. The same number of distinct logs (issue 24: the common case is logs that are not copies of one
+     another): copy c is the base log moved on by c times its span of offsets (every batch's BaseOffset, which
+     the CRC does not cover; the file named by its new base offset), as if the cluster had gone through the
+     same history again: every record has offsets of its own, so its own event ids, and the windows classify
+     every state (a state equal to the one before it adds no event: the table holds ~9 copies' worth of
+     events, not 23). Same bytes otherwise, same records to decode.
+  3. For each input (--inputs copies,distinct):
+     `python -m kadmin history ingest DIR --cluster bench --out OUT --master local[2] -o json` as a
      subprocess: wall time, MB/s over the input bytes, and peak memory: VmHWM of the Python driver and of
      the Spark driver JVM (its child; in local mode the executors live in it), plus the peak of the summed
      RSS of the whole process tree (the Python workers too), sampled every 0.1 s (bench/history.py's
-     run_ingest).
-  4. Kafka's DumpLogSegments (org.apache.kafka.tools.DumpLogSegments, what bin/kafka-dump-log.sh runs,
-     with kafka-run-class.sh's default JVM flags) `--cluster-metadata-decoder --files A,B,C > /dev/null` over
-     the same files: what an operator does with a directory of segments is one call listing them all;
-     here the files go in --dump-groups calls of equal size, one after another (a JVM start, ~1 s, per
-     group), so that after --dump-budget seconds the rest can be extrapolated from the bytes done (said
-     so). One extra untimed run on one copy checks that it prints as many records as kadmin's reader finds.
+     run_ingest). With --baseline REPO the kadmin checked out in REPO (run from it, first on PYTHONPATH) is
+     timed too, in the same round, the two builds' order alternating between rounds (--rounds).
+  4. Then, in the same round, Kafka's DumpLogSegments (org.apache.kafka.tools.DumpLogSegments, what
+     bin/kafka-dump-log.sh runs, with kafka-run-class.sh's default JVM flags)
+     `--cluster-metadata-decoder --files A,B,C > /dev/null` over the same files: what an operator does with
+     a directory of segments is one call listing them all; here the files go in --dump-groups calls of equal
+     size, one after another (a JVM start, ~1 s, per group), so that after --dump-budget seconds the rest can
+     be extrapolated from the bytes done (said so). One extra untimed run on one copy checks that it prints
+     as many records as kadmin's reader finds.
+     Each ratio is DumpLogSegments' wall time over kadmin's in the same round (goal >= 1.0).
 Before steps 3 and 4 every file is read once plainly (timed, printed): the I/O baseline. kadmin's own
 reader of the format (kadmin.formats.kraft_log + the record decoder, one core, no Spark) is timed on one
 copy too, with kadmin.pipeline.kraft_fast's decoder (what the ingest uses) and with kafka-python's schema
@@ -36,6 +46,7 @@ codec for every record (what it used before): it shows how much of the ingest's 
 copy kept by an earlier --keep run): the same input, measured again in a few minutes.
 MB = 10^6 bytes, GiB = 2^30 bytes. Prints human-readable lines, then one final line of JSON.
 Usage: python bench/history_kraft.py [--mb 12] [--gb 0.25] [--keep DIR] [--gen-budget 420] [--base-log DIR]
+       [--inputs copies,distinct] [--baseline REPO] [--rounds N]
 """
 
 from __future__ import annotations
@@ -45,6 +56,7 @@ import json
 import os
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import time
@@ -174,6 +186,44 @@ def replicate(mdir: Path, dest: Path, target: int) -> dict[str, Any]:
             "bytes": copies * one, "snapshots_left_out": sorted(f.name for f in mdir.glob("*.checkpoint"))}
 
 
+def next_offset(segs: list[Path]) -> int:
+    """One past the last offset of the segments' batches (their headers walked; the CRCs are the reader's)."""
+    end = 0
+    for f in segs:
+        data = f.read_bytes()
+        pos = 0
+        while pos + 61 <= len(data):
+            base, length = struct.unpack_from(">qi", data, pos)
+            last_delta = struct.unpack_from(">i", data, pos + 23)[0]
+            end = max(end, base + last_delta + 1)
+            pos += 12 + length
+    return end
+
+
+def replicate_distinct(mdir: Path, dest: Path, copies: int) -> dict[str, Any]:
+    """`copies` distinct logs from the base log: copy c is the base log moved on by c times its length in
+    offsets (each batch's BaseOffset, which the CRC does not cover, plus c x span; the file named by its new
+    base offset), as if the cluster had gone through the same history again after it. Every record is then
+    a record of its own (its own offset, so its own event ids): the table stores every copy's events, and the
+    windows classify every state, as they do for logs that are not copies of one another."""
+    from kadmin.formats.kraft_log import segment_base_offset, segment_file_name
+
+    segs = sorted(mdir.glob("*.log"))
+    span = next_offset(segs)
+    for c in range(copies):
+        d = dest / f"log-{c:04d}" / "__cluster_metadata-0"
+        d.mkdir(parents=True)
+        for f in segs:
+            data = bytearray(f.read_bytes())
+            pos = 0
+            while pos + 61 <= len(data):
+                base, length = struct.unpack_from(">qi", data, pos)
+                struct.pack_into(">q", data, pos, base + c * span)
+                pos += 12 + length
+            (d / segment_file_name((segment_base_offset(f.name) or 0) + c * span)).write_bytes(bytes(data))
+    return {"span": span, "copies": copies}
+
+
 # ---------------------------------------------------------------------------- DumpLogSegments
 def dump_cmd(home: Path, files: list[Path]) -> list[str]:
     from kadmin.sandbox.zkserver import java_binary
@@ -233,6 +283,11 @@ def main() -> None:
     ap.add_argument("--dump-groups", type=int, default=4, help="DumpLogSegments calls the files are split into")
     ap.add_argument("--dump-budget", type=float, default=300,
                     help="time DumpLogSegments until this many seconds are spent, then extrapolate")
+    ap.add_argument("--inputs", default="copies,distinct",
+                    help="copies (of one log: shared offsets), distinct (offsets moved on), or both (default)")
+    ap.add_argument("--baseline", metavar="REPO", help="also time the ingest of the kadmin checked out in REPO "
+                    "(e.g. a `git worktree add --detach REPO main`), interleaved with this one's")
+    ap.add_argument("--rounds", type=int, default=1, help="rounds of every measurement (interleaved)")
     args = ap.parse_args()
     if shutil.which("java") is None:
         raise SystemExit("needs java")
@@ -292,51 +347,74 @@ def bench(args: argparse.Namespace, work: Path) -> None:
     say(f"2. {rep['copies']} copies of it, each in copy-NNNN/__cluster_metadata-0/ (copies share offsets: "
         f"the table holds one copy's worth of events, every copy is parsed): {rep['files']} files, "
         f"{rep['bytes'] / 1e6:,.1f} MB ({rep['bytes'] / GIB:.2f} GiB), {records * rep['copies']:,} records")
+
+    inputs: dict[str, list[Path]] = {}
+    if "copies" in args.inputs:
+        inputs["copies"] = sorted(logs.glob("copy-*/__cluster_metadata-0/*.log"))
+    if "distinct" in args.inputs:
+        dist = replicate_distinct(mdir, work / "distinct", rep["copies"])
+        inputs["distinct"] = sorted((work / "distinct").glob("log-*/__cluster_metadata-0/*.log"))
+        say(f"  and {rep['copies']} distinct logs, each in log-NNNN/__cluster_metadata-0/: the base log moved on by "
+            f"NNNN x {dist['span']:,} offsets (every batch's BaseOffset; the CRC does not cover it), as if the "
+            f"cluster had gone through the same history again and again: every record its own event ids, the "
+            f"windows classify every state")
     shutil.rmtree(work / "cluster", ignore_errors=True)
-
-    files = sorted(logs.glob("copy-*/__cluster_metadata-0/*.log"))
-    io = [zkbench.read_all(files)]
-    say(f"  I/O baseline: a plain read of all files took {io[0]:.2f} s ({rep['bytes'] / 1e6 / io[0]:,.0f} MB/s)")
-    say("3. kadmin history ingest --master local[2] (a subprocess; wall time includes start-up and Spark session):")
-    ing = zkbench.run_ingest(logs, work / "events", args.timeout, work / "ingest.stderr")
-    d = ing["data"]
-    mbs = rep["bytes"] / 1e6 / ing["wall"]
-    say(f"  {ing['wall']:.1f} s wall, {mbs:.1f} MB/s, {records * rep['copies'] / ing['wall']:,.0f} records/s; "
-        f"{d['ranges']} ranges, events_parsed {d['events_parsed']:,}, events_added {d['events_added']:,}, "
-        f"damage {len(d['damage'])}")
-    pk = ing["peak"]
-    say(f"  peak memory: Python driver VmHWM {pk['python'] / 2**20:,.0f} MiB, Spark driver JVM VmHWM "
-        f"{pk['jvm'] / 2**20:,.0f} MiB, whole process tree (summed RSS, sampled) {pk['tree'] / 2**20:,.0f} MiB")
-
-    say(f"4. DumpLogSegments --cluster-metadata-decoder --files A,B,... > /dev/null over the same files "
-        f"({args.dump_groups} calls, one after another; kafka-run-class.sh's JVM flags):")
-    io.append(zkbench.read_all(files))
-    say(f"  I/O baseline: a plain read of all files took {io[1]:.2f} s ({rep['bytes'] / 1e6 / io[1]:,.0f} MB/s)")
-    dl = run_dump(home, files, args.dump_groups, args.dump_budget)
-    dl_mbs = rep["bytes"] / 1e6 / dl["wall"]
-    if dl["extrapolated"]:
-        say(f"  {dl['calls_timed']} of {dl['calls']} calls took {dl['wall_timed']:.1f} s (budget "
-            f"{args.dump_budget:g} s); extrapolated by bytes to all: {dl['wall']:.1f} s, {dl_mbs:.1f} MB/s")
-    else:
-        say(f"  {dl['calls']} calls of {dl['files_per_call']} files: {dl['wall']:.1f} s wall, {dl_mbs:.1f} MB/s "
-            f"(per call {min(dl['per_call']):.1f}-{max(dl['per_call']):.1f} s)")
-    count = dump_count(home, files[0])
-    say(f"  check (untimed): DumpLogSegments printed {count:,} records of {files[0].parent.parent.name}, "
+    builds = [("this", REPO)] + ([("baseline", Path(args.baseline).resolve())] if args.baseline else [])
+    for name, repo in builds:
+        say(f"  kadmin '{name}': {which_kadmin(repo)}")
+    runs: dict[str, Any] = {}
+    rounds = args.rounds
+    for r in range(rounds):
+        for kind, files in inputs.items():
+            runs.setdefault(kind, {"ingest": {}, "dump": []})
+            io = zkbench.read_all(files)
+            say(f"{kind} (round {r + 1} of {rounds}): {len(files)} files, {rep['bytes'] / 1e6:,.1f} MB; a plain read "
+                f"took {io:.2f} s ({rep['bytes'] / 1e6 / io:,.0f} MB/s); uptime: {os.getloadavg()[0]:.1f} load")
+            order = builds if r % 2 == 0 else builds[::-1]  # interleaved: neither build always runs first
+            for name, repo in order:
+                ing = ingest_with(repo, files[0].parents[2], work / f"events-{kind}-{name}-{r}", args.timeout,
+                                  work / f"ingest-{kind}-{name}-{r}.stderr")
+                d, pk = ing["data"], ing["peak"]
+                say(f"  kadmin history ingest --master local[2] ({name}): {ing['wall']:.1f} s wall, "
+                    f"{rep['bytes'] / 1e6 / ing['wall']:.1f} MB/s; events_parsed {d['events_parsed']:,}, "
+                    f"events_added {d['events_added']:,}, damage {len(d['damage'])}; peak: Python driver "
+                    f"{pk['python'] / 2**20:,.0f} MiB, Spark driver JVM {pk['jvm'] / 2**20:,.0f} MiB, tree "
+                    f"{pk['tree'] / 2**20:,.0f} MiB")
+                runs[kind]["ingest"].setdefault(name, []).append(ing)
+            dl = run_dump(home, files, args.dump_groups, args.dump_budget)
+            runs[kind]["dump"].append(dl)
+            say(f"  DumpLogSegments --cluster-metadata-decoder ({dl['calls']} calls): {dl['wall']:.1f} s"
+                f"{' (extrapolated)' if dl['extrapolated'] else ''}, {rep['bytes'] / 1e6 / dl['wall']:.1f} MB/s")
+    first = next(iter(inputs.values()))[0]
+    count = dump_count(home, first)
+    say(f"check (untimed): DumpLogSegments printed {count:,} records of {first.parent.parent.name}, "
         f"kadmin's reader counts {records:,}" + ("" if len(rep["base_files"]) == 1 else " (all segments)"))
-    ratio = dl["wall"] / ing["wall"]
-    jvm_mib, py_mib = pk["jvm"] / 2**20, pk["python"] / 2**20
+    say("(kadmin: 2 cores, decodes to events and writes Parquet; DumpLogSegments: decodes every record and "
+        "prints it as JSON; each ratio is DumpLogSegments' wall time over kadmin's in the same round)")
     met = zkbench._met
-    say(f"kadmin {mbs:.1f} MB/s, DumpLogSegments {dl_mbs:.1f} MB/s: ratio {ratio:.2f} (goal >= 1.0) "
-        f"{met(ratio >= 1.0)}")
-    say("  (kadmin: 2 cores, decodes to events and writes Parquet; DumpLogSegments: decodes every record and "
-        "prints it as JSON)")
-    say(f"Spark driver JVM peak RSS {jvm_mib:,.0f} MiB (goal <= 1024 MiB) {met(jvm_mib <= 1024)}")
-    say(f"Python driver peak RSS {py_mib:,.0f} MiB (goal <= 200 MiB) {met(py_mib <= 200)}")
+    results: dict[str, Any] = {}
+    for kind, run in runs.items():
+        results[kind] = {}
+        for name, ings in run["ingest"].items():
+            ratios = [dl["wall"] / ing["wall"] for dl, ing in zip(run["dump"], ings, strict=True)]
+            jvm_mib = max(i["peak"]["jvm"] for i in ings) / 2**20
+            py_mib = max(i["peak"]["python"] for i in ings) / 2**20
+            say(f"{kind}, kadmin '{name}': ratio {' / '.join(f'{x:.2f}' for x in ratios)} (goal >= 1.0) "
+                f"{met(min(ratios) >= 1.0)}; Spark driver JVM peak {jvm_mib:,.0f} MiB (goal <= 1024) "
+                f"{met(jvm_mib <= 1024)}; Python driver peak {py_mib:,.0f} MiB (goal <= 200) {met(py_mib <= 200)}")
+            results[kind][name] = {
+                "ratios": [round(x, 3) for x in ratios], "ingest_wall_s": [round(i["wall"], 2) for i in ings],
+                "events_parsed": ings[0]["data"]["events_parsed"], "events_added": ings[0]["data"]["events_added"],
+                "damage": len(ings[0]["data"]["damage"]), "peak_rss_python_driver_mib": round(py_mib),
+                "peak_rss_driver_jvm_mib": round(jvm_mib),
+                "peak_rss_tree_mib": round(max(i["peak"]["tree"] for i in ings) / 2**20),
+                "met": {"speed": min(ratios) >= 1.0, "driver_jvm": jvm_mib <= 1024, "python_driver": py_mib <= 200}}
+        results[kind]["dump_wall_s"] = [round(dl["wall"], 2) for dl in run["dump"]]
 
     result = {
         "bench": "history_kraft", "kafka": version, "base_log_reused": bool(args.base_log), "gb": args.gb,
-        "input_bytes": rep["bytes"],
-        "files": rep["files"], "records": records * rep["copies"], "copies": rep["copies"],
+        "input_bytes": rep["bytes"], "files": rep["files"], "records": records * rep["copies"],
+        "copies": rep["copies"],
         "base": {"mb_goal": args.mb, "bytes": rep["base_bytes"], "records": records, "files": rep["base_files"],
                  "seconds": round(gen["seconds"], 1), "cluster_start_s": round(start_s, 1),
                  "partitions_created": gen["partitions_created"], "topics_created": gen["topics_created"],
@@ -345,19 +423,37 @@ def bench(args: argparse.Namespace, work: Path) -> None:
         "reader_one_core": {"seconds": round(parse_s, 2), "mb_per_s": round(rep["base_bytes"] / 1e6 / parse_s, 2),
                             "schema_codec_seconds": round(slow_s, 2),
                             "schema_codec_mb_per_s": round(rep["base_bytes"] / 1e6 / slow_s, 2)},
-        "ingest": {"master": "local[2]", "wall_s": round(ing["wall"], 2), "mb_per_s": round(mbs, 2),
-                   "ranges": d["ranges"], "events_parsed": d["events_parsed"], "events_added": d["events_added"],
-                   "damage": len(d["damage"]), "peak_rss_python_driver_bytes": pk["python"],
-                   "peak_rss_driver_jvm_bytes": pk["jvm"], "peak_rss_tree_bytes_sampled": pk["tree"]},
-        "dump_log_segments": {"wall_s": round(dl["wall"], 2), "mb_per_s": round(dl_mbs, 2), "calls": dl["calls"],
-                              "calls_timed": dl["calls_timed"], "extrapolated": dl["extrapolated"],
-                              "jvm_flags": DUMP_JVM, "records_counted_in_one_copy": count},
-        "dump_over_kadmin_wall": round(ratio, 3),
-        "goals": {"speed_ratio_min": 1.0, "driver_jvm_mib_max": 1024, "python_driver_mib_max": 200,
-                  "met": {"speed": ratio >= 1.0, "driver_jvm": jvm_mib <= 1024, "python_driver": py_mib <= 200}},
-        "plain_read_s": [round(x, 3) for x in io],
+        "dump_jvm_flags": DUMP_JVM, "dump_records_counted_in_one_copy": count,
+        "goals": {"speed_ratio_min": 1.0, "driver_jvm_mib_max": 1024, "python_driver_mib_max": 200},
+        "inputs": results,
     }
     print(json.dumps(result), flush=True)
+
+
+def which_kadmin(repo: Path) -> str:
+    """Where `python -m kadmin` run from `repo` (as `ingest_with` runs it) imports kadmin from, at which commit."""
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    where = subprocess.run([sys.executable, "-c", "import kadmin; print(kadmin.__file__)"], cwd=repo, env=env,
+                           capture_output=True, text=True, check=True).stdout.strip()
+    head = subprocess.run(["git", "-C", str(repo), "log", "-1", "--format=%h %s"], capture_output=True,
+                          text=True).stdout.strip()
+    return f"{where} ({head[:70]})"
+
+
+def ingest_with(repo: Path, logs: Path, out: Path, timeout: float, errlog: Path) -> dict[str, Any]:
+    """bench/history.py's run_ingest with the kadmin of `repo`: run from it, with it first on PYTHONPATH (which
+    Spark's Python workers inherit), so that a checkout of another commit can be measured beside this one."""
+    here, saved = Path.cwd(), os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = str(repo)
+    os.chdir(repo)
+    try:
+        return zkbench.run_ingest(logs, out, timeout, errlog)
+    finally:
+        os.chdir(here)
+        if saved is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = saved
 
 
 if __name__ == "__main__":

@@ -27,7 +27,8 @@ yielded with type_name "unknown" and `fields == {"size": <body bytes>}`.
 
 Buffers may be bytes, bytearray, memoryview or mmap; `iter_segment` and `iter_checkpoint` mmap
 their file (the one place this module touches a file). Entry points: `iter_batches`,
-`iter_records`, `iter_segment`, `iter_checkpoint`; file names: `segment_base_offset`,
+`iter_records`, `iter_segment`, `iter_checkpoint` (and, for a reader of its own over the batches,
+`batch_tuples` and `decode_one`); file names: `segment_base_offset`,
 `snapshot_id`, `segment_file_name`, `snapshot_file_name`.
 """
 
@@ -400,40 +401,105 @@ def _read_bytes(buf: bytes, pos: int, what: str) -> tuple[bytes | None, int]:
 def batch_records(batch: Batch) -> list[LogRecord]:
     """The records of a batch (decompressed). Raises ValueError (`UnsupportedCompression` for
     snappy, lz4, zstd) when they cannot be read."""
+    return [LogRecord(*r) for r in batch_tuples(batch)]
+
+
+RecordTuple = tuple[int, int, int, bytes | None, bytes | None, tuple[tuple[str, bytes | None], ...]]
+
+
+def batch_tuples(batch: Batch) -> list[RecordTuple]:
+    """`batch_records` as plain tuples (LogRecord's fields in order): a reader that makes events of most
+    records straight from their values (`kadmin.pipeline.arrow.kraft_log_batches`) builds no object
+    per record. The whole batch is read before any record is returned, so a damaged batch yields none.
+
+    The record KRaft writes is read by `_plain_record`; any other goes through `_record` (the varint readers
+    and their errors)."""
     data = _records_section(batch)
-    records: list[LogRecord] = []
+    n = len(data)
+    records: list[RecordTuple] = []
     pos = 0
+    base_offset, base_ts = batch.base_offset, batch.base_timestamp
+    append_time = batch.max_timestamp if batch.log_append_time else None
     for _ in range(batch.records_count):
-        if pos >= len(data):
+        if pos >= n:
             raise ValueError(f"RecordsCount is {batch.records_count} but the batch holds {len(records)}")
-        size, pos = read_varint(data, pos)
+        raw = data[pos]
+        if raw < 0x80:
+            pos += 1
+        elif pos + 1 < n and data[pos + 1] < 0x80:  # a record of 64 bytes to 8 KiB
+            raw, pos = (raw & 0x7F) | (data[pos + 1] << 7), pos + 2
+        else:
+            raw, pos = read_uvarint(data, pos, 5)
+        size = (raw >> 1) ^ -(raw & 1)
         end = pos + size
-        if size < 1 or end > len(data):
+        if size < 1 or end > n:
             raise ValueError(f"record {len(records)}: invalid length {size}")
         body = data[pos:end]
-        attributes = body[0]
-        timestamp_delta, p = read_varlong(body, 1)
-        offset_delta, p = read_varint(body, p)
-        key, p = _read_bytes(body, p, "key")
-        value, p = _read_bytes(body, p, "value")
-        header_count, p = read_varint(body, p)
-        if header_count < 0:
-            raise ValueError(f"record {len(records)}: invalid header count {header_count}")
-        headers = []
-        for _ in range(header_count):
-            hkey, p = _read_bytes(body, p, "header key")
-            if hkey is None:
-                raise ValueError(f"record {len(records)}: null header key")
-            hvalue, p = _read_bytes(body, p, "header value")
-            headers.append((hkey.decode("utf-8", "replace"), hvalue))
-        if p != len(body):
-            raise ValueError(f"record {len(records)}: {len(body) - p} byte(s) left over in the record")
-        timestamp = batch.max_timestamp if batch.log_append_time else batch.base_timestamp + timestamp_delta
-        records.append(LogRecord(batch.base_offset + offset_delta, timestamp, attributes, key, value, tuple(headers)))
+        plain = _plain_record(body, size)
+        record = (body[0], plain[0], plain[1], None, plain[2], ()) if plain is not None else _record(body, len(records))
+        timestamp = base_ts + record[1] if append_time is None else append_time
+        records.append((base_offset + record[2], timestamp, record[0], record[3], record[4], record[5]))
         pos = end
-    if pos != len(data):
-        raise ValueError(f"{len(data) - pos} byte(s) after the last of {batch.records_count} records")
+    if pos != n:
+        raise ValueError(f"{n - pos} byte(s) after the last of {batch.records_count} records")
     return records
+
+
+def _plain_record(body: bytes, size: int) -> tuple[int, int, bytes] | None:
+    """(timestamp delta, offset delta, value) of a record as KRaft writes it, read without the varint readers:
+    a one-byte timestamp delta, an offset delta of one or two bytes, a null key, a value whose length takes
+    one or two bytes, no header, nothing after. None for anything else (`_record` reads it)."""
+    try:
+        t = body[1]
+        o = body[2]
+        if t >= 0x80:
+            return None
+        if o < 0x80:
+            p = 3
+        else:
+            o2 = body[3]
+            if o2 >= 0x80:
+                return None
+            o, p = (o & 0x7F) | (o2 << 7), 4
+        if body[p] != 1:  # the key's length, zigzag -1: null
+            return None
+        v = body[p + 1]
+        if v < 0x80:
+            p += 2
+        else:
+            v2 = body[p + 2]
+            if v2 >= 0x80:
+                return None
+            v, p = (v & 0x7F) | (v2 << 7), p + 3
+        n = (v >> 1) ^ -(v & 1)
+        if n < 0 or p + n + 1 != size or body[p + n] != 0:  # the value, then a header count of 0, the end
+            return None
+    except IndexError:
+        return None
+    return (t >> 1) ^ -(t & 1), (o >> 1) ^ -(o & 1), body[p:p + n]
+
+
+def _record(body: bytes, index: int) -> tuple[int, int, int, bytes | None, bytes | None,
+                                              tuple[tuple[str, bytes | None], ...]]:
+    """One record's fields after its length: attributes, timestamp delta, offset delta, key, value, headers."""
+    attributes = body[0]
+    timestamp_delta, p = read_varlong(body, 1)
+    offset_delta, p = read_varint(body, p)
+    key, p = _read_bytes(body, p, "key")
+    value, p = _read_bytes(body, p, "value")
+    header_count, p = read_varint(body, p)
+    if header_count < 0:
+        raise ValueError(f"record {index}: invalid header count {header_count}")
+    headers = []
+    for _ in range(header_count):
+        hkey, p = _read_bytes(body, p, "header key")
+        if hkey is None:
+            raise ValueError(f"record {index}: null header key")
+        hvalue, p = _read_bytes(body, p, "header value")
+        headers.append((hkey.decode("utf-8", "replace"), hvalue))
+    if p != len(body):
+        raise ValueError(f"record {index}: {len(body) - p} byte(s) left over in the record")
+    return attributes, timestamp_delta, offset_delta, key, value, tuple(headers)
 
 
 # --------------------------------------------------------------------------------------------
@@ -502,6 +568,13 @@ def _decoder_parts(decoder: Decoder) -> tuple[DecodeValue | None, DecodeControl 
     if decode_record is None:  # a bare `decode_value` callable: no control records
         return cast(DecodeValue, decoder), None
     return decode_record, getattr(decoder, "decode_control", None)
+
+
+def decode_one(batch: Batch, rec: LogRecord, decoder: Decoder, on_damage: OnDamage | None = None) -> MetadataRecord:
+    """One record of `batch` decoded as `iter_records` decodes it (its damage reported the same way): for a
+    reader that walks `batch_tuples` and decodes only some records itself."""
+    decode_record, decode_control = _decoder_parts(decoder)
+    return _decode(batch, rec, decode_record, decode_control, on_damage)
 
 
 def iter_records(buf: Buffer, decoder: Decoder, start: int = 0, on_damage: OnDamage | None = None,

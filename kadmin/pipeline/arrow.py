@@ -3,9 +3,10 @@ batches (one list per column, no per-event dict or Row), handed to Spark by `map
 
 The rows are the ones `kadmin.pipeline.events` defines (its COLUMNS, same values): the partition
 state writes that make up the bulk of a Kafka cluster's ZooKeeper log (a plain setData or create
-of `.../partitions/<p>/state`) are appended column by column here; every other transaction, KRaft record
-and NDJSON line goes through `events` and is appended from its row. `tests/pipeline/test_arrow.py`
-compares the two paths event by event.
+of `.../partitions/<p>/state`) and the PartitionRecord / PartitionChangeRecord that make up the bulk of
+a KRaft metadata log are appended column by column here; every other transaction, KRaft record and
+NDJSON line goes through `events` and is appended from its row. `tests/pipeline/test_arrow.py` and
+`tests/pipeline/test_kraft_columns.py` compare the two paths event by event.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ SCHEMA = pa.schema([
     ("event", pa.string()), ("broker_id", pa.int32()), ("epoch", pa.int64()), ("session", pa.string()),
     ("topic", pa.string()), ("partition", pa.int32()), ("leader", pa.int32()), ("leader_epoch", pa.int32()),
     ("isr", pa.list_(pa.int32())), ("controller_id", pa.int32()), ("detail", pa.string()), ("sub", pa.int32()),
+    ("topic_id", pa.string()),
 ])
 assert tuple(SCHEMA.names) == ev.COLUMNS
 
@@ -69,7 +71,7 @@ def zk_txnlog_batches(path: str, start: int, end: int | None, cluster: str, chro
     from kadmin.formats import zk_txnlog
 
     c = Columns(cluster)
-    (cl, so, po, ts, evn, bid, epo, ses, top, par, lea, lep, isr_c, cid, det, sub_c) = c.cols
+    (cl, so, po, ts, evn, bid, epo, ses, top, par, lea, lep, isr_c, cid, det, sub_c, tid_c) = c.cols
     state_match = ev._STATE.match
     loads = json.loads
     root_ok = ev._root_ok
@@ -109,13 +111,104 @@ def zk_txnlog_batches(path: str, start: int, end: int | None, cluster: str, chro
                     cid.append(None)
                     det.append(_root_detail(m["root"]))
                     sub_c.append(0)
+                    tid_c.append(None)
                     c.n += 1
                 else:
                     for r in ev.zk_events(txn, cluster, chroot, name):
                         c.add(r)
                 if c.n >= rows:
                     yield c.batch()
-                    (cl, so, po, ts, evn, bid, epo, ses, top, par, lea, lep, isr_c, cid, det, sub_c) = c.cols
+                    (cl, so, po, ts, evn, bid, epo, ses, top, par, lea, lep, isr_c, cid, det, sub_c, tid_c) = c.cols
+    if c.n:
+        yield c.batch()
+
+
+@lru_cache(maxsize=1 << 16)
+def _tid_detail(raw: bytes) -> str:
+    """A partition record's detail (ev.kraft_events: `{"topic_id": ...}`) from its raw topic id."""
+    from kadmin.pipeline.kraft_fast import uuid_text
+
+    return json.dumps({"topic_id": uuid_text(raw)})
+
+
+def kraft_log_batches(path: str, start: int, cluster: str, on_damage: Callable[[Any], None],
+                      crc: Callable[[bytes], int] | None = None, rows: int = BATCH_ROWS) -> Iterator[pa.RecordBatch]:
+    """The events of the KRaft metadata log `path` from byte `start` as record batches.
+
+    PartitionRecord and PartitionChangeRecord v2 (nearly every record of a real log) are read by
+    `kraft_fast`'s hand reader straight into the columns: no LogRecord, MetadataRecord, fields dict or
+    event dict per record. Every other record, and a partition record of a shape the hand reader leaves
+    to the schema codec, is decoded as `kraft_log.iter_records` decodes it (`decode_one`, damage reported
+    the same way) and goes through `ev.kraft_events`. The batches are the same that `iter_records` walks,
+    each read whole before its records (`batch_tuples`), so a damaged batch adds no event here either."""
+    import mmap
+
+    from kadmin.formats import kraft_log as kl
+    from kadmin.pipeline.kraft_fast import (
+        FAST_DECODER,
+        FAST_ERRORS,
+        partition_change_parts,
+        partition_record_parts,
+        uuid_text,
+    )
+
+    c = Columns(cluster)
+    (cl, so, po, ts, evn, bid, epo, ses, top, par, lea, lep, isr_c, cid, det, sub_c, tid_c) = c.cols
+    kraft = ev.KRAFT
+    with open(path, "rb") as fh:
+        if os.fstat(fh.fileno()).st_size == 0:
+            return
+        with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            for batch in kl.iter_batches(mm, start, on_damage, crc):
+                try:
+                    records = kl.batch_tuples(batch)
+                except ValueError as e:  # as iter_records reports it
+                    on_damage(kl.Damage(batch.base_offset, f"batch of {batch.records_count} record(s) skipped: {e}",
+                                        batch.position))
+                    continue
+                control = batch.control
+                for t in records:
+                    value = t[4]
+                    parts: tuple[str, int, bytes, int | None, int | None, list[int] | None] | None = None
+                    # the frame (kl.parse_frame): uvarints frameVersion 1, apiKey 3 or 5, version 2, in a byte each
+                    if (not control and value is not None and len(value) > 3 and value[0] == 1 and value[2] == 2
+                            and ((api := value[1]) == 3 or api == 5)):
+                        try:
+                            if api == 3:
+                                p = partition_record_parts(2, value[3:])
+                                parts = ("partition_state", p[0], p[1], p[6], p[7], p[3])
+                            else:
+                                q = partition_change_parts(2, value[3:])
+                                parts = ("partition_change", q[0], q[1], None if q[3] == -2 else q[3], None, q[2])
+                        except FAST_ERRORS:
+                            pass
+                    if parts is not None:  # ev.kraft_events' row of the record, column by column
+                        event, pid, tid, leader, epoch, isr = parts
+                        cl.append(cluster)
+                        so.append(kraft)
+                        po.append(t[0])
+                        ts.append(t[1])
+                        evn.append(event)
+                        bid.append(None)
+                        epo.append(None)
+                        ses.append(None)
+                        top.append(None)
+                        par.append(pid)
+                        lea.append(leader)
+                        lep.append(epoch)
+                        isr_c.append(isr)
+                        cid.append(None)
+                        det.append(_tid_detail(tid))
+                        sub_c.append(0)
+                        tid_c.append(uuid_text(tid))
+                        c.n += 1
+                    else:
+                        for r in ev.kraft_events(kl.decode_one(batch, kl.LogRecord(*t), FAST_DECODER, on_damage),
+                                                 cluster):
+                            c.add(r)
+                    if c.n >= rows:
+                        yield c.batch()
+                        (cl, so, po, ts, evn, bid, epo, ses, top, par, lea, lep, isr_c, cid, det, sub_c, tid_c) = c.cols
     if c.n:
         yield c.batch()
 
@@ -141,6 +234,8 @@ def parse_range_batches(work: tuple[str, str, int, int | None], cluster: str, ch
     try:
         if kind == "zk-txnlog":
             yield from zk_txnlog_batches(path, start, end, cluster, chroot, damage.append)
+        elif kind == "kraft-log":
+            yield from kraft_log_batches(path, start, cluster, damage.append, crc)
         else:
             yield from rows_batches(ing._rows(kind, path, start, end, cluster, chroot, damage.append, crc), cluster)
     except (OSError, ValueError) as e:

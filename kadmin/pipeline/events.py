@@ -1,8 +1,10 @@
 """Source records → history events. Pure functions (no Spark): they run inside the executors.
 
 One event row: cluster, source, position (zxid or offset), ts (ms), event, broker_id, epoch,
-session, topic, partition, leader, leader_epoch, isr, controller_id, detail (JSON text), and sub
-(the index of the event within its record, so one record's events stay distinct).
+session, topic, partition, leader, leader_epoch, isr, controller_id, detail (JSON text), sub
+(the index of the event within its record, so one record's events stay distinct), and topic_id (the
+KRaft topic id, also in detail: a column of its own so that the pipeline joins topic names without
+parsing detail's JSON on every partition record; it is not written to the table).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 
 ZK, KRAFT, NDJSON = "zk-txnlog", "kraft-log", "kadmin-ndjson"
 COLUMNS = ("cluster", "source", "position", "ts_ms", "event", "broker_id", "epoch", "session", "topic", "partition",
-           "leader", "leader_epoch", "isr", "controller_id", "detail", "sub")
+           "leader", "leader_epoch", "isr", "controller_id", "detail", "sub", "topic_id")
 
 _BROKER = re.compile(r"^(?P<root>.*)/brokers/ids/(?P<id>\d+)$")
 _CONTROLLER = re.compile(r"^(?P<root>.*)/controller$")
@@ -172,19 +174,20 @@ def kraft_events(rec: Any, cluster: str) -> Iterator[dict[str, Any]]:
         if f.get("in_controlled_shutdown") == 1:
             yield r("broker_controlled_shutdown", sub, broker_id=f.get("broker_id"), epoch=f.get("broker_epoch"))
     elif name == "TopicRecord":
-        yield r("topic_created", topic=f.get("name"), detail=json.dumps({"topic_id": f.get("topic_id")}))
+        yield r("topic_created", topic=f.get("name"), detail=json.dumps({"topic_id": f.get("topic_id")}),
+                topic_id=f.get("topic_id"))
     elif name == "RemoveTopicRecord":
-        yield r("topic_deleted", detail=json.dumps({"topic_id": f.get("topic_id")}))
+        yield r("topic_deleted", detail=json.dumps({"topic_id": f.get("topic_id")}), topic_id=f.get("topic_id"))
     elif name == "PartitionRecord":
         yield r("partition_state", partition=f.get("partition_id"), leader=f.get("leader"),
                 leader_epoch=f.get("leader_epoch"), isr=list(f.get("isr") or []),
-                detail=json.dumps({"topic_id": f.get("topic_id")}))
+                detail=json.dumps({"topic_id": f.get("topic_id")}), topic_id=f.get("topic_id"))
     elif name == "PartitionChangeRecord":
         leader = f.get("leader", -2)
         isr = f.get("isr")
         yield r("partition_change", partition=f.get("partition_id"),
                 leader=None if leader == -2 else leader, isr=None if isr is None else list(isr),
-                detail=json.dumps({"topic_id": f.get("topic_id")}))
+                detail=json.dumps({"topic_id": f.get("topic_id")}), topic_id=f.get("topic_id"))
     elif name == "LeaderChangeMessage":
         yield r("quorum_leader_changed", leader=f.get("leader_id"), leader_epoch=rec.leader_epoch,
                 detail=json.dumps({"voters": [_get(v, "voter_id") for v in f.get("voters") or []]}))

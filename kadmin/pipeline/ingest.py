@@ -14,7 +14,9 @@ the caller holds the table's lock throughout.
 
 from __future__ import annotations
 
+import functools
 import json
+import operator
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -213,6 +215,7 @@ def spark_schema() -> Any:
         T.StructField("leader", T.IntegerType()), T.StructField("leader_epoch", T.IntegerType()),
         T.StructField("isr", T.ArrayType(T.IntegerType())), T.StructField("controller_id", T.IntegerType()),
         T.StructField("detail", T.StringType()), T.StructField("sub", T.IntegerType()),
+        T.StructField("topic_id", T.StringType()),  # internal: the KRaft topic id (also in detail), not written
     ])
 
 
@@ -336,25 +339,34 @@ def windowed_states(df: Any, prior: Any = None) -> Any:
 
     states = df.filter(F.col("event").isin("partition_state", "partition_change"))
 
-    def topic_ids(frame: Any) -> Any:
+    def topic_ids(frame: Any, tid: Any) -> Any:
         return (frame.filter((F.col("event") == "topic_created") & (F.col("source") == ev.KRAFT))
-                .select(F.get_json_object("detail", "$.topic_id").alias("tid"), F.col("topic").alias("tname")))
+                .select(tid.alias("tid"), F.col("topic").alias("tname")))
 
-    topics = topic_ids(df)
+    # the raw frame carries the topic id as a column (ev.COLUMNS); the table has it in detail only
+    topics = topic_ids(df, F.col("topic_id"))
     if prior is not None:
-        topics = topics.unionByName(topic_ids(prior))
+        topics = topics.unionByName(topic_ids(prior, F.get_json_object("detail", "$.topic_id")))
     topics = topics.dropDuplicates(["tid"])
-    # only KRaft states name their topic by id (ZooKeeper ones carry the name): no JSON parse for the others
-    states = (states.withColumn("tid", F.when(F.col("source") == ev.KRAFT, F.get_json_object("detail", "$.topic_id")))
-              .join(topics, "tid", "left")
+    # only KRaft states name their topic by id (ZooKeeper ones carry the name)
+    states = (states.withColumn("tid", F.when(F.col("source") == ev.KRAFT, F.col("topic_id")))
+              .join(F.broadcast(topics), "tid", "left")  # small: the states are not shuffled for it
               .withColumn("topic", F.coalesce(F.col("topic"), F.col("tname"), F.col("tid")))
               .drop("tid", "tname")
               .withColumn("seed", F.lit(False)))
     keys = ["cluster", "source", "topic", "partition"]
     if prior is not None:
         states = states.unionByName(_seeds(states, prior, keys, df.columns))
-    order = ["position", "sub"]
+    # Exact duplicate states (one log ingested from several controllers or ZooKeeper members: a row names no
+    # file) are dropped before the windows below, inside the sort they need anyway: ordered by every column,
+    # a duplicate follows its twin, and the windows read each state once. A duplicate added no event (its twin
+    # is its previous state), so the events are the same; distinct logs pay one more pass over sorted rows.
+    rest = [c for c in states.columns if c not in keys]
+    order = ["position", "sub", *[c for c in rest if c not in ("position", "sub")]]
     w = Window.partitionBy(*keys).orderBy(*order)
+    twin = functools.reduce(operator.and_, [F.lag(c).over(w).eqNullSafe(F.col(c)) for c in rest])  # not a
+    # lag of one struct of them: Spark would build that struct before the shuffle and ship every value twice
+    states = states.withColumn("twin", twin).filter(~F.col("twin")).drop("twin")
     upto = w.rowsBetween(Window.unboundedPreceding, Window.currentRow)
     filled = (states.withColumn("leader_f", F.last("leader", ignorenulls=True).over(upto))
               .withColumn("isr_f", F.last("isr", ignorenulls=True).over(upto))

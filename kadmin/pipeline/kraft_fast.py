@@ -28,6 +28,7 @@ _I32 = struct.Struct(">i")
 _HEAD = struct.Struct(">i16s")  # PartitionId, TopicId
 _TAIL = struct.Struct(">ii")  # LeaderEpoch, PartitionEpoch
 _ZERO = bytes(16)
+_INTS = [struct.Struct(f">{n}i") for n in range(64)]  # int32 arrays of up to 63 (replicas, ISRs): compiled once
 _b64 = base64.urlsafe_b64encode
 
 
@@ -35,8 +36,12 @@ class _Fallback(Exception):
     pass
 
 
+FAST_ERRORS = (_Fallback, IndexError, struct.error)  # what the hand reader raises for a record DECODER must read
+
+
 @functools.lru_cache(maxsize=1 << 16)  # topic ids and directory ids repeat record after record
-def _uuid(raw: bytes) -> str | None:
+def uuid_text(raw: bytes) -> str | None:
+    """A Uuid as Kafka prints it (base64url, no padding); the zero Uuid as None (as `DECODER` gives it)."""
     return None if raw == _ZERO else _b64(raw).rstrip(b"=").decode()
 
 
@@ -56,13 +61,19 @@ def _uvarint(buf: bytes, pos: int) -> tuple[int, int]:
 
 def _ints(buf: bytes, pos: int) -> tuple[list[int] | None, int]:
     """A compact nullable int32 array."""
-    n, pos = _uvarint(buf, pos)
+    n = buf[pos]
+    if n < 0x80:
+        pos += 1
+        if n == 1:  # empty (removing, adding): the usual case
+            return [], pos
+    else:
+        n, pos = _uvarint(buf, pos)
     if n == 0:
         return None, pos
     end = pos + 4 * (n - 1)
     if end > len(buf):
         raise _Fallback
-    return list(struct.unpack_from(f">{n - 1}i", buf, pos)), end
+    return list((_INTS[n - 1] if n <= len(_INTS) else struct.Struct(f">{n - 1}i")).unpack_from(buf, pos)), end
 
 
 def _uuids(buf: bytes, pos: int) -> tuple[list[str | None] | None, int]:
@@ -73,10 +84,18 @@ def _uuids(buf: bytes, pos: int) -> tuple[list[str | None] | None, int]:
     end = pos + 16 * (n - 1)
     if end > len(buf):
         raise _Fallback
-    return [_uuid(buf[p:p + 16]) for p in range(pos, end, 16)], end
+    return [uuid_text(buf[p:p + 16]) for p in range(pos, end, 16)], end
 
 
-def _partition_record(version: int, body: bytes) -> dict[str, Any]:
+PartitionParts = tuple[int, bytes, list[int], list[int], list[int], list[int], int, int, int, list[str | None]]
+ChangeParts = tuple[int, bytes, list[int] | None, int, list[int] | None, list[int] | None, list[int] | None, int,
+                    list[str | None] | None]
+
+
+def partition_record_parts(version: int, body: bytes) -> PartitionParts:
+    """A PartitionRecord v2 without tagged fields, as a tuple: (partition_id, the raw topic id, replicas, isr,
+    removing, adding, leader, leader_epoch, partition_epoch, directories). Raises one of `FAST_ERRORS`
+    for anything `DECODER` must read (`kadmin.pipeline.arrow` makes events of it with no fields dict)."""
     if version != 2 or len(body) < 20:
         raise _Fallback
     pid, tid = _HEAD.unpack_from(body, 0)
@@ -96,7 +115,12 @@ def _partition_record(version: int, body: bytes) -> dict[str, Any]:
     ntags, p = _uvarint(body, p)
     if ntags or p != len(body):  # a tagged field (recovery state, ELR): the schema codec reads it
         raise _Fallback
-    return {"partition_id": pid, "topic_id": _uuid(tid), "replicas": replicas, "isr": isr,
+    return pid, tid, replicas, isr, removing, adding, leader, epoch, pepoch, dirs
+
+
+def _partition_record(version: int, body: bytes) -> dict[str, Any]:
+    pid, tid, replicas, isr, removing, adding, leader, epoch, pepoch, dirs = partition_record_parts(version, body)
+    return {"partition_id": pid, "topic_id": uuid_text(tid), "replicas": replicas, "isr": isr,
             "removing_replicas": removing, "adding_replicas": adding, "leader": leader, "leader_recovery_state": 0,
             "leader_epoch": epoch, "partition_epoch": pepoch, "directories": dirs, "eligible_leader_replicas": None,
             "last_known_elr": None}
@@ -104,7 +128,10 @@ def _partition_record(version: int, body: bytes) -> dict[str, Any]:
 
 # PartitionChangeRecord v2 tags this decoder reads: 0 isr, 1 leader, 2 replicas, 3 removing, 4 adding,
 # 5 leader recovery state, 8 directories (6 and 7, the ELR fields, go to DECODER)
-def _partition_change(version: int, body: bytes) -> dict[str, Any]:
+def partition_change_parts(version: int, body: bytes) -> ChangeParts:
+    """A PartitionChangeRecord v2 of the tags above, as a tuple: (partition_id, the raw topic id, isr, leader
+    (-2: unchanged), replicas, removing, adding, leader_recovery_state, directories). Raises one of
+    `FAST_ERRORS` for anything `DECODER` must read."""
     if version != 2 or len(body) < 20:
         raise _Fallback
     pid, tid = _HEAD.unpack_from(body, 0)
@@ -144,7 +171,12 @@ def _partition_change(version: int, body: bytes) -> dict[str, Any]:
         p = end
     if p != len(body):
         raise _Fallback
-    return {"partition_id": pid, "topic_id": _uuid(tid), "isr": isr, "leader": leader, "replicas": replicas,
+    return pid, tid, isr, leader, replicas, removing, adding, recovery, dirs
+
+
+def _partition_change(version: int, body: bytes) -> dict[str, Any]:
+    pid, tid, isr, leader, replicas, removing, adding, recovery, dirs = partition_change_parts(version, body)
+    return {"partition_id": pid, "topic_id": uuid_text(tid), "isr": isr, "leader": leader, "replicas": replicas,
             "removing_replicas": removing, "adding_replicas": adding, "leader_recovery_state": recovery,
             "directories": dirs, "eligible_leader_replicas": None, "last_known_elr": None}
 
@@ -169,7 +201,7 @@ class FastDecoder:
         if fast is not None:
             try:
                 return DecodedValue(fast[0], version, fast[1](version, body))
-            except (_Fallback, IndexError, struct.error):
+            except FAST_ERRORS:
                 pass
         return DECODER.decode_record(api_key, version, body)
 

@@ -365,3 +365,23 @@ def test_history_ingests_fast_decoder_reads_every_record_as_the_schema_codec(his
         assert [list(r.fields.items()) for r in fast] == [list(r.fields.items()) for r in slow], path
         assert sum(r.type_name in ("PartitionRecord", "PartitionChangeRecord") for r in slow) > 0 or \
             path.suffix != ".log", path
+
+
+def test_history_ingests_arrow_columns_hold_the_row_paths_events_of_a_real_log(history: dict[str, Any]) -> None:
+    """kadmin.pipeline.arrow.kraft_log_batches (partition records straight into Arrow columns, what the ingest
+    runs) on every segment a real cluster wrote: the row path's events (`parse_range`), value for value."""
+    from kadmin.pipeline import events as ev
+    from kadmin.pipeline.arrow import parse_range_batches
+    from kadmin.pipeline.ingest import parse_range
+
+    kinds: set[str] = set()
+    for path in metadata_files(history):
+        if path.suffix != ".log":
+            continue
+        work = ("kraft-log", str(path), 0, None)
+        expected = list(parse_range(work, "c", None, CRC32C))
+        got = [tuple(r[c] for c in ev.COLUMNS) for b in parse_range_batches(work, "c", None, CRC32C)
+               for r in b.to_pylist()]
+        assert got == expected, path
+        kinds |= {r[4] for r in expected}
+    assert {"partition_state", "partition_change", "broker_registered", "topic_created"} <= kinds

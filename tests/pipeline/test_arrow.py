@@ -272,6 +272,29 @@ def test_one_pass_classification_equals_the_two_pass_one(spark, inputs, tmp_path
         assert len(expected) > 40 and sorted(map(tuple, got)) == sorted(map(tuple, expected))
 
 
+@pytest.mark.timeout(1800)
+def test_exact_duplicate_states_are_dropped_before_the_windows_and_add_no_event(spark, inputs):
+    """The inputs twice (one log ingested from two controllers or ZooKeeper members): the windows see each
+    state once, and the states' events are those of the inputs once (the other events come twice: the
+    ingest's dropDuplicates on event_id takes them); a state that differs from another of the same
+    position in one value is no duplicate."""
+    from pyspark.sql import functions as F
+
+    from kadmin.pipeline.ingest import DAMAGE, classify_partitions, parse_range, spark_schema, windowed_states
+
+    rows = [r for w in work_items(inputs, 4096) for r in parse_range(w, "c", None)]
+    raw = spark.createDataFrame(rows, spark_schema()).filter(F.col("event") != DAMAGE)
+    twice = raw.unionByName(raw)
+    n = windowed_states(raw).count()
+    assert n > 10 and windowed_states(twice).count() == n
+    once = [tuple(r) for r in classify_partitions(raw).collect()]
+    changes = ("leader_changed", "isr_changed")
+    expected = once + [r for r in once if r[4] not in changes]
+    assert sorted(map(tuple, classify_partitions(twice).collect()), key=repr) == sorted(expected, key=repr)
+    other = raw.filter(F.col("event") == "partition_state").withColumn("ts_ms", F.col("ts_ms") + 1)
+    assert windowed_states(raw.unionByName(other)).count() == n + other.count()
+
+
 # ---------------------------------------------------------------------------- the local JVM
 def test_a_local_session_runs_in_a_small_jvm(spark):
     """local[N] (the executors inside the driver JVM): a 512 MiB heap and the serial collector, so a
