@@ -129,9 +129,10 @@ class Cluster:
         assert code == 0, err
         return list(data)
 
-    def check(self) -> int:
-        """`kadmin partitions check` as an operator runs it: its exit code."""
-        return self.kadmin("partitions", "check", "-o", "json", timeout=120).returncode
+    def check(self) -> Checked:
+        """`kadmin partitions check` as an operator runs it: its exit code, carrying what it said."""
+        r = self.kadmin("partitions", "check", "-o", "json", timeout=120)
+        return Checked(r.returncode, f"{r.stderr.strip()[-1500:]} {r.stdout.strip()[-3000:]}")
 
     def quorum_leader(self) -> int:
         """The leader `kadmin quorum describe --status -o json` reports."""
@@ -264,7 +265,18 @@ def assert_preferred_leaders(c: Cluster) -> None:
     assert parts and not astray, f"partitions not led by their preferred replica after the roll: {astray}"
 
 
-def assert_checks(checks: Poller[int], since: float, kind: str) -> list[int]:
+class Checked(int):
+    """An exit code of `partitions check` and what the check said (its stderr and JSON), for the failure message."""
+
+    said: str
+
+    def __new__(cls, code: int, said: str) -> Checked:
+        c = super().__new__(cls, code)
+        c.said = said
+        return c
+
+
+def assert_checks(checks: Poller[Checked], since: float, kind: str) -> list[int]:
     """Every `partitions check` since `since` answered OK or WARNING (under-replicated while a broker is down):
     never CRITICAL (offline, under min ISR), never an error. On KRaft also UNKNOWN (3): the check holds the
     partitions against every broker's log dirs, and a stopped broker's cannot be listed, which makes a check
@@ -272,7 +284,8 @@ def assert_checks(checks: Poller[int], since: float, kind: str) -> list[int]:
     allowed = (OK, WARNING) if kind == "zk" else (OK, WARNING, UNKNOWN)
     codes = [r for t, r in checks.results() if t >= since]
     assert codes, "no partitions check ran during the roll"
-    assert all(r in allowed for r in codes), f"partitions check during the roll: {codes}"
+    assert all(r in allowed for r in codes), (f"partitions check during the roll: {codes}",
+                                              [getattr(r, "said", r) for r in codes if r not in allowed])
     return codes
 
 
