@@ -87,7 +87,7 @@ def kraft_log(d: Path) -> Path:
     tid = uuid.UUID(int=77)
     t0 = 1_700_000_000_000
     batches = [
-        W.batch(0, 1, t0, [W.leader_change(3000, [3000, 3001], [3000])], control_type=W.LEADER_CHANGE),
+        W.leader_change_batch(t0),
         W.batch(1, 1, t0 + 1000, [W.register_broker(2, 1, uuid.UUID(int=11), 1, [("PLAINTEXT", "b1", 9092, 0)],
                                                     [], None)]),
         W.batch(2, 1, t0 + 2000, [W.topic("orders", tid), W.partition(0, 0, tid, [1, 2], [1, 2], [], [], 1, 0, 0)]),

@@ -38,12 +38,7 @@ def kraft_log(path: Path) -> Path:
     """Every value above in batches of 4, control batches around them, a gzip batch and a batch whose
     RecordsCount says one more record than it holds."""
     values = _values()
-    batches = [W.batch(0, 1, T0, [W.leader_change(3000, [3000, 3001], [3000])], control_type=W.LEADER_CHANGE)]
-    off = 1
-    for i in range(0, len(values), 4):
-        chunk = values[i:i + 4]
-        batches.append(W.batch(off, 1, T0 + 1000 * off, chunk))
-        off += len(chunk)
+    batches, off = W.log_batches(values, 4, T0)
     batches.append(W.compressed_batch(off, 2, T0 + 1000 * off, [W.partition_change(2, 3, T1, leader=1),
                                                                 W.topic("gz", T2)]))
     off += 2
@@ -109,7 +104,7 @@ def test_the_columns_start_where_the_range_starts_and_are_cut_at_the_batch_size(
     from kadmin.pipeline.ingest import parse_range
 
     path = kraft_log(tmp_path / "00000000000000000000.log")
-    second = len(W.batch(0, 1, T0, [W.leader_change(3000, [3000, 3001], [3000])], control_type=W.LEADER_CHANGE))
+    second = len(W.leader_change_batch(T0))
     expected, got = _both(path, second)
     assert got == expected and expected[0][2] == 1
     rows = [r for r in parse_range(("kraft-log", str(path), 0, None), "c", None) if r[4] != "_damage"]

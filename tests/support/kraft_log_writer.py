@@ -325,6 +325,23 @@ def compressed_batch(base_offset: int, leader_epoch: int, timestamp_ms: int, val
             + struct.pack(">I", crc32c.crc32c(post_crc)) + post_crc)
 
 
+def leader_change_batch(timestamp_ms: int) -> bytes:
+    """The control batch a log opens with: offset 0, controller 3000 elected by itself of voters 3000 and 3001."""
+    return batch(0, 1, timestamp_ms, [leader_change(3000, [3000, 3001], [3000])], control_type=LEADER_CHANGE)
+
+
+def log_batches(values: Sequence[bytes], per_batch: int, timestamp_ms: int) -> tuple[list[bytes], int]:
+    """A log's batches: `leader_change_batch`, then `values` in batches of `per_batch` from offset 1, each batch
+    stamped 1 s per offset after `timestamp_ms`; and the next free offset."""
+    batches = [leader_change_batch(timestamp_ms)]
+    off = 1
+    for i in range(0, len(values), per_batch):
+        chunk = values[i:i + per_batch]
+        batches.append(batch(off, 1, timestamp_ms + 1000 * off, chunk))
+        off += len(chunk)
+    return batches, off
+
+
 def write_file(path: Path, batches: Iterable[bytes]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(b"".join(batches))

@@ -86,12 +86,7 @@ def _log(d: Path) -> Path:
     """A metadata log with every case above, other records around them, and a damaged partition record."""
     t0 = 1_700_000_000_000
     values = [W.topic("orders", T1), W.topic("payments", T2)] + [w(*a, **k) for w, a, k in PARTITIONS]
-    batches = [W.batch(0, 1, t0, [W.leader_change(3000, [3000, 3001], [3000])], control_type=W.LEADER_CHANGE)]
-    off = 1
-    for i in range(0, len(values), 5):
-        chunk = values[i:i + 5]
-        batches.append(W.batch(off, 1, t0 + 1000 * off, chunk))
-        off += len(chunk)
+    batches, off = W.log_batches(values, 5, t0)
     bad = W.partition(2, 9, T1, [1], [1], [], [], 1, 0, 0, directories=[D1])[:-3]  # cut: does not decode
     batches.append(W.batch(off, 2, t0 + 1000 * off, [bad, W.partition_change(2, 0, T1, isr=[1])]))
     return W.write_file(d / "__cluster_metadata-0" / "00000000000000000000.log", batches)
