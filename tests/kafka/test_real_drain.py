@@ -563,11 +563,10 @@ def test_kraft_two_drains_at_once_are_each_refused_or_truthful(kraft: KraftSandb
     # a stacked drain's original is the other drain's order, partition for partition
     assert len(stacked) < 2 and all(sent.get(5 - b, {}).get(k) == r for b in stacked for k, r in saved(b).items()
                                     if before.get(k) != r), (stacked, sent, done)
-    for b in stacked + [b for b in left if b not in stacked]:
-        if files[b].exists():
-            code, _, err = kraft.json("brokers", "undrain", str(b), "--bootstrap-server", kraft.bootstrap, "--from",
-                                      str(files[b]))
-            assert code == 0, err
+    for b in sorted(left, key=lambda b: b not in stacked):  # `left` holds only the files there are
+        code, _, err = kraft.json("brokers", "undrain", str(b), "--bootstrap-server", kraft.bootstrap, "--from",
+                                  str(files[b]))
+        assert code == 0, err
     wait_state(kraft.home, kraft.bootstrap, None,
                lambda now: all(replicas_of(now).get(k) == r for k, r in before.items()),
                "the original order of every partition back")
