@@ -36,11 +36,44 @@ def _finite_float(text: str) -> float:
 
 _STRICT = json.JSONDecoder(parse_constant=_non_json_constant, parse_float=_finite_float)
 
+MAX_JSON_DEPTH = 200  # Kafka's own JSON nests 4 deep; json's C parser recurses once per level
+_ESCAPED_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"?', re.DOTALL)  # a string literal with escapes, or unterminated
+_NOT_STRUCTURE = bytes(c for c in range(256) if c not in b'[]{}"')  # bytes.translate deletes these
+_STRING = re.compile(rb'"[^"]*"?')  # a string literal once escapes are gone, or an unterminated one
+_INNERMOST = re.compile(rb"[\[{][\]}]")
+_RUN_OF_OPENERS = re.compile(rb"[\[{]{%d}" % (MAX_JSON_DEPTH + 1))
+
+
+def json_too_deep(data: bytes) -> bool:
+    """Whether JSON `data` nests arrays/objects deeper than MAX_JSON_DEPTH outside its strings, found without
+    recursion. Parsing such input would take json's C parser down to the interpreter's recursion limit, and a
+    finalizer the garbage collector ran down there would fail ("Exception ignored in ...")."""
+    if data.count(b"[") + data.count(b"{") <= MAX_JSON_DEPTH:  # the usual case, in two C scans
+        return False
+    if b"\\" in data:  # rare in Kafka's JSON: the strings are found with their escapes
+        brackets = _ESCAPED_STRING.sub(b"", data).translate(None, _NOT_STRUCTURE)
+    else:  # C speed; taking two quotes side by side away leaves every bracket in or out of a string
+        kept = data.translate(None, _NOT_STRUCTURE).replace(b'""', b"")
+        brackets = _STRING.sub(b"", kept) if b'"' in kept else kept
+    if _RUN_OF_OPENERS.search(brackets):
+        return True
+    levels = 0
+    while levels <= MAX_JSON_DEPTH:  # each pass takes away one level: every opener followed at once by a closer
+        brackets, n = _INNERMOST.subn(b"", brackets)
+        if not n:  # what is left is closers then openers, the openers never closed
+            return levels + brackets.count(b"[") + brackets.count(b"{") > MAX_JSON_DEPTH
+        levels += 1
+    return True
+
 
 def loads_strict(text: str | bytes) -> Any:
     """json.loads for data kadmin did not write: raises ValueError (never RecursionError) for anything that
     is not standard JSON or is absurd: NaN/Infinity, numbers that overflow a double, integers beyond the
-    4300-digit conversion limit, nesting deeper than the interpreter's recursion limit."""
+    4300-digit conversion limit, nesting deeper than MAX_JSON_DEPTH (refused before parsing: never parsed down
+    to the interpreter's recursion limit)."""
+    if (json_too_deep(text) if isinstance(text, bytes) else text.count("[") + text.count("{") > MAX_JSON_DEPTH
+            and json_too_deep(text.encode("utf-8", "surrogatepass"))):
+        raise ValueError(f"invalid JSON: nested deeper than {MAX_JSON_DEPTH} levels")
     try:
         if isinstance(text, str) and not text.startswith("\ufeff"):  # json.loads' own BOM error otherwise
             return _STRICT.decode(text)  # one decoder, not one per call (a million state znodes)

@@ -102,6 +102,84 @@ def test_absurd_since_files_are_usage_errors(text):
         parse_saved_epochs(text, "saved.json")
 
 
+# ------------------------------------------------------------------ nesting refused before it is parsed
+def reference_depth(data: bytes) -> tuple[int, bool]:
+    """The deepest array/object nesting outside string literals, one character at a time (a stray closer
+    closes nothing), and whether every bracket closes one that is open and every opened one closes."""
+    depth = deepest = 0
+    in_string = escaped = stray = False
+    for c in data.decode("latin-1"):
+        if in_string:
+            escaped, in_string = (False, True) if escaped else (c == "\\", c != '"')
+        elif c == '"':
+            in_string = True
+        elif c in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif c in "]}":
+            stray = stray or depth == 0
+            depth = max(depth - 1, 0)
+    return deepest, not stray and depth == 0
+
+
+TOKENS = ['[', ']', '{', '}', '"', '\\', 'a', ',', '""', '"["', '"\\""', '"\\\\"', '"]"', '"\\["']
+BALANCED = ['[]', '{}', '[[]]', '{"a":[]}', 'a', ',', '""', '"["', '"\\""', '"\\\\"', '"]"', '"\\["', '"}{"']
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(TOKENS), max_size=40), st.lists(st.sampled_from(TOKENS), max_size=40),
+       st.integers(0, 250), st.integers(0, 250))
+def test_json_too_deep_never_misses_deep_nesting(before, after, opened, closed):
+    text = ("".join(before) + "[" * opened + "".join(after) + "]" * closed).encode()
+    if reference_depth(text)[0] > znodes.MAX_JSON_DEPTH:
+        assert znodes.json_too_deep(text), text
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(BALANCED), max_size=30), st.lists(st.sampled_from(BALANCED), max_size=30),
+       st.integers(0, 100), st.integers(150, 210), st.sampled_from("[{"))
+def test_json_too_deep_is_exact_on_balanced_input(outside, inside, spread, opened, kind):
+    close = "]" if kind == "[" else "}"
+    body = "".join(outside[:spread % (len(outside) + 1)]) + kind * opened + "".join(inside) + close * opened
+    text = (body + "".join(outside[spread % (len(outside) + 1):])).encode()
+    depth, balanced = reference_depth(text)
+    assert balanced, text
+    assert znodes.json_too_deep(text) == (depth > znodes.MAX_JSON_DEPTH), (depth, text)
+
+
+def test_deep_nesting_is_refused_before_the_parser_recurses(monkeypatch):
+    """Issue 24 CI: a finalizer the garbage collector ran deep inside json's C parser failed with
+    RecursionError ("Exception ignored in ..."). The depth is judged first, so a collection at any point of
+    the call finds the stack shallow."""
+    import gc
+    import sys
+
+    failed: list[type[BaseException] | None] = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: failed.append(u.exc_type))
+
+    class Finalized:
+        def __del__(self) -> None:
+            def down(n: int) -> int:
+                return 0 if n == 0 else down(n - 1)
+            down(40)  # what a close() a few calls deep needs
+
+    threshold = gc.get_threshold()
+    try:
+        for allocations in range(0, 1000, 5):  # a collection after this many more allocations
+            gc.collect()
+            cycles = [Finalized() for _ in range(3)]
+            for c in cycles:
+                c.me = c  # type: ignore[attr-defined]
+            del cycles, c
+            gc.set_threshold(gc.get_count()[0] + allocations + 1)
+            with pytest.raises(ValueError, match="nested deeper than 200 levels"):
+                znodes.loads_strict(DEEP)
+    finally:
+        gc.set_threshold(*threshold)
+        gc.collect()
+    assert failed == []
+
+
 # ------------------------------------------------------------------ JSON never has NaN/Infinity
 def test_json_output_never_contains_non_finite_numbers():
     data = {"a": float("nan"), "b": [float("inf"), -float("inf"), 1.5], "c": {"d": (float("nan"),)}}
