@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from kadmin.cluster.kafka import error_name
 from kadmin.domain.drain import Key, PartitionView, Unknown
+from kadmin.domain.znodes import loads_strict
 from kadmin.errors import ClusterUnreachable, KadminError, Rejected, Unsupported
 
 if TYPE_CHECKING:
@@ -218,7 +219,7 @@ class ZkDrain:
         if data is None:
             return set()
         try:
-            return {(str(x["topic"]), int(x["partition"])) for x in json.loads(data or b"{}").get("partitions", [])}
+            return {(str(x["topic"]), int(x["partition"])) for x in loads_strict(data or b"{}").get("partitions", [])}
         except (ValueError, TypeError, KeyError, AttributeError):
             return {("?", -1)}  # unreadable: something is in flight
 

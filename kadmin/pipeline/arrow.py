@@ -19,6 +19,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from kadmin.domain.znodes import loads_strict
 from kadmin.pipeline import events as ev
 
 BATCH_ROWS = 65_536
@@ -73,7 +74,7 @@ def zk_txnlog_batches(path: str, start: int, end: int | None, cluster: str, chro
     c = Columns(cluster)
     (cl, so, po, ts, evn, bid, epo, ses, top, par, lea, lep, isr_c, cid, det, sub_c, tid_c) = c.cols
     state_match = ev._STATE.match
-    loads = json.loads
+    loads = loads_strict  # bounded depth and numbers: garbage in a log is skipped, never a crash
     root_ok = ev._root_ok
     zk = ev.ZK
     name = os.path.basename(path)
@@ -90,7 +91,7 @@ def zk_txnlog_batches(path: str, start: int, end: int | None, cluster: str, chro
                     # ev._zk_op matches a state path), appended column by column
                     try:
                         doc = loads((txn.data or b"").decode("utf-8"))
-                    except (UnicodeDecodeError, json.JSONDecodeError):
+                    except ValueError:  # UnicodeDecodeError too
                         continue
                     if not isinstance(doc, dict) or not root_ok(m["root"], chroot):
                         continue

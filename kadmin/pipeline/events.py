@@ -15,6 +15,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from functools import lru_cache
 from typing import Any
 
+from kadmin.domain.znodes import loads_strict
+
 ZK, KRAFT, NDJSON = "zk-txnlog", "kraft-log", "kadmin-ndjson"
 COLUMNS = ("cluster", "source", "position", "ts_ms", "event", "broker_id", "epoch", "session", "topic", "partition",
            "leader", "leader_epoch", "isr", "controller_id", "detail", "sub", "topic_id")
@@ -35,8 +37,8 @@ def row(cluster: str, source: str, position: int, ts_ms: int, event: str, sub: i
 
 def _json(data: bytes | None) -> dict[str, Any] | None:
     try:
-        doc = json.loads((data or b"").decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
+        doc = loads_strict((data or b"").decode("utf-8"))
+    except ValueError:  # UnicodeDecodeError too
         return None
     return doc if isinstance(doc, dict) else None
 
@@ -205,8 +207,8 @@ def ndjson_events(lines: Iterable[str], cluster: str, file: str) -> Iterator[dic
     watch -o ndjson` events."""
     for n, line in enumerate(lines):
         try:
-            doc = json.loads(line)
-        except json.JSONDecodeError:
+            doc = loads_strict(line)
+        except ValueError:
             continue
         if not isinstance(doc, dict) or not isinstance(doc.get("id"), int):
             continue

@@ -37,6 +37,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from kadmin.domain.znodes import loads_strict
+
 LOCK = "_kadmin.lock"
 MANIFEST = "_kadmin_manifest.json"
 STAGING = "_staging"
@@ -137,7 +139,7 @@ class Table:
         except OSError as e:
             raise NotATable(f"{self.root / MANIFEST}: cannot read ({_reason(e)})") from e
         try:
-            doc = json.loads(text)
+            doc = loads_strict(text)
         except ValueError as e:
             raise NotATable(f"{self.root / MANIFEST}: not a kadmin table manifest ({e})") from e
         if not isinstance(doc, dict) or not isinstance(doc.get("runs"), list):
@@ -241,7 +243,7 @@ class Table:
             intent = d / INTENT
             if intent.exists():
                 try:
-                    moved = json.loads(intent.read_text(encoding="utf-8")).get("files", [])
+                    moved = loads_strict(intent.read_text(encoding="utf-8")).get("files", [])
                 except ValueError:
                     moved = []
                 for rel in moved:
@@ -309,7 +311,7 @@ class Table:
 
 def _holder(fd: int) -> Holder:
     try:
-        doc = json.loads(os.pread(fd, 4096, 0).decode("utf-8", "replace") or "{}")
+        doc = loads_strict(os.pread(fd, 4096, 0).decode("utf-8", "replace") or "{}")
     except (OSError, ValueError):
         doc = {}
     if not isinstance(doc, dict):

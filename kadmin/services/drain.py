@@ -28,6 +28,7 @@ from kadmin.cluster.base import ClusterIdentity, LeadershipMoves
 from kadmin.domain import drain as dom
 from kadmin.domain.drain import Key, PartitionView
 from kadmin.domain.text import plural
+from kadmin.domain.znodes import loads_strict
 from kadmin.errors import ConfigError, KadminError, UsageError
 from kadmin.exit_codes import ExitCode
 from kadmin.inputs import read_input
@@ -110,7 +111,7 @@ def read_file(path: Path, broker_id: int, force: bool = False) -> dom.SavedDrain
     """The drain file `--from PATH` for broker `broker_id` (another broker's only with --force): exit 2 naming
     what is wrong."""
     try:
-        doc = json.loads(read_input(path, "--from"))
+        doc = loads_strict(read_input(path, "--from"))
     except OSError as e:
         raise UsageError(f"--from {path}: {e.strerror or e}") from e
     except ValueError as e:

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from kadmin.domain.znodes import loads_strict
 from kadmin.errors import ConfigError, KadminError, UsageError
 from kadmin.exit_codes import ExitCode
 from kadmin.inputs import read_input
@@ -64,7 +65,7 @@ class Journal:
             if not line.strip():
                 continue
             try:
-                ev = json.loads(line)
+                ev = loads_strict(line)
             except (ValueError, UnicodeDecodeError) as e:
                 raise ConfigError(f"--state {self.dir}: {JOURNAL} line {n} is not JSON ({e}); the roll cannot be "
                                   "resumed from it safely: see docs/roll.md", code="journal_corrupt") from e

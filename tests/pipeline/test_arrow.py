@@ -70,6 +70,8 @@ def edge_log() -> bytes:
             set_data(st.format(0, 1), b"not json"),
             set_data(st.format(0, 1), b"[1, 2]"),  # JSON, not an object
             set_data(st.format(0, 1), b"\xff\xfe"),  # not UTF-8
+            set_data(st.format(0, 1), b"[" * 100_000 + b"]" * 100_000),  # too deep to parse
+            set_data(st.format(0, 1), b'{"leader":' + b"9" * 5000 + b"}"),  # beyond the int-conversion limit
             set_data(st.format(0, 1), None),  # a null buffer
             set_data(st.format(0, 2), state(1, [1, 2, 3], 7, extra="x")),
             set_data("/other/brokers/topics/t1/partitions/0/state", state(5, [5])),  # another chroot

@@ -188,10 +188,11 @@ def test_drain_file_round_trip_and_refusals(tmp_path: Path) -> None:
         g.write_text(json.dumps(bad))
         with pytest.raises(UsageError, match=msg):
             read_file(g, 1)
-    g = tmp_path / "notjson.json"
-    g.write_text("{")
-    with pytest.raises(UsageError, match="not JSON"):
-        read_file(g, 1)
+    for i, text in enumerate(["{", "[" * 100_000 + "]" * 100_000, '{"broker_id":' + "9" * 5000 + "}"]):
+        g = tmp_path / f"notjson-{i}.json"
+        g.write_text(text)
+        with pytest.raises(UsageError, match="not JSON"):  # too deep or too long a number: no RecursionError
+            read_file(g, 1)
     with pytest.raises(UsageError, match="--from"):
         read_file(tmp_path / "missing.json", 1)
 

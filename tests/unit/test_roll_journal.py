@@ -97,6 +97,7 @@ def test_blank_lines_are_skipped(journal: Journal) -> None:
 @pytest.mark.parametrize(("lines", "line_no", "says"), [
     (['{"event":"a"}', "not json at all", '{"event":"b"}'], 2, "is not JSON"),
     (['{"event":"a"}', '{"event":"b"', '{"event":"c"}'], 2, "is not JSON"),  # a torn line that is not the last
+    (['{"event":"a"}', "[" * 100_000 + "]" * 100_000], 2, "is not JSON"),  # too deep to parse: no RecursionError
     (["", '{"event":"a"}', "[1, 2]"], 3, "is no kadmin roll event"),
     (['{"step":"drain"}'], 1, "is no kadmin roll event"),
     (['{"event":7}'], 1, "is no kadmin roll event"),
