@@ -45,9 +45,14 @@ class Kraft(KraftBrokers):
     version = KAFKA_4
 
     def topic_command(self) -> dict[Key, dict[str, str]]:
-        out = tool(self.home, TOPIC_COMMAND, "--bootstrap-server", self.live_bootstrap(), "--describe",
-                   "--topic", TOPIC).stdout
-        return parse_partition_lines(out)
+        """TopicCommand's partition lines of TOPIC; none while the broker asked has not yet got the topic's
+        metadata (just created: "does not exist as expected"), which every caller waits through."""
+        proc = tool(self.home, TOPIC_COMMAND, "--bootstrap-server", self.live_bootstrap(), "--describe",
+                    "--topic", TOPIC, check=False)
+        if proc.returncode != 0 and "does not exist as expected" in proc.stderr + proc.stdout:
+            return {}
+        assert proc.returncode == 0, f"TopicCommand exited {proc.returncode}: {proc.stderr.strip()[-2000:]}"
+        return parse_partition_lines(proc.stdout)
 
     def kadmin_rows(self) -> dict[Key, dict[str, Any]]:
         r = self.sb.run("partitions", "list", "--topic", TOPIC, "--bootstrap-server", self.live_bootstrap(),
