@@ -37,9 +37,8 @@ def _finite_float(text: str) -> float:
 _STRICT = json.JSONDecoder(parse_constant=_non_json_constant, parse_float=_finite_float)
 
 MAX_JSON_DEPTH = 200  # Kafka's own JSON nests 4 deep; json's C parser recurses once per level
-_ESCAPED_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"?', re.DOTALL)  # a string literal with escapes, or unterminated
-_NOT_STRUCTURE = bytes(c for c in range(256) if c not in b'[]{}"')  # bytes.translate deletes these
-_STRING = re.compile(rb'"[^"]*"?')  # a string literal once escapes are gone, or an unterminated one
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"?', re.DOTALL)  # a string literal with its escapes, or an unterminated one
+_NOT_BRACKET = bytes(c for c in range(256) if c not in b"[]{}")  # bytes.translate deletes these
 _INNERMOST = re.compile(rb"[\[{][\]}]")
 _RUN_OF_OPENERS = re.compile(rb"[\[{]{%d}" % (MAX_JSON_DEPTH + 1))
 
@@ -50,11 +49,7 @@ def json_too_deep(data: bytes) -> bool:
     finalizer the garbage collector ran down there would fail ("Exception ignored in ...")."""
     if data.count(b"[") + data.count(b"{") <= MAX_JSON_DEPTH:  # the usual case, in two C scans
         return False
-    if b"\\" in data:  # rare in Kafka's JSON: the strings are found with their escapes
-        brackets = _ESCAPED_STRING.sub(b"", data).translate(None, _NOT_STRUCTURE)
-    else:  # C speed; taking two quotes side by side away leaves every bracket in or out of a string
-        kept = data.translate(None, _NOT_STRUCTURE).replace(b'""', b"")
-        brackets = _STRING.sub(b"", kept) if b'"' in kept else kept
+    brackets = _STRING.sub(b"", data).translate(None, _NOT_BRACKET)  # in order, outside the strings
     if _RUN_OF_OPENERS.search(brackets):
         return True
     levels = 0
