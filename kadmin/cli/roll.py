@@ -105,7 +105,8 @@ def plan(
     hooks = _hooks(None, None, restart, only_if, need=False)
 
     def skip_check(node: Any) -> bool:
-        out = roll_hooks.run(roll_hooks.render(str(only_if), node), node, "only-if", 600.0, inv.renderer.note)
+        out = roll_hooks.run(roll_hooks.render(str(only_if), node), node, "only-if", 600.0, inv.renderer.note,
+                             directory=None)
         return out.code == 0
 
     result = svc.plan(_opener(inv), svc.Options(req, hooks), skip_check if only_if else None)

@@ -1,30 +1,38 @@
 """The operator's commands a roll runs (`--stop`, `--start`, `--restart`, `--only-if`): placeholders quoted for
-the shell, a shell, their output on stderr, a bound on their time, and what Ctrl-C does while one runs.
+the shell, a wrapper that leaves a status record, the output in a log file, a bound on their time, and what
+Ctrl-C does while one runs.
 
 Rendering: the placeholders' values come from the cluster (a broker's host, its broker.rack) and may hold
 anything, so each is quoted for the shell context where it stands (`render`); a context where no quoting is
 reliable (backquotes, `${...}`, `$((...))`, a here-document) refuses the template.
 
-A hook runs as `/bin/sh -c CMD` in a session of its own (a Ctrl-C at the terminal reaches kadmin, not the hook):
-a first Ctrl-C lets the running hook end (its outcome is journaled, then the roll stops, exit 130), a second one
-leaves it running and stops at once (the journal shows the hook started and not ended: a resumed run works out
-from the cluster what it did). Its output goes to stderr line by line, prefixed with the node and the hook.
+Running: a hook runs as `/bin/sh -c CMD` under a small /bin/sh wrapper, in a session of its own (a Ctrl-C at the
+terminal reaches kadmin, not the hook). Its stdout and stderr go to DIR/hooks/node-N.HOOK.log (never a pipe: a
+hook outlives a dead kadmin without a SIGPIPE), and a thread relays that file's new lines to `say`. The wrapper
+writes `began PID` to DIR/hooks/node-N.HOOK.ATTEMPT.status before it runs the command and `ended RC` after it, so
+a later kadmin can tell what became of a hook nobody watched (`read_status`). A first Ctrl-C lets the running
+hook end (its outcome is journaled, then the roll stops, exit 130), a second one leaves it running and stops at
+once.
 """
 
 from __future__ import annotations
 
 import contextlib
+import datetime
 import functools
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from kadmin.domain.roll import RollNode
@@ -37,6 +45,15 @@ FLAGS = {"stop": "--stop", "start": "--start", "restart": "--restart", "only_if"
 # the environment variable that carries each placeholder's value (for the contexts kadmin cannot quote)
 ENV = {"id": "KADMIN_ROLL_NODE", "role": "KADMIN_ROLL_ROLE", "host": "KADMIN_ROLL_HOST", "port": "KADMIN_ROLL_PORT",
        "rack": "KADMIN_ROLL_RACK"}
+TAIL_LINES = 20
+KILL_GRACE = 5.0  # s between the SIGTERM and the SIGKILL of a hook's process group
+
+# $1: the operator's command; $2: the status file. No `began` line: the command never ran (exit 125).
+WRAPPER = ('printf "began %s\\n" "$$" > "$2" || exit 125\n'
+           '/bin/sh -c "$1"\n'
+           'rc=$?\n'
+           'printf "ended %s\\n" "$rc" >> "$2"\n'
+           'exit "$rc"\n')
 
 
 @dataclass(frozen=True)
@@ -57,6 +74,16 @@ class HookOutcome:
     @property
     def ok(self) -> bool:
         return self.code == 0
+
+
+@dataclass(frozen=True)
+class HookStatus:
+    """What a hook's status file says. absent: no file; not_begun: the command never ran; running: its wrapper is
+    alive; ended: it exited `code`; cut_short: it began and its wrapper is gone without an end (killed)."""
+
+    state: Literal["absent", "not_begun", "running", "ended", "cut_short"]
+    pid: int | None = None
+    code: int | None = None
 
 
 # ------------------------------------------------------------------------------------------------ rendering
@@ -359,64 +386,229 @@ def environment(node: RollNode) -> dict[str, str]:
     return env
 
 
+# ------------------------------------------------------------------------------------------------ files
+def log_path(directory: Path, node_id: int, hook: str) -> Path:
+    """Where the output of a node's hook goes, every attempt appended (`hook`: the journal's step name)."""
+    return directory / "hooks" / f"node-{node_id}.{hook}.log"
+
+
+def status_path(directory: Path, node_id: int, hook: str, attempt: int) -> Path:
+    """The status record of one attempt of a node's hook: `began PID`, then `ended RC`."""
+    return directory / "hooks" / f"node-{node_id}.{hook}.{attempt}.status"
+
+
+def read_status(path: Path) -> HookStatus:
+    """What became of the hook whose status file is `path` (a torn last line is not read)."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return HookStatus("absent")
+    except OSError:  # no file there (a directory in its place): the wrapper could not write it either
+        return HookStatus("not_begun")
+    pid = code = None
+    for line in data.split(b"\n")[:-1]:  # the last piece has no newline: torn, or empty
+        word, _, number = line.decode(errors="replace").partition(" ")
+        if number.strip().lstrip("-").isdigit():
+            if word == "began" and pid is None:
+                pid = int(number)
+            elif word == "ended" and pid is not None and code is None:
+                code = int(number)
+    if pid is None:
+        return HookStatus("not_begun")
+    if code is not None:
+        return HookStatus("ended", pid, code)
+    return HookStatus("running" if _wrapper_alive(pid, path) else "cut_short", pid)
+
+
+def _wrapper_alive(pid: int, path: Path) -> bool:
+    """Is `pid` alive and the wrapper of `path` (its argv names the file: a reused pid is not it)?"""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except FileNotFoundError:
+        return not Path("/proc/self").exists()  # no /proc here: the pid's life is all there is to go by
+    except OSError:
+        return False
+    return os.fsencode(os.path.abspath(path)) in argv  # a zombie's is empty
+
+
+def wait_ended(path: Path, timeout: float, sleep: Callable[[float], None] = time.sleep,
+               clock: Callable[[], float] = time.monotonic) -> HookStatus:
+    """The status of `path` once it is no longer running, or at `timeout` s (then still running)."""
+    deadline = clock() + timeout
+    while True:
+        status = read_status(path)
+        if status.state != "running" or clock() >= deadline:
+            return status
+        sleep(0.1)
+
+
 # ------------------------------------------------------------------------------------------------ running
-def run(cmd: str, node: RollNode, name: str, timeout: float, say: Callable[[str], None],
-        env: Mapping[str, str] | None = None) -> HookOutcome:
-    """Run `cmd` (rendered) for `node`, at most `timeout` seconds; its output said line by line."""
-    start = time.monotonic()
+def _printable(text: str) -> str:
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def _open_log(path: Path, header: str) -> tuple[int, int]:
+    """The log opened for appending (O_APPEND: whoever writes, nothing is overwritten), the header written; the
+    descriptor and the offset after the header."""
+    fd = -1
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        os.write(fd, header.encode(errors="replace"))
+        return fd, os.lseek(fd, 0, os.SEEK_CUR)
+    except OSError as e:
+        if fd >= 0:
+            os.close(fd)
+        raise ConfigError(f"cannot write the hook's log {path}: {e.strerror or e}", code="hook_log") from e
+
+
+def run(cmd: str, node: RollNode, name: str, timeout: float, say: Callable[[str], None], *,
+        directory: Path | None, attempt: int = 1, env: Mapping[str, str] | None = None) -> HookOutcome:
+    """Run `cmd` (rendered) for `node`, at most `timeout` seconds; its output appended to its log file under
+    `directory` (None: a temporary directory) and said line by line. `name`: "stop", "start", "restart" or
+    "only-if"."""
+    if directory is None:
+        scratch = tempfile.mkdtemp(prefix="kadmin-hook-")
+        try:
+            return run(cmd, node, name, timeout, say, directory=Path(scratch), attempt=attempt, env=env)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+    hook = name.replace("-", "_")
+    log = log_path(directory, node.id, hook)
+    status = status_path(directory.absolute(), node.id, hook, attempt)
     environ = dict(os.environ)
     environ.update(environment(node))
     environ["KADMIN_ROLL_HOOK"] = name
     environ.update(env or {})
-    p = subprocess.Popen(["/bin/sh", "-c", cmd], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                         stderr=subprocess.STDOUT, start_new_session=True, env=environ)
-    tail: deque[str] = deque(maxlen=20)
-    reader = threading.Thread(target=_relay, args=(p, tail, say, f"node {node.id} {name}"), daemon=True)
+    when = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+    fd, offset = _open_log(log, f"==> kadmin roll: node {node.id} {name} attempt {attempt} at {when}: "
+                                f"{_printable(cmd)}\n")
+    start = time.monotonic()
+    try:
+        p = subprocess.Popen(["/bin/sh", "-c", WRAPPER, "kadmin-hook", cmd, str(status)], stdin=subprocess.DEVNULL,
+                             stdout=fd, stderr=fd, start_new_session=True, env=environ)
+    finally:
+        os.close(fd)
+    tail: deque[str] = deque(maxlen=TAIL_LINES)
+    done = threading.Event()
+    reader = threading.Thread(target=_relay, args=(log, offset, done, tail, say, f"node {node.id} {name}"),
+                              daemon=True)
     reader.start()
     interrupted = False
     code: int | None = None
-    while True:
-        try:
-            code = p.wait(timeout=max(0.0, start + timeout - time.monotonic()))
-            break
-        except subprocess.TimeoutExpired:
-            _kill(p)
-            code = None
-            break
-        except KeyboardInterrupt:
-            if interrupted:  # the second Ctrl-C: leave it running
-                raise
-            interrupted = True
-            say(f"interrupted: letting the {name} hook of node {node.id} end first (Ctrl-C again to leave it "
-                "running and stop now)")
+    try:
+        while True:
+            try:
+                code = p.wait(timeout=max(0.0, start + timeout - time.monotonic()))
+                break
+            except subprocess.TimeoutExpired:
+                _kill(p)
+                code = None
+                break
+            except KeyboardInterrupt:
+                if interrupted:  # the second Ctrl-C: leave it running
+                    raise
+                interrupted = True
+                say(f"interrupted: letting the {name} hook of node {node.id} end first (Ctrl-C again to leave it "
+                    "running and stop now)")
+    finally:
+        done.set()
     reader.join(timeout=2.0)
     return HookOutcome(code, tuple(tail), time.monotonic() - start, interrupted)
 
 
-def _relay(p: subprocess.Popen[bytes], tail: deque[str], say: Callable[[str], None], who: str) -> None:
-    assert p.stdout is not None
-    with contextlib.suppress(OSError, ValueError):
-        for raw in p.stdout:
-            line = raw.decode(errors="replace").rstrip()
-            tail.append(line)
-            if line:
-                say(f"{who}: {line}")
+def _relay(path: Path, offset: int, done: threading.Event, tail: deque[str], say: Callable[[str], None],
+           who: str) -> None:
+    """Follow the log from `offset`: each complete line kept in `tail` and said (if not blank); once `done`,
+    what is left up to the end of the file, a last line without its newline included."""
+    def line(raw: bytes) -> None:
+        text = raw.decode(errors="replace").rstrip()
+        tail.append(text)
+        if text:
+            say(f"{who}: {text}")
+
+    with contextlib.suppress(OSError, ValueError), open(path, "rb") as f:
+        f.seek(offset)
+        pending = b""
+        while True:
+            finished = done.is_set()  # read before the last read: nothing written before the end is missed
+            chunk = f.read(65536)
+            if chunk:
+                *lines, pending = (pending + chunk).split(b"\n")
+                for raw in lines:
+                    line(raw)
+                if len(pending) > 65536:  # no newline in sight: say it as it is
+                    line(pending)
+                    pending = b""
+            elif finished:
+                break
+            else:
+                done.wait(0.05)
+        if pending:
+            line(pending)
+
+
+def _group_alive(pgid: int) -> bool:
+    """Is any process of the group still running (a zombie is not)?"""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return True
+    for d in proc.iterdir():
+        if d.name.isdigit():
+            try:
+                fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if fields[0] != "Z" and int(fields[2]) == pgid:
+                return True
+    return False
 
 
 def _kill(p: subprocess.Popen[bytes]) -> None:
+    """SIGTERM to the hook's process group; what is still running of it 5 s later gets SIGKILL. (The wrapper
+    dies at the SIGTERM: the group's other processes, not the wrapper, say whether the hook is gone.)"""
+    deadline = time.monotonic() + KILL_GRACE
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(p.pid, signal.SIGTERM)
-    try:
-        p.wait(timeout=5.0)
-    except subprocess.TimeoutExpired:
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        p.wait(timeout=KILL_GRACE)
+    while _group_alive(p.pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if _group_alive(p.pid):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(p.pid, signal.SIGKILL)
-        p.wait(timeout=5.0)
+    p.wait(timeout=KILL_GRACE)
 
 
+# ------------------------------------------------------------------------------------------------ accounts
 def describe(outcome: HookOutcome, name: str, cmd: str, timeout: float) -> str:
     """Why a hook failed, in one line: its code (or the time-out) and its last line of output."""
     last = next((line for line in reversed(outcome.tail) if line.strip()), "")
     why = (f"did not return within {timeout:g} s (killed)" if outcome.code is None
            else f"exited {outcome.code}")
     return f"the {name} hook `{cmd}` {why}" + (f": {last}" if last else "")
+
+
+def describe_status(status: HookStatus, name: str) -> str:
+    """What became of a hook nobody watched, in one line (`name`: "--stop", ...)."""
+    if status.state == "absent":
+        return f"the {name} hook left no status file: it was never started"
+    if status.state == "not_begun":
+        return f"the {name} hook never ran: its wrapper could not record its start"
+    if status.state == "running":
+        return f"the {name} hook is still running (pid {status.pid})"
+    if status.state == "ended":
+        return f"the {name} hook ended with exit {status.code} while no kadmin was watching"
+    return f"the {name} hook was cut short: it began (pid {status.pid}) and was killed before it ended"

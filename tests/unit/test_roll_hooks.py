@@ -1,15 +1,17 @@
 """The operator's commands a roll runs (kadmin/services/roll_hooks.py): placeholders quoted for the shell where
-they stand, /bin/sh in a session of its own, the exit code, the output's last lines, the time bound (the whole
-process group killed) and the env."""
+they stand, /bin/sh under a wrapper in a session of its own, the output in a log file relayed line by line, a
+status file that outlives kadmin, the exit code, the time bound (the whole process group killed) and the env."""
 
 from __future__ import annotations
 
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -21,7 +23,7 @@ from hypothesis import strategies as st
 from kadmin.domain.roll import RollNode
 from kadmin.errors import ConfigError, UsageError
 from kadmin.services import roll_hooks as hooks
-from kadmin.services.roll_hooks import HookOutcome, Hooks
+from kadmin.services.roll_hooks import HookOutcome, Hooks, HookStatus
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -216,9 +218,10 @@ def test_a_rendered_hook_passes_each_value_as_it_is(shell: str, host: str, rack:
 
 # ------------------------------------------------------------------------------------------------ run
 def run(cmd: str, timeout: float = 20.0, node: RollNode = BROKER, name: str = "stop",
-        env: dict[str, str] | None = None) -> tuple[HookOutcome, list[str]]:
+        env: dict[str, str] | None = None, directory: Path | None = None,
+        attempt: int = 1) -> tuple[HookOutcome, list[str]]:
     said: list[str] = []
-    out = hooks.run(cmd, node, name, timeout, said.append, env)
+    out = hooks.run(cmd, node, name, timeout, said.append, directory=directory, attempt=attempt, env=env)
     return out, said
 
 
@@ -246,7 +249,21 @@ def test_the_output_stdout_and_stderr_said_line_by_line_and_its_tail_kept() -> N
 def test_only_the_last_20_lines_are_kept() -> None:
     out, said = run("for i in $(seq 1 50); do echo line $i; done; exit 4")
     assert out.code == 4 and out.tail == tuple(f"line {i}" for i in range(31, 51))
-    assert len(said) == 50
+    assert said == [f"node 3 stop: line {i}" for i in range(1, 51)]
+
+
+def test_lines_are_said_while_the_hook_runs(tmp_path: Path) -> None:
+    """The hook waits for a file the relay's `say` creates on its first line: said before the hook ended."""
+    go = tmp_path / "go"
+    said: list[str] = []
+
+    def say(line: str) -> None:
+        said.append(line)
+        go.touch()
+
+    out = hooks.run(f"echo first; while [ ! -e {go} ]; do sleep 0.01; done; echo second", BROKER, "start", 20, say,
+                    directory=tmp_path)
+    assert out.ok and said == ["node 3 start: first", "node 3 start: second"]
 
 
 def test_stdin_is_empty() -> None:
@@ -255,21 +272,181 @@ def test_stdin_is_empty() -> None:
 
 
 def test_the_environment() -> None:
-    out, _ = run('echo "$KADMIN_ROLL_NODE $KADMIN_ROLL_ROLE $KADMIN_ROLL_HOOK ${EXTRA:-}"', node=CONTROLLER,
-                 name="start", env={"EXTRA": "given"})
-    assert out.tail == ("3001 controller start given",)
-    out, _ = run('echo "$KADMIN_ROLL_NODE $KADMIN_ROLL_ROLE $KADMIN_ROLL_HOOK"', name="only-if")
-    assert out.tail == ("3 broker only-if",)
+    show = "printf '%s\\n' " + " ".join(f'"{v}=${{KADMIN_ROLL_{v}-unset}}"' for v in
+                                         ("NODE", "ROLE", "HOST", "PORT", "RACK", "HOOK")) + ' "${EXTRA:-}"'
+    out, _ = run(show, node=CONTROLLER, name="start", env={"EXTRA": "given"})
+    assert out.tail == ("NODE=3001", "ROLE=controller", "HOST=", "PORT=", "RACK=", "HOOK=start", "given")
+    out, _ = run(show, node=ODD, name="only-if")
+    assert out.tail == ("NODE=4", "ROLE=broker", "HOST=a b'c\"d$e`f\\g", "PORT=1", "RACK=r;s", "HOOK=only-if", "")
+    assert hooks.environment(BROKER) == {"KADMIN_ROLL_NODE": "3", "KADMIN_ROLL_ROLE": "broker",
+                                         "KADMIN_ROLL_HOST": "kafka-3.example", "KADMIN_ROLL_PORT": "9093",
+                                         "KADMIN_ROLL_RACK": "rack-a"}
 
 
 def test_it_runs_under_bin_sh_in_a_session_of_its_own() -> None:
-    """A Ctrl-C at the terminal reaches kadmin's process group, not the hook's."""
+    """A Ctrl-C at the terminal reaches kadmin's process group, not the hook's: the wrapper leads a session and a
+    group of its own, and the operator's /bin/sh is its child."""
     probe = f"{sys.executable} -c 'import os; print(os.getsid(0), os.getpgid(0), os.getppid())'"
-    out, _ = run(f"{probe}; echo $$")
+    out, _ = run(f"{probe}; echo $$ $PPID; readlink /proc/$$/exe")
     sid, pgid, parent = map(int, out.tail[0].split())
-    shell = int(out.tail[1])
-    assert sid == pgid == parent == shell  # the shell leads its own session and group
+    shell, wrapper = map(int, out.tail[1].split())
+    assert sid == pgid == wrapper and parent == shell
     assert sid != os.getsid(0) and pgid != os.getpgid(0)
+    assert os.path.realpath(out.tail[2]) == os.path.realpath("/bin/sh")
+
+
+def test_the_log_file_holds_a_header_and_the_output(tmp_path: Path) -> None:
+    log = hooks.log_path(tmp_path, 3, "only_if")
+    assert log == tmp_path / "hooks" / "node-3.only_if.log"
+    out, said = run("echo out; echo err >&2; readlink /proc/$$/fd/1 /proc/$$/fd/2 /proc/$$/fd/0", name="only-if",
+                    directory=tmp_path, attempt=2)
+    assert out.ok and out.tail == ("out", "err", str(log), str(log), "/dev/null")  # a file, never a pipe
+    out, said = run("printf 'again\\n'  # the\tsecond", name="only-if", directory=tmp_path, attempt=3)
+    assert said == ["node 3 only-if: again"]  # what the log held before is not said again
+    lines = log.read_text().splitlines()
+    stamp = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"
+    assert re.fullmatch(rf"==> kadmin roll: node 3 only-if attempt 2 at {stamp}: echo out; echo err >&2; .*", lines[0])
+    assert lines[1:3] == ["out", "err"]
+    assert re.fullmatch(rf"==> kadmin roll: node 3 only-if attempt 3 at {stamp}: printf 'again\\n'  # the\\tsecond",
+                        lines[6])
+    assert lines[7:] == ["again"]
+
+
+def test_the_status_file_says_began_and_ended(tmp_path: Path) -> None:
+    status = hooks.status_path(tmp_path, 3, "stop", 2)
+    assert status == tmp_path / "hooks" / "node-3.stop.2.status"
+    out, _ = run("echo $PPID; exit 3", directory=tmp_path, attempt=2)
+    assert out.code == 3
+    assert status.read_text() == f"began {out.tail[0]}\nended 3\n"
+    assert hooks.read_status(status) == HookStatus("ended", int(out.tail[0]), 3)
+
+
+def test_without_a_directory_a_temporary_one_is_removed_afterwards() -> None:
+    out, _ = run("echo $PWD; dirname \"$(readlink /proc/$$/fd/1)\"")
+    hooks_dir = Path(out.tail[-1])
+    assert out.ok and hooks_dir.name == "hooks" and not hooks_dir.parent.exists()
+
+
+def test_a_status_file_it_cannot_write_means_the_command_never_ran(tmp_path: Path) -> None:
+    status = hooks.status_path(tmp_path, 3, "stop", 1)
+    status.mkdir(parents=True)
+    ran = tmp_path / "ran"
+    out, _ = run(f"touch {ran}", directory=tmp_path)
+    assert out.code == 125 and not ran.exists()
+    assert hooks.read_status(status) == HookStatus("not_begun")
+    assert hooks.describe_status(hooks.read_status(status), "--stop") == \
+        "the --stop hook never ran: its wrapper could not record its start"
+
+
+@pytest.mark.parametrize(("text", "state", "code"), [
+    ("", "not_begun", None), ("beg", "not_begun", None), ("began 12", "not_begun", None),  # torn
+    ("began x\n", "not_begun", None), ("ended 0\n", "not_begun", None),
+    ("began 1\nended 4\n", "ended", 4), ("began 1\nended 130\nended 4\n", "ended", 130),
+    ("began 1\nended 255", "cut_short", None),  # a torn end is no end; pid 1 is alive, and no wrapper of this file
+])
+def test_read_status_of_a_file(tmp_path: Path, text: str, state: str, code: int | None) -> None:
+    path = tmp_path / "node-1.stop.1.status"
+    assert hooks.read_status(path) == HookStatus("absent")
+    path.write_text(text)
+    assert (hooks.read_status(path).state, hooks.read_status(path).code) == (state, code)
+
+
+def test_a_live_pid_that_is_not_the_wrapper_is_not_running(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    path.write_text(f"began {os.getpid()}\n")  # a reused pid: alive, but its argv does not name the file
+    assert hooks.read_status(path) == HookStatus("cut_short", os.getpid())
+
+
+def start_hook(tmp_path: Path, cmd: str) -> tuple[threading.Thread, list[HookOutcome], Path]:
+    """`run` on a thread, as the roll does; once the wrapper has written its `began`."""
+    outcomes: list[HookOutcome] = []
+    t = threading.Thread(target=lambda: outcomes.append(hooks.run(cmd, BROKER, "restart", 30, lambda _: None,
+                                                                  directory=tmp_path)), daemon=True)
+    t.start()
+    status = hooks.status_path(tmp_path, 3, "restart", 1)
+    wait_for(lambda: hooks.read_status(status).state == "running", "the hook running")
+    return t, outcomes, status
+
+
+def test_running_then_ended(tmp_path: Path) -> None:
+    stop = tmp_path / "stop"
+    t, outcomes, status = start_hook(tmp_path, f"while [ ! -e {stop} ]; do sleep 0.01; done; exit 6")
+    running = hooks.read_status(status)
+    assert running.pid is not None and running.code is None
+    assert hooks.describe_status(running, "--restart") == f"the --restart hook is still running (pid {running.pid})"
+    assert hooks.wait_ended(status, 0.2) == running  # still running at its timeout
+    stop.touch()
+    assert hooks.wait_ended(status, 10) == HookStatus("ended", running.pid, 6)
+    t.join(10)
+    assert outcomes[0].code == 6
+
+
+def test_cut_short_when_its_process_group_is_killed(tmp_path: Path) -> None:
+    t, outcomes, status = start_hook(tmp_path, "while :; do sleep 0.01; done")
+    pid = hooks.read_status(status).pid
+    assert pid is not None
+    os.killpg(pid, signal.SIGKILL)  # the wrapper leads the group
+    wait_for(lambda: hooks.read_status(status).state != "running", "the wrapper gone")
+    assert hooks.read_status(status) == HookStatus("cut_short", pid)
+    assert hooks.describe_status(hooks.read_status(status), "--restart") == \
+        f"the --restart hook was cut short: it began (pid {pid}) and was killed before it ended"
+    t.join(10)
+    assert outcomes[0].code == -signal.SIGKILL
+
+
+def test_wait_ended_polls_every_tenth_of_a_second(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    proc = subprocess.Popen(["/bin/sh", "-c", "sleep 30; :", "kadmin-hook", "cmd", str(path)])  # no exec
+    try:
+        cmdline = Path(f"/proc/{proc.pid}/cmdline")
+        wait_for(lambda: str(path).encode() in cmdline.read_bytes(), "its argv in place")  # right after the exec
+        path.write_text(f"began {proc.pid}\n")
+        now = [0.0]
+        naps: list[float] = []
+
+        def sleep(s: float) -> None:
+            naps.append(s)
+            now[0] += s
+            if len(naps) == 30:
+                with path.open("a") as f:
+                    f.write("ended 2\n")
+
+        assert hooks.wait_ended(path, 0.95, sleep, lambda: now[0]) == HookStatus("running", proc.pid)
+        assert naps == [0.1] * 10
+        assert hooks.wait_ended(path, 60.0, sleep, lambda: now[0]) == HookStatus("ended", proc.pid, 2)
+        assert len(naps) == 30
+        assert hooks.wait_ended(tmp_path / "none", 60.0, sleep, lambda: now[0]) == HookStatus("absent")
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+KADMIN = """
+import sys
+from pathlib import Path
+from kadmin.domain.roll import RollNode
+from kadmin.services import roll_hooks
+roll_hooks.run(sys.argv[1], RollNode(3, "broker", "h", 1), "stop", 60, lambda line: print(line, flush=True),
+               directory=Path(sys.argv[2]))
+"""
+
+
+def test_a_hook_outlives_a_killed_kadmin(tmp_path: Path) -> None:
+    """kadmin SIGKILLed while its hook prints: the hook goes on writing its log (no pipe, no SIGPIPE) and its
+    wrapper records its end."""
+    cmd = "i=0; while [ $i -lt 40 ]; do i=$((i+1)); echo line $i; sleep 0.025; done"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    kadmin = subprocess.Popen([sys.executable, "-c", KADMIN, cmd, str(tmp_path)], stdout=subprocess.PIPE, env=env)
+    assert kadmin.stdout is not None
+    assert kadmin.stdout.readline() == b"node 3 stop: line 1\n"  # relayed: kadmin watches it
+    kadmin.kill()
+    kadmin.wait()
+    status = hooks.status_path(tmp_path, 3, "stop", 1)
+    assert hooks.read_status(status).state == "running"
+    ended = hooks.wait_ended(status, 10)
+    assert ended.state == "ended" and ended.code == 0
+    assert hooks.describe_status(ended, "--stop") == "the --stop hook ended with exit 0 while no kadmin was watching"
+    assert hooks.log_path(tmp_path, 3, "stop").read_text().splitlines()[1:] == [f"line {i}" for i in range(1, 41)]
 
 
 def alive(pid: int) -> bool:
@@ -285,31 +462,26 @@ def test_over_the_timeout_the_whole_process_group_is_killed(tmp_path: Path) -> N
     pids = tmp_path / "pids"
     cmd = f"sleep 60 & echo $! >> {pids}; (sleep 60; echo never) & echo $! >> {pids}; echo $$ >> {pids}; wait"
     t0 = time.monotonic()
-    out, _ = run(cmd, timeout=1.0)
+    out, _ = run(cmd, timeout=1.0, directory=tmp_path)
     assert out.code is None and not out.ok
     assert 0.9 <= out.seconds < 8 and time.monotonic() - t0 < 10
     started = [int(p) for p in pids.read_text().split()]
     assert len(started) == 3
-    deadline = time.monotonic() + 5
-    while any(alive(p) for p in started) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not [p for p in started if alive(p)], "a hook's child survived the time-out"
+    wait_for(lambda: not any(alive(p) for p in started), "a hook's child survived the time-out", 5)
     assert "never" not in out.tail
+    assert hooks.read_status(hooks.status_path(tmp_path, 3, "stop", 1)).state == "cut_short"
     why = hooks.describe(out, "--stop", "the-cmd", 1.0)
     assert why == "the --stop hook `the-cmd` did not return within 1 s (killed)"
 
 
 @pytest.mark.timeout(30)
 def test_a_hook_that_ignores_sigterm_is_killed(tmp_path: Path) -> None:
-    """SIGTERM first; what is still there 5 s later gets SIGKILL."""
+    """SIGTERM first (the wrapper dies of it); what is still there of the group 5 s later gets SIGKILL."""
     pids = tmp_path / "pids"
     out, _ = run(f"trap '' TERM; echo $$ > {pids}; sleep 60 & echo $! >> {pids}; wait; wait", timeout=0.5)
     assert out.code is None and 5.0 <= out.seconds < 15
     started = [int(p) for p in pids.read_text().split()]
-    deadline = time.monotonic() + 5
-    while any(alive(p) for p in started) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not [p for p in started if alive(p)]
+    wait_for(lambda: not any(alive(p) for p in started), "a hook's child survived the SIGKILL", 5)
 
 
 def test_describe() -> None:
@@ -318,3 +490,7 @@ def test_describe() -> None:
     assert hooks.describe(HookOutcome(1, (), 0.1, False), "--stop", "x", 600) == "the --stop hook `x` exited 1"
     assert hooks.describe(HookOutcome(None, ("slow",), 2.5, False), "--restart", "x", 2.5) == \
         "the --restart hook `x` did not return within 2.5 s (killed): slow"
+    assert hooks.describe_status(HookStatus("absent"), "--start") == \
+        "the --start hook left no status file: it was never started"
+    assert hooks.describe_status(HookStatus("ended", 9, 3), "--stop") == \
+        "the --stop hook ended with exit 3 while no kadmin was watching"
