@@ -26,7 +26,8 @@ ParallelOpt = Annotated[int, typer.Option("--parallel", metavar="N", min=1, max=
                                           "one at a time).")]
 StopOpt = Annotated[str | None, typer.Option("--stop", metavar="CMD", help="Shell command that stops a node and "
                                              "returns once it is stopped. Placeholders {id} {host} {port} {rack} "
-                                             "{role}.", show_default=False)]
+                                             "{role}, each quoted for the shell; output in DIR/hooks/.",
+                                             show_default=False)]
 StartOpt = Annotated[str | None, typer.Option("--start", metavar="CMD", help="Shell command that starts a node "
                                               "and returns once it was started.", show_default=False)]
 RestartOpt = Annotated[str | None, typer.Option("--restart", metavar="CMD", help="One shell command that restarts "
@@ -34,8 +35,8 @@ RestartOpt = Annotated[str | None, typer.Option("--restart", metavar="CMD", help
 OnlyIfOpt = Annotated[str | None, typer.Option("--only-if", metavar="CMD", help="Shell command run per node before "
                                                "touching it: exit 0 restarts it, another code skips it.",
                                                show_default=False)]
-StateOpt = Annotated[Path, typer.Option("--state", metavar="DIR", help="The roll's journal and drain files; run "
-                                        "again with the same DIR to continue an unfinished roll.")]
+StateOpt = Annotated[Path, typer.Option("--state", metavar="DIR", help="The roll's journal, drain files and hook "
+                                        "logs; run again with the same DIR to continue an unfinished roll.")]
 
 
 def _nodes(value: str | None) -> tuple[int, ...] | None:
@@ -105,7 +106,8 @@ def plan(
     hooks = _hooks(None, None, restart, only_if, need=False)
 
     def skip_check(node: Any) -> bool:
-        out = roll_hooks.run(roll_hooks.render(str(only_if), node), node, "only-if", 600.0, inv.renderer.note)
+        out = roll_hooks.run(roll_hooks.render(str(only_if), node), node, "only-if", 600.0, inv.renderer.note,
+                             directory=None)
         return out.code == 0
 
     result = svc.plan(_opener(inv), svc.Options(req, hooks), skip_check if only_if else None)

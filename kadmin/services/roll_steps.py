@@ -169,7 +169,8 @@ class Steps:
     def only_if(self, n: dom.RollNode) -> None:
         cmd = hooks.render(str(self.opts.hooks.only_if), n)
         self.r.step_event(n, "only_if", "started")
-        out = hooks.run(cmd, n, "only-if", self.opts.step_timeout, self.r.say)
+        out = hooks.run(cmd, n, "only-if", self.opts.step_timeout, self.r.say, directory=self.r.journal.dir,
+                        attempt=_attempt(self.r.journal.dir, n, "only_if"))
         if out.code is None:
             self.r.step_event(n, "only_if", "failed", out.seconds, message=hooks.describe(out, "--only-if", cmd,
                                                                                           self.opts.step_timeout))
@@ -287,8 +288,10 @@ class Steps:
             self.r.step_event(n, name, "started", detail=self._started_detail(n, name))
         outcomes: dict[int, hooks.HookOutcome] = {}
         seen: dict[int, bool] = {}
+        attempts = {n.id: _attempt(self.r.journal.dir, n, name) for n in todo}
         threads = [threading.Thread(target=lambda n=n: outcomes.__setitem__(
-            n.id, hooks.run(cmds[n.id], n, name, self.opts.step_timeout, self.r.say)), daemon=True) for n in todo]
+            n.id, hooks.run(cmds[n.id], n, name, self.opts.step_timeout, self.r.say, directory=self.r.journal.dir,
+                            attempt=attempts[n.id])), daemon=True) for n in todo]
         for t in threads:
             t.start()
         if name == "restart":
@@ -490,3 +493,12 @@ def _failed(reason: str, message: str, n: dom.RollNode, step: str, exit_code: in
     e = StepFailed(reason, message, exit_code)
     e.node, e.step = n.id, step  # type: ignore[attr-defined]
     return e
+
+
+def _attempt(directory: Path, n: dom.RollNode, hook: str) -> int:
+    """The first attempt of `n`'s `hook` without a status file in `directory` (the engine's rewrite counts them
+    from the journal)."""
+    attempt = 1
+    while hooks.status_path(directory, n.id, hook, attempt).exists():
+        attempt += 1
+    return attempt
