@@ -71,6 +71,31 @@ def pending() -> bool:
 
 
 @contextmanager
+def like_ctrl_c(*signums: int) -> Iterator[None]:
+    """While inside: `signums` (SIGTERM from `timeout` or CI cancelling, SIGHUP from a dropped ssh session) act as
+    Ctrl-C does, through the SIGINT handler in force (deferred while a mutation is armed, else KeyboardInterrupt):
+    a roll journals the running hook's outcome and stops resumably instead of dying mid-step."""
+    if not _main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: FrameType | None) -> Any:
+        current = signal.getsignal(signal.SIGINT)
+        if callable(current):
+            return current(signal.SIGINT, frame)
+        if current == signal.SIG_IGN:
+            return None
+        raise KeyboardInterrupt
+
+    previous = {s: signal.signal(s, handler) for s in signums}
+    try:
+        yield
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+
+@contextmanager
 def deferring() -> Iterator[None]:
     """Run a command with SIGINT deferrable by `arm()`; restores the previous handler afterwards."""
     global _armed, _pending, _installed, _raised

@@ -389,6 +389,7 @@ class RollPlanNode(Payload):
     batch: int
     steps: tuple[str, ...]
     skip: bool | None
+    unavailable: tuple[str, ...] = ()  # what --allow-unavailable lets become unavailable while it restarts
 
 
 @dataclass(frozen=True)
@@ -401,6 +402,8 @@ class RollPlan(Payload):
     leader: int | None
     controllers: str
     parallel: int
+    batch_rule: str
+    allow_unavailable: tuple[str, ...]
     batches: tuple[tuple[int, ...], ...]
     nodes: tuple[RollPlanNode, ...]
     healthy: bool
@@ -435,9 +438,22 @@ class RollNodeResult(Payload):
 class RollFailure(Payload):
     node: int | None
     step: str | None
-    reason: str  # gate_not_met, hook_failed, refused, interrupted, error
+    reason: str  # gate_not_met, cannot_tell, hook_failed, refused, interrupted, unreachable, error
     message: str
     exit_code: int
+    down: tuple[int, ...] = ()  # nodes left stopped (or possibly stopped: a stop hook begun, no receipt since)
+    drained: tuple[int, ...] = ()  # nodes left drained
+
+
+@dataclass(frozen=True)
+class RollConfirm(Payload):
+    """`roll confirm`: what the operator said of a node, and its phase before and after."""
+
+    state_dir: str
+    node: int
+    went_down: bool
+    phase_before: str
+    phase_after: str
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ GROUPS: dict[str, tuple[str, str]] = {
     "cluster": ("kadmin.cli.cluster", "Cluster identity: the cluster id and meta.properties checks."),
     "ids": ("kadmin.cli.ids", "Broker-id assignment: host -> id mappings, missing ids, repair."),
     "history": ("kadmin.cli.history", "Cluster history on Spark: ingest ZooKeeper/KRaft logs, report bounces."),
-    "roll": ("kadmin.cli.roll", "Rolling restarts: plan, run (resumable) and status."),
+    "roll": ("kadmin.cli.roll", "Rolling restarts: plan, run (resumable), status and confirm."),
     "sandbox": ("kadmin.cli.sandbox",
                 "A local playground: real ZooKeeper with emulated brokers, or real Kafka (--kafka-home)."),
 }

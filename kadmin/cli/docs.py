@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -134,7 +134,7 @@ def _is_option(p: Any) -> bool:
     return p.param_type_name == "option" and not getattr(p, "hidden", False)
 
 
-def _table(rows: list[tuple[str, ...]], header: tuple[str, ...]) -> list[str]:
+def _table(rows: Sequence[tuple[str, ...]], header: tuple[str, ...]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
     return lines
@@ -285,10 +285,36 @@ def exit_codes_md() -> str:
 # ----------------------------------------------------------------------------- files
 
 
+def roll_steps_md() -> str:
+    """docs/roll.md's table of steps, from the one table the roll reads (kadmin/domain/roll.py STEPS)."""
+    from kadmin.domain import roll as dom
+
+    where = {"only_if": "with `--only-if`", "controlled_shutdown": "ZooKeeper mode", "quorum_nodes": "KRaft",
+             "stop_start": "with `--stop`", "restart": "with `--restart`"}
+    rows = []
+    for s in dom.STEPS:
+        cond = where[s.needs] if s.needs else "✓"
+        rows.append((f"`{s.name}`", cond if s.broker else "", cond if s.controller else "",
+                     "yes" if s.mutates else "", _escape(s.waits_for, table=True), _escape(s.rerun, table=True)))
+    return "\n".join(_table(rows, ("step", "broker", "controller", "changes", "what it waits for",
+                                   "a resumed run")))
+
+
+def roll_exit_codes_md() -> str:
+    """docs/roll.md's exit-code table: `roll run`'s row of kadmin/cli/exit_docs.py, the codes it returns."""
+    from kadmin.cli import exit_docs
+
+    codes = {**exit_docs.COMMANDS["roll run"], ExitCode.INTERRUPTED: "Ctrl-C, SIGTERM or SIGHUP: the step that was "
+             "running ended and its outcome is journaled; run the same command again"}
+    rows = [(str(int(c)), _escape(codes[c] or DESCRIPTIONS[c], table=True)) for c in sorted(codes)]
+    return "\n".join(_table(rows, ("code", "when")))
+
+
 FILES: dict[str, Callable[[], str]] = {"docs/commands.md": commands_md, "docs/exit-codes.md": exit_codes_md}
-# Marked sections that any of the files in MARKED may hold (README.md holds none today).
-SECTIONS: dict[str, Callable[[], str]] = {"exit-codes": markdown_table}
-MARKED = ("README.md",)
+# Marked sections that any of the files in MARKED may hold.
+SECTIONS: dict[str, Callable[[], str]] = {"exit-codes": markdown_table, "roll-steps": roll_steps_md,
+                                          "roll-exit-codes": roll_exit_codes_md}
+MARKED = ("README.md", "docs/roll.md")
 
 
 def render_sections(text: str) -> str:

@@ -100,16 +100,26 @@ COMMANDS: dict[str, Codes] = {
     "roll plan": {X.OK: "", **_READ, X.USAGE: "`--nodes` names a node the cluster does not have",
                   X.UNSUPPORTED: "the brokers do not serve the reassignment API (Kafka before 2.4)"},
     "roll run": {X.OK: "every node restarted (or skipped by `--only-if`), or the roll in DIR had finished",
-                 X.CONDITION_NOT_MET: "a gate was not met or a node did not come back within `--step-timeout` "
-                 "(named; run the same command again to continue)",
-                 X.USAGE: "`--nodes` names an unknown node, or the hooks are not given", **_CONNECT,
-                 X.CONFIG: "DIR holds a roll of another cluster, or one asked with other `--nodes`, `--controllers` "
-                 "or `--parallel`; also a journal that is not kadmin's",
-                 X.UNSAFE: "refused before the first node (the cluster is not healthy; nothing touched), or "
-                 "another live `roll run` holds DIR",
+                 X.CONDITION_NOT_MET: "a gate was not met, a node did not come back within `--step-timeout`, the "
+                 "cluster refused a step (a drain, a ControlledShutdown), or kadmin cannot tell whether a node went "
+                 "down (`cannot_tell`: `roll confirm`); named, run the same command again to continue",
+                 X.USAGE: "`--nodes` names an unknown node, the hooks are not given, or a hook names an unknown "
+                 "placeholder",
+                 X.CONFIG: "DIR holds a roll of another cluster, or one asked with other `--nodes`, `--controllers`, "
+                 "`--parallel` or `--batch-rule`; a journal that is not kadmin's, or that cannot be written (a full "
+                 "disk: the journal is left whole); a placeholder whose value is unknown; a connection that cannot "
+                 "serve a roll",
+                 X.UNREACHABLE: "the cluster could not be reached (before the first node, or within `--step-timeout` "
+                 "during the roll)",
+                 X.UNSAFE: "refused before the first node (the cluster is not healthy; nothing touched, nothing "
+                 "journaled), or another live `roll run` holds DIR",
                  X.HOOK_FAILED: "a `--stop`, `--start`, `--restart` or `--only-if` command failed or did not "
-                 "return within `--step-timeout` (named)",
-                 X.UNSUPPORTED: "the brokers do not serve the reassignment API (Kafka before 2.4)"},
+                 "return within `--step-timeout` (named; the nodes of its batch already stopped are brought back "
+                 "first)"},
+    "roll confirm": {X.OK: "recorded", X.USAGE: "no roll in DIR, a node not of the roll, nothing to confirm, or "
+                     "what the journal contradicts (a node kadmin saw stopped)",
+                     X.CONFIG: "the journal is not kadmin's",
+                     X.UNSAFE: "a live `roll run` holds DIR"},
     "roll status": {X.OK: "", X.USAGE: "no roll in DIR", X.CONFIG: "the journal is not kadmin's"},
     "sandbox bounce": {X.OK: "", X.CONDITION_NOT_MET: "the sandbox has no such broker", **_SANDBOX},
     "sandbox down": {X.OK: "also when there is no sandbox (nothing to stop)", X.CONFIG: "it could not stop a process"},

@@ -15,7 +15,8 @@ from kadmin.render import views
 if TYPE_CHECKING:
     from kadmin.domain.roll import Request
 
-app = typer.Typer(name="roll", help="Rolling restarts: plan, run (resumable) and status.", no_args_is_help=True)
+app = typer.Typer(name="roll", help="Rolling restarts: plan, run (resumable), status and confirm.",
+                  no_args_is_help=True)
 
 NodesOpt = Annotated[str | None, typer.Option("--nodes", metavar="IDS", help="Comma-separated node ids to restart "
                                               "(default: every node).", show_default=False)]
@@ -37,6 +38,13 @@ OnlyIfOpt = Annotated[str | None, typer.Option("--only-if", metavar="CMD", help=
                                                show_default=False)]
 StateOpt = Annotated[Path, typer.Option("--state", metavar="DIR", help="The roll's journal, drain files and hook "
                                         "logs; run again with the same DIR to continue an unfinished roll.")]
+BatchRuleOpt = Annotated[str, typer.Option("--batch-rule", metavar="distinct|min-isr", help="With --parallel: "
+                                           "'distinct' (default) never stops two replicas of one partition at once; "
+                                           "'min-isr' lets a batch share partitions where each keeps its min ISR.")]
+AllowOpt = Annotated[list[str] | None, typer.Option("--allow-unavailable", metavar="TOPIC-GLOB", help="Let "
+                                                    "partitions of these topics go offline or under min ISR while "
+                                                    "their broker restarts (RF 1, min ISR >= RF); repeatable; named "
+                                                    "in the plan, the journal and the output.", show_default=False)]
 
 
 def _nodes(value: str | None) -> tuple[int, ...] | None:
@@ -53,12 +61,23 @@ def _nodes(value: str | None) -> tuple[int, ...] | None:
     return tuple(sorted(set(ids)))
 
 
-def _request(nodes: str | None, controllers: str, parallel: int) -> Request:
-    from kadmin.domain.roll import Request
+def _request(nodes: str | None, controllers: str, parallel: int, batch_rule: str) -> Request:
+    from kadmin.domain.roll import BATCH_RULES, Request
 
     if controllers not in ("first", "skip"):
         raise UsageError(f"--controllers: {controllers!r} is not first or skip")
-    return Request(_nodes(nodes), controllers, parallel)  # type: ignore[arg-type]
+    if batch_rule not in BATCH_RULES:
+        raise UsageError(f"--batch-rule: {batch_rule!r} is not {' or '.join(BATCH_RULES)}")
+    return Request(_nodes(nodes), controllers, parallel, batch_rule)  # type: ignore[arg-type]
+
+
+def _allow(globs: list[str] | None) -> tuple[str, ...]:
+    out = []
+    for g in globs or ():
+        if not g.strip():
+            raise UsageError("--allow-unavailable is empty (give a topic name or a glob such as 'scratch-*')")
+        out.append(g)
+    return tuple(out)
 
 
 def _hooks(stop: str | None, start: str | None, restart: str | None, only_if: str | None, need: bool) -> Any:
@@ -88,6 +107,8 @@ def plan(
     nodes: NodesOpt = None,
     controllers: ControllersOpt = "first",
     parallel: ParallelOpt = 1,
+    batch_rule: BatchRuleOpt = "distinct",
+    allow_unavailable: AllowOpt = None,
     only_if: OnlyIfOpt = None,
     restart: RestartOpt = None,
 ) -> int:
@@ -96,13 +117,15 @@ def plan(
 
     The order: KRaft controllers first, one at a time, the quorum leader last; then the brokers. ZooKeeper mode:
     the brokers, the active controller last. With --parallel N, brokers are batched where no partition would
-    lose its leader or min ISR (from the live ISRs now; a run recomputes each batch when it starts). With
-    --only-if CMD, the command runs per node (it should only look) and the plan says which would be skipped.
+    lose its leader or min ISR and (--batch-rule distinct, the default) no two share a partition (from the
+    assignments and live ISRs now; a run recomputes each batch when it starts). With --only-if CMD, the command
+    runs per node (it should only look) and the plan says which would be skipped. With --allow-unavailable, the
+    partitions it lets become unavailable are named per node.
     """
     from kadmin.services import roll as svc
     from kadmin.services import roll_hooks
 
-    req = _request(nodes, controllers, parallel)
+    req = _request(nodes, controllers, parallel, batch_rule)
     hooks = _hooks(None, None, restart, only_if, need=False)
 
     def skip_check(node: Any) -> bool:
@@ -110,7 +133,8 @@ def plan(
                              directory=None)
         return out.code == 0
 
-    result = svc.plan(_opener(inv), svc.Options(req, hooks), skip_check if only_if else None)
+    opts = svc.Options(req, hooks, allow_unavailable=_allow(allow_unavailable))
+    result = svc.plan_backend(_opener(inv), opts, skip_check if only_if else None)
     return inv.emit(result, views.roll_plan)
 
 
@@ -124,6 +148,8 @@ def run(
     nodes: NodesOpt = None,
     controllers: ControllersOpt = "first",
     parallel: ParallelOpt = 1,
+    batch_rule: BatchRuleOpt = "distinct",
+    allow_unavailable: AllowOpt = None,
     only_if: OnlyIfOpt = None,
     step_timeout: Annotated[float, typer.Option("--step-timeout", metavar="SECONDS", parser=seconds,
                                                 help="The longest any one step may take (a hook, a node coming "
@@ -139,14 +165,19 @@ def run(
     --settle. Per KRaft controller: quorum check --restart ID; --stop; wait stopped; --start; caught up with the
     leader. Before the first node the cluster must be healthy (else exit 7, nothing touched).
 
-    A step that fails stops the roll there (no other node is touched): exit 1 (a gate not met, a node not back
-    within --step-timeout), 9 (a hook failed), 130 (Ctrl-C). A node whose start hook may have run is never
-    restarted again: a resumed run waits for its receipt. -o ndjson streams one event per line.
+    A step that fails stops the roll there (no other node is touched; a batch's nodes already stopped are
+    brought back first): exit 1 (a gate not met, a node not back within --step-timeout, or one kadmin cannot tell
+    stopped: see `roll confirm`), 4 (the cluster unreachable), 9 (a hook failed), 130 (Ctrl-C, SIGTERM or SIGHUP).
+    No node is journaled done without evidence that it went down and came back, and none is restarted twice.
+    -o ndjson streams one event per line. The hooks' output is in DIR/hooks.
     """
+    import signal
+
+    from kadmin import interrupts
     from kadmin.render.roll_progress import RollProgress
     from kadmin.services import roll as svc
 
-    req = _request(nodes, controllers, parallel)
+    req = _request(nodes, controllers, parallel, batch_rule)
     hooks = _hooks(stop, start, restart, only_if, need=True)
     r = inv.renderer
     progress = RollProgress(r, sys.stderr)
@@ -156,13 +187,36 @@ def run(
             r.stream_event(ev)
         progress.update(ev)
 
-    with progress:
-        result = svc.run(_opener(inv), state, svc.Options(req, hooks, step_timeout, settle), emit, progress.say)
+    opts = svc.Options(req, hooks, step_timeout, settle, _allow(allow_unavailable))
+    with interrupts.like_ctrl_c(signal.SIGTERM, signal.SIGHUP), progress:
+        result = svc.run_backend(_opener(inv), state, opts, emit, progress.say)
     if r.fmt == "ndjson":
         if result.message:
             r.note(result.message)
         return int(result.exit_code)
     return inv.emit(result, views.roll_report)
+
+
+@command(app, "confirm", cluster=False)
+def confirm(
+    inv: Invocation,
+    state: StateOpt,
+    node: Annotated[int, typer.Option("--node", metavar="ID", min=0, max=2**31 - 1, help="The node to confirm.")],
+    went_down: Annotated[bool, typer.Option("--went-down", help="It went down since its stop (or restart) hook "
+                                            "began (it may be back already).")] = False,
+    never_went_down: Annotated[bool, typer.Option("--never-went-down", help="It never went down: its stop (or "
+                                                  "restart) hook runs again when the roll continues.")] = False,
+) -> int:
+    """Tell a stopped roll what the cluster could not: whether a node went down since its stop (or restart) hook
+    began. The roll asks for it (exit 1, `cannot_tell`) rather than guess: a hook that brings the node back by
+    itself, or one that ended while no kadmin watched, leaves a node that is up and may or may not have
+    restarted. Check the node (its process start time), then say which; run the same `roll run` again after.
+    Journaled; needs no cluster; refused while a `roll run` holds DIR."""
+    from kadmin.services import roll as svc
+
+    if went_down == never_went_down:
+        raise UsageError("give --went-down or --never-went-down (one of them)")
+    return inv.emit(svc.confirm(state, node, went_down), views.roll_confirm)
 
 
 @command(app, "status", cluster=False)

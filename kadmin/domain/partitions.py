@@ -216,6 +216,9 @@ class Blocker:
     topic: str
     partition: int | None  # None: the whole topic (unreadable: it may or may not be hosted)
     reason: str
+    # the partition was read and would become unavailable (offline, or below min ISR for acks=all writes): what
+    # an operator may accept for named topics (`roll --allow-unavailable`), unlike what could not be read
+    unavailable: bool = False
 
 
 @dataclass(frozen=True)
@@ -291,11 +294,11 @@ def _stop_blockers(partitions: Iterable[PartitionState], stopping: frozenset[int
             continue
         isr_after = [r for r in p.isr if r in remaining_live]
         if not isr_after:
-            blocking.append(Blocker(p.topic, p.partition, "would go offline: no other live replica in the ISR"))
+            blocking.append(Blocker(p.topic, p.partition, "would go offline: no other live replica in the ISR", True))
             continue
         leader = p.leader if p.leader in remaining_live else next((r for r in p.replicas if r in isr_after), None)
         if leader is None:  # the ISR names a live broker that is no replica: no election can pick it
-            blocking.append(Blocker(p.topic, p.partition, "would go offline: no live replica in the ISR"))
+            blocking.append(Blocker(p.topic, p.partition, "would go offline: no live replica in the ISR", True))
             continue
         why = min_isr_unknown(p.min_isr_config, leader)
         if why is not None:
@@ -310,7 +313,7 @@ def _stop_blockers(partitions: Iterable[PartitionState], stopping: frozenset[int
             whose = f" (leader {leader}, {source})" if source.startswith(("broker:", "cluster-default")) else ""
             blocking.append(Blocker(p.topic, p.partition,
                                     f"ISR would drop to {len(isr_after)} ({','.join(map(str, isr_after))}), "
-                                    f"below min.insync.replicas {need}{whose}"))
+                                    f"below min.insync.replicas {need}{whose}", True))
     return hosted
 
 
@@ -320,6 +323,29 @@ def stop_together_blockers(partitions: Iterable[PartitionState], brokers: Set[in
     blocking: list[Blocker] = []
     _stop_blockers(partitions, frozenset(brokers), live, None, blocking, set())
     return blocking
+
+
+def shared_partitions(partitions: Iterable[PartitionState], brokers: Set[int]) -> list[Blocker]:
+    """The partitions of which `brokers` hold two replicas or more (its replicas, and any being added or removed):
+    a parallel roll's default batch rule takes no two of them at once, whatever min ISR allows (with Kafka's
+    default min ISR of 1, the min-ISR rule alone would stop two of three replicas)."""
+    out = []
+    for p in partitions:
+        held = set(brokers).intersection(p.replicas + p.adding_replicas + p.removing_replicas)
+        if len(held) > 1 and not p.deleting:
+            out.append(Blocker(p.topic, p.partition, f"brokers {','.join(map(str, sorted(held)))} are replicas of "
+                               "it (a batch holds one replica of a partition at most)"))
+    return out
+
+
+def allowed(blocking: Iterable[Blocker], allow: TopicFilter | None) -> tuple[list[Blocker], list[Blocker]]:
+    """(what still blocks, what `allow` lets become unavailable): only a partition that was read and would go
+    offline or under min ISR, of a topic `allow` names; what could not be read always blocks."""
+    keep: list[Blocker] = []
+    let: list[Blocker] = []
+    for b in blocking:
+        (let if allow is not None and b.unavailable and b.partition is not None and allow(b.topic) else keep).append(b)
+    return keep, let
 
 
 def out_of_sync(partitions: Iterable[PartitionState], broker_id: int) -> list[PartitionState]:

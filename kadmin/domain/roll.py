@@ -1,29 +1,23 @@
-"""A rolling restart (`kadmin roll`, issue 23): the order, the batches, the steps and the journal's rules. Pure.
+"""A rolling restart (`kadmin roll`): the nodes, their order, the batches, the one table of steps, and what a
+cluster shows of a node (stopped? back?). Pure.
 
-The journal is the roll's memory: NDJSON events appended one by one (kadmin/services/roll_journal.py writes
-them, fsynced). Everything a resumed run decides comes from `replay` of those events plus what the cluster
-shows now: which nodes are done, which step each other node reached, and from there what may be run again.
-The rule that matters most: a node is never restarted twice. Once its start (or restart) hook may have run,
-a resumed run waits for the node's receipt and never runs a hook for it again.
+The journal's events and their replay are in kadmin/domain/roll_events.py; the engine that runs the steps is
+kadmin/services/roll_engine.py. Nothing here asks which mode a cluster is in: what differs between clusters is
+in `Traits` (what the cluster's backend can show and do), which the backend is asked for.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 Role = Literal["broker", "controller", "combined"]
 Mode = Literal["zookeeper", "kraft"]
 ControllersPolicy = Literal["first", "skip"]
-JOURNAL_VERSION = 1
-
-# The steps, in the order they run; their names are a contract (the NDJSON events and the journal carry them).
-BEFORE_STOP = ("only_if", "quorum_check", "can_stop", "drain", "shutdown")
-STOPPING = ("stop", "wait_stopped")
-STARTING = ("start", "restart")
-AFTER_START = ("wait_restarted", "wait_caught_up", "wait_in_sync", "undrain", "wait_healthy", "settle")
-STEP_ORDER = BEFORE_STOP + STOPPING + STARTING + AFTER_START
+BatchRule = Literal["distinct", "min-isr"]
+BATCH_RULES: tuple[BatchRule, ...] = ("distinct", "min-isr")
+DEFAULT_FETCH_TIMEOUT_MS = 2000  # Kafka's default controller.quorum.fetch.timeout.ms
 
 
 @dataclass(frozen=True)
@@ -42,11 +36,18 @@ class RollNode:
     def is_broker(self) -> bool:
         return self.role in ("broker", "combined")
 
+    def label(self) -> str:
+        return f"node {self.id} ({self.role})"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "role": self.role, "host": self.host, "port": self.port, "rack": self.rack}
+
 
 @dataclass(frozen=True)
 class Topology:
-    """The nodes a roll may restart. `leader`: the KRaft quorum leader, or the ZooKeeper-mode active
-    controller (a broker id); None when there is none now."""
+    """The nodes a roll may restart. `leader`: the active controller now (a KRaft quorum's leader, or the broker
+    a ZooKeeper-mode cluster elected); None when there is none now. `mode` only names the cluster's kind in
+    the journal and the plan: no rule reads it."""
 
     mode: Mode
     nodes: tuple[RollNode, ...]
@@ -54,6 +55,31 @@ class Topology:
 
     def node(self, node_id: int) -> RollNode | None:
         return next((n for n in self.nodes if n.id == node_id), None)
+
+    @property
+    def leading_broker(self) -> int | None:
+        """The active controller when it is a broker that is no quorum node (ZooKeeper mode's controller): it
+        goes last, with its rack-mates just before it, and joins only the last batch."""
+        n = None if self.leader is None else self.node(self.leader)
+        return n.id if n is not None and not n.is_controller else None
+
+
+@dataclass(frozen=True)
+class Traits:
+    """What a cluster's backend can show and do, as a roll needs it (asked of the backend, never of the mode).
+
+    - `receipt`: how a broker proves it came back. "epoch": it registered again with a greater broker epoch (a
+      new registration: the epoch is the proof it went away). "unfenced": it is registered and unfenced again
+      after it was seen fenced or gone (the journal keeps that it was seen).
+    - `controlled_shutdown`: the controller can be asked to move a broker's leaders off before its stop (the
+      epoch-fenced ControlledShutdown, KIP-380).
+    - `quorum_nodes`: the metadata quorum's voters are nodes of the cluster (controllers a roll restarts, with
+      their own gate and receipt), not a separate ensemble.
+    """
+
+    receipt: Literal["epoch", "unfenced"]
+    controlled_shutdown: bool
+    quorum_nodes: bool
 
 
 def chosen(t: Topology, wanted: Sequence[int] | None, controllers: ControllersPolicy) -> tuple[RollNode, ...]:
@@ -66,46 +92,21 @@ def chosen(t: Topology, wanted: Sequence[int] | None, controllers: ControllersPo
 
 
 def order(t: Topology, nodes: Iterable[RollNode]) -> tuple[RollNode, ...]:
-    """The order to restart `nodes` in. KRaft: the controllers (and combined nodes) first, one at a time, the
-    quorum leader last of them; then the brokers. ZooKeeper mode: the brokers, the active controller last (it
-    moves once), just after the brokers on its rack (a batch of `--parallel` may then take it with them:
-    rack-aware topics keep a partition's replicas on distinct racks). Within a group, by id. Recomputed before
-    each node: an election moves the leader."""
+    """The order to restart `nodes` in: the quorum's nodes first (controllers and combined nodes), one at a time,
+    the quorum leader last of them; then the brokers by id, except the active controller when it is a broker
+    (ZooKeeper mode), which goes last so that it moves once, just after the brokers on its rack (a batch of
+    `--parallel` may then take it with them: rack-aware topics keep a partition's replicas on distinct racks).
+    Recomputed before each node: an election moves the leader."""
     ns = list(nodes)
+    controllers = sorted((n for n in ns if n.is_controller), key=lambda n: (n.id == t.leader, n.id))
+    leading = t.leading_broker
+    lead = next((n for n in ns if n.id == leading), None)
+    rack = lead.rack if lead is not None else None
 
-    def last(n: RollNode) -> tuple[bool, int]:
-        return n.id == t.leader, n.id
+    def broker_key(n: RollNode) -> tuple[bool, bool, int]:
+        return n.id == leading, rack is not None and n.rack == rack, n.id
 
-    if t.mode == "kraft":
-        return tuple(sorted((n for n in ns if n.is_controller), key=last)
-                     + sorted((n for n in ns if not n.is_controller), key=lambda n: n.id))
-    leader = next((n for n in ns if n.id == t.leader), None)
-    rack = leader.rack if leader is not None else None
-
-    def zk(n: RollNode) -> tuple[bool, bool, int]:
-        return n.id == t.leader, rack is not None and n.rack == rack, n.id
-
-    return tuple(sorted(ns, key=zk))
-
-
-def steps(node: RollNode, mode: Mode, restart_hook: bool, only_if: bool) -> tuple[str, ...]:
-    """The steps one node goes through (see docs/roll.md)."""
-    out: list[str] = ["only_if"] if only_if else []
-    if node.is_controller and mode == "kraft":
-        out.append("quorum_check")
-    if node.is_broker:
-        out += ["can_stop", "drain"]
-        if mode == "zookeeper":
-            out.append("shutdown")
-    out += ["restart"] if restart_hook else ["stop", "wait_stopped", "start"]
-    if node.is_broker:
-        out.append("wait_restarted")
-    if node.is_controller and mode == "kraft":
-        out.append("wait_caught_up")
-    if node.is_broker:
-        out += ["wait_in_sync", "undrain", "wait_healthy"]
-    out.append("settle")
-    return tuple(out)
+    return tuple(controllers + sorted((n for n in ns if not n.is_controller), key=broker_key))
 
 
 def next_batch(candidates: Sequence[RollNode], parallel: int, safe_together: Callable[[Sequence[int]], bool],
@@ -113,9 +114,9 @@ def next_batch(candidates: Sequence[RollNode], parallel: int, safe_together: Cal
     """The next batch: the first candidate, then other brokers in the order given (those on the first one's
     rack before the others: rack-aware topics keep a partition's replicas on distinct racks, so brokers of one
     rack tend to share none; a hint, never the proof) while the batch is smaller than `parallel` and
-    `safe_together` (computed from the live ISRs and min ISR when the batch starts) says the batch with it may
-    stop at once. `last` (ZooKeeper mode's active controller) joins only a batch that takes every other
-    remaining node. A controller (or combined node) is never batched."""
+    `safe_together` (the batch rule, from the assignments, live ISRs and min ISR when the batch starts) says the
+    batch with it may stop at once. `last` (the active controller when it is a broker) joins only a batch that
+    takes every other remaining node. A controller (or combined node) is never batched."""
     if not candidates:
         return ()
     first = candidates[0]
@@ -152,109 +153,196 @@ def plan_batches(ordered: Sequence[RollNode], parallel: int, safe_together: Call
     return tuple(out)
 
 
-# ------------------------------------------------------------------------------------------------ the journal
-@dataclass
-class NodeProgress:
-    """What the journal says of one node."""
+# ------------------------------------------------------------------------------------------------ the steps
+# Stages: how far a step is from the start. A resumed node never runs a step of a stage before its own
+# (NodeProgress.stage), and runs a step of BEFORE again (the gates, the drain) while its process is untouched.
+BEFORE, STOPPING, STARTING, RECEIPT, BACK = 0, 1, 2, 3, 4
+# when a step applies besides its roles: "only_if" (with --only-if), "controlled_shutdown" (Traits),
+# "quorum_nodes" (Traits), "stop_start" (--stop and --start), "restart" (--restart)
+Needs = Literal["only_if", "controlled_shutdown", "quorum_nodes", "stop_start", "restart"]
+
+
+@dataclass(frozen=True)
+class Step:
+    """One row of the table of steps: the run, the journal's replay, `roll plan`, docs/roll.md and the tests
+    read it. `broker` / `controller`: which roles take it (a combined node takes both kinds). `mutates`: it
+    changes the cluster or a node. `again`: a resumed run runs it again while the node's process is untouched
+    (the gates, the drain: what they saw may have changed); any other step done is never run again. `hook`: an
+    operator's command (its outcome, even one a dead kadmin never saw end, is in DIR/hooks)."""
+
+    name: str
+    stage: int
+    broker: bool
+    controller: bool
+    needs: Needs | None
+    mutates: bool
+    again: bool
+    hook: bool
+    waits_for: str
+    rerun: str  # what a resumed run does with it (docs/roll.md's crash-window table)
+
+
+STEPS: tuple[Step, ...] = (
+    Step("only_if", BEFORE, True, True, "only_if", False, False, True,
+         "the `--only-if` command's exit code: 0 restarts the node, 1 skips it (`node_done` with `status: skipped`), "
+         "anything else fails the hook (exit 9)",
+         "decided once: a journaled answer stands; asked again only when it never ended"),
+    Step("quorum_check", BEFORE, False, True, "quorum_nodes", False, True, False,
+         "`quorum check --restart ID` finds nothing critical: a majority of the *other* voters stays caught up "
+         "without this node",
+         "asked again"),
+    Step("can_stop", BEFORE, True, False, None, False, True, False,
+         "`brokers can-stop ID`: every partition keeps a leader and min ISR (but those of `--allow-unavailable` "
+         "topics, named), with the completeness rules of docs/partitions.md; a batch: the batch rule too",
+         "asked again"),
+    Step("drain", BEFORE, True, False, None, True, True, False,
+         "`brokers drain ID`: leaderships moved off without moving data; the original order saved in "
+         "`DIR/drain-ID.json`, whose path is journaled before the reordering is sent",
+         "drained again (the file `drain-ID-2.json`); `undrain` restores the first file, the original order"),
+    Step("shutdown", BEFORE, True, False, "controlled_shutdown", True, True, False,
+         "`brokers shutdown ID --epoch E`: the epoch-fenced ControlledShutdown (E read now)",
+         "asked again with the epoch read then"),
+    Step("others_healthy", BEFORE, True, True, None, False, True, False,
+         "nothing outside this node or batch is down, fenced, lagging or under-replicated (read afresh just "
+         "before the stop: a second roll of the cluster, or any other failure, stops this one)",
+         "asked again"),
+    Step("stop", STOPPING, True, True, "stop_start", True, False, True,
+         "your `--stop` command returns 0; kadmin watches the node meanwhile and journals `seen_stopped` when it "
+         "sees it go",
+         "never run again once journaled done; see the crash-window table"),
+    Step("wait_stopped", STOPPING, True, True, "stop_start", False, False, False,
+         "the node seen stopped: its registration with epoch E gone (or replaced); a KRaft broker fenced or "
+         "unregistered; a controller not heard from for `controller.quorum.fetch.timeout.ms` and not leading",
+         "waits again; a node it cannot tell stopped from back stops the roll (`roll confirm`)"),
+    Step("start", STARTING, True, True, "stop_start", True, False, True,
+         "your `--start` command returns 0",
+         "run again only for this node, only when its receipt is missing and its own start hook never ended 0"),
+    Step("restart", STARTING, True, True, "restart", True, False, True,
+         "your `--restart` command returns 0; kadmin watches the node meanwhile and journals `seen_stopped` when "
+         "it sees it go",
+         "never run again once journaled done; see the crash-window table"),
+    Step("wait_restarted", RECEIPT, True, False, None, False, False, False,
+         "the restart receipt: registered with an epoch greater than E; or (KRaft) registered and unfenced "
+         "after `seen_stopped` was journaled",
+         "waits again"),
+    Step("wait_caught_up", RECEIPT, False, True, "quorum_nodes", False, False, False,
+         "after `seen_stopped` was journaled, the quorum leader heard a fetch from it and saw it caught up "
+         "within `controller.quorum.fetch.timeout.ms`",
+         "waits again"),
+    Step("wait_in_sync", BACK, True, False, None, False, False, False,
+         "`brokers wait ID --in-sync`: in the ISR of every partition it hosts",
+         "waits again"),
+    Step("undrain", BACK, True, False, None, True, False, False,
+         "`brokers undrain ID --from DIR/drain-ID.json`: the original preferred leaders elected again",
+         "restores the same first file again"),
+    Step("wait_healthy", BACK, True, False, None, False, False, False,
+         "`partitions check` OK again: no under-replicated partition anywhere",
+         "waits again"),
+    Step("settle", BACK, True, True, None, False, False, False,
+         "`--settle` seconds, once per node or batch (default 0)",
+         "waits again"),
+)
+STEP = {s.name: s for s in STEPS}
+STEP_ORDER = tuple(s.name for s in STEPS)
+HOOK_STEPS = tuple(s.name for s in STEPS if s.hook)
+RECEIPTS = ("wait_restarted", "wait_caught_up")
+
+
+def applies(step: Step, node: RollNode, traits: Traits, restart_hook: bool, only_if: bool) -> bool:
+    if not ((step.broker and node.is_broker) or (step.controller and node.is_controller)):
+        return False
+    return {None: True, "only_if": only_if, "controlled_shutdown": traits.controlled_shutdown,
+            "quorum_nodes": traits.quorum_nodes, "stop_start": not restart_hook, "restart": restart_hook}[step.needs]
+
+
+def steps(node: RollNode, traits: Traits, restart_hook: bool, only_if: bool) -> tuple[str, ...]:
+    """The steps one node goes through, in order (the table's rows that apply to it)."""
+    return tuple(s.name for s in STEPS if applies(s, node, traits, restart_hook, only_if))
+
+
+def receipt_step(node: RollNode, traits: Traits) -> str:
+    """The step whose success proves the node back: a broker's registration, else a controller's catching up."""
+    return "wait_restarted" if node.is_broker else "wait_caught_up"
+
+
+# ------------------------------------------------------------------------------------------------ what is seen
+@dataclass(frozen=True)
+class NodeSeen:
+    """One node as the cluster shows it at one moment. `registered` None: the node has no broker registration
+    to look at (a controller); `fetch_age_ms` / `caught_up_age_ms`: by the quorum leader's clock, None where
+    DescribeQuorum has no timestamp or the node is no voter."""
 
     node: int
-    role: str = "broker"
-    started: list[str] = field(default_factory=list)  # steps with a `started` event, in order
-    done: list[str] = field(default_factory=list)  # steps with a `done` event, in order
-    skipped: bool = False  # only_if said no
-    finished: bool = False  # node_done
-    failed: str | None = None  # the step of the last `failed` event (cleared by a later success)
-    detail: dict[str, Any] = field(default_factory=dict)  # what steps recorded: epoch, drain_file, ...
-    first_at: str | None = None
-    last_at: str | None = None
-    elapsed: dict[str, float] = field(default_factory=dict)  # step -> seconds (done steps)
-
-    @property
-    def phase(self) -> str:
-        """Where the node is: `untouched`, `before_stop` (gates or drain ran: the process was not touched),
-        `stopping` (its stop hook may have run), `stopped` (seen stopped), `starting` (its start or restart hook
-        may have run: wait for its receipt, never run a hook again), `restarted` (the receipt was seen), `done`
-        or `skipped`."""
-        if self.finished:
-            return "skipped" if self.skipped else "done"
-        if "wait_restarted" in self.done or ("wait_caught_up" in self.done and self.role == "controller"):
-            return "restarted"
-        if any(s in self.started for s in STARTING):
-            return "starting"
-        if "wait_stopped" in self.done:
-            return "stopped"
-        if "stop" in self.started:
-            return "stopping"
-        if self.started:
-            return "before_stop"
-        return "untouched"
+    registered: bool | None = None
+    epoch: int | None = None
+    fenced: bool | None = None
+    voter: bool = False
+    leads_quorum: bool = False
+    fetch_age_ms: int | None = None
+    caught_up_age_ms: int | None = None
+    quorum_leader: int | None = None
 
 
-@dataclass
-class RollState:
-    """The journal replayed: the roll's head (`roll_started`), each node's progress, whether it finished."""
-
-    head: Mapping[str, Any] | None = None
-    nodes: dict[int, NodeProgress] = field(default_factory=dict)
-    finished: Mapping[str, Any] | None = None  # roll_done
-    last_failure: Mapping[str, Any] | None = None  # the last roll_failed (a resumable stop)
-    runs: int = 0  # roll_started + roll_resumed events
-
-    def progress(self, node: int) -> NodeProgress:
-        if node not in self.nodes:
-            self.nodes[node] = NodeProgress(node)
-        return self.nodes[node]
-
-    def apply(self, ev: Mapping[str, Any]) -> None:
-        """One event, in journal order: a replay applies every event, a run each one as it journals it. Unknown
-        events and keys are ignored (a newer kadmin may add some); a step's `detail` is merged into its node's."""
-        kind = ev.get("event")
-        if kind == "roll_started":
-            self.head = ev
-            self.runs += 1
-        elif kind == "roll_resumed":
-            self.runs += 1
-            self.last_failure = None  # the run that failed is over: this one goes on
-        elif kind == "roll_done":
-            self.finished = ev
-        elif kind == "roll_failed":
-            self.last_failure = ev
-        elif kind in ("step", "node_done") and isinstance(ev.get("node"), int):
-            _apply(self.progress(ev["node"]), ev)
+def stopped(node: RollNode, traits: Traits, seen: NodeSeen, old_epoch: int | None, fetch_timeout_ms: int) -> str | None:
+    """None when `seen` shows the node stopped (or gone and back: a new epoch), else what it shows instead."""
+    if node.is_broker:
+        if not seen.registered:
+            return None
+        if traits.receipt == "epoch":
+            if old_epoch is not None and seen.epoch != old_epoch:
+                return None  # a new registration: it went away (and came back)
+            return f"broker {node.id} is still registered (epoch {seen.epoch})"
+        if seen.fenced:
+            return None
+        return f"broker {node.id} is registered and unfenced"
+    if seen.leads_quorum:
+        return f"controller {node.id} leads the quorum"
+    if seen.fetch_age_ms is None or seen.fetch_age_ms > fetch_timeout_ms:
+        return None
+    return f"controller {node.id} fetched from the leader {seen.fetch_age_ms} ms ago"
 
 
-def replay(events: Iterable[Mapping[str, Any]]) -> RollState:
-    """The journal's events, in order, as a RollState (each through RollState.apply)."""
-    st = RollState()
-    for ev in events:
-        st.apply(ev)
-    return st
+def stop_evidence(node: RollNode, traits: Traits, seen: NodeSeen, old_epoch: int | None, fetch_timeout_ms: int) -> str:
+    """How `seen` shows the node stopped, for the journal's `seen_stopped` event (call after `stopped` is None)."""
+    if node.is_broker:
+        if not seen.registered:
+            return "unregistered"
+        return "new_epoch" if traits.receipt == "epoch" else "fenced"
+    return "not_fetching"
 
 
-def _apply(np: NodeProgress, ev: Mapping[str, Any]) -> None:
-    np.role = str(ev.get("role", np.role))
-    at = ev.get("at")
-    np.first_at = np.first_at or at
-    np.last_at = at or np.last_at
-    detail = ev.get("detail")
-    if isinstance(detail, Mapping):
-        np.detail.update(detail)
-    if ev.get("event") == "node_done":
-        np.finished = True
-        np.skipped = ev.get("status") == "skipped"
-        return
-    step, status = str(ev.get("step")), ev.get("status")
-    if status == "started":
-        np.started.append(step)
-    elif status in ("done", "skipped"):
-        np.done.append(step)
-        np.failed = None
-        if isinstance(ev.get("elapsed_s"), (int, float)):
-            np.elapsed[step] = float(ev["elapsed_s"])
-    elif status == "failed":
-        np.failed = step
+def back(node: RollNode, step: str, traits: Traits, seen: NodeSeen, *, old_epoch: int | None, seen_stopped: bool,
+         fetch_timeout_ms: int) -> str | None:
+    """The receipt of `step` (wait_restarted, wait_caught_up): None when `seen` proves the node back, else what
+    is missing. Never without evidence that it went down: a greater epoch than the one before its stop (epoch
+    receipts; with no epoch before the stop, that it was seen stopped), else `seen_stopped` (journaled)."""
+    if step == "wait_restarted":
+        if not seen.registered:
+            return f"broker {node.id} is not registered"
+        if traits.receipt == "epoch":
+            if seen.epoch is not None and (seen.epoch > old_epoch if old_epoch is not None else seen_stopped):
+                return None
+            return f"broker {node.id} is registered with epoch {seen.epoch}, not greater than {old_epoch}"
+        if seen.fenced is not False:
+            return f"broker {node.id} is fenced"
+        if not seen_stopped:
+            return (f"broker {node.id} is registered and unfenced, but kadmin never saw it stopped (fenced or gone): "
+                    "a restart cannot be told from none")
+        return None
+    if seen.quorum_leader is None:
+        return "the quorum has no leader"
+    fetch, caught = seen.fetch_age_ms, seen.caught_up_age_ms
+    if not (seen.leads_quorum or (fetch is not None and caught is not None and fetch <= fetch_timeout_ms
+                                  and caught <= fetch_timeout_ms)):
+        return (f"controller {node.id}: last fetch {fetch} ms ago, caught up {caught} ms ago "
+                f"(limit {fetch_timeout_ms} ms)")
+    if not seen_stopped:
+        return (f"controller {node.id} is caught up, but kadmin never saw it stopped (not fetching): a restart cannot "
+                "be told from none")
+    return None
 
 
+# ------------------------------------------------------------------------------------------------ the request
 @dataclass(frozen=True)
 class Request:
     """What a `roll run` asks for, as the journal's head records it: a resumed run must ask for the same."""
@@ -262,6 +350,7 @@ class Request:
     nodes: tuple[int, ...] | None  # --nodes, sorted (None: every node)
     controllers: ControllersPolicy
     parallel: int
+    batch_rule: BatchRule = "distinct"
 
 
 def differences(head: Mapping[str, Any], asked: Request) -> list[str]:
@@ -275,6 +364,9 @@ def differences(head: Mapping[str, Any], asked: Request) -> list[str]:
         out.append(f"--controllers {asked.controllers} (it has {head.get('controllers')})")
     if head.get("parallel") != asked.parallel:
         out.append(f"--parallel {asked.parallel} (it has {head.get('parallel')})")
+    had_rule = head.get("batch_rule") or "min-isr"  # a journal from before the rule was asked: the old one
+    if asked.parallel > 1 and had_rule != asked.batch_rule:
+        out.append(f"--batch-rule {asked.batch_rule} (it has {had_rule})")
     return out
 
 

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
         Shutdown,
         StaleMapping,
     )
-    from kadmin.payloads_ops import RollPlan, RollReport, SandboxDown, SandboxStatus
+    from kadmin.payloads_ops import RollConfirm, RollPlan, RollReport, SandboxDown, SandboxStatus
 
 
 @dataclass
@@ -357,6 +357,15 @@ def roll_plan(data: RollPlan) -> View:
     v = View(["BATCH", "NODE", "ROLE", "HOST", "PORT", "RACK", "ONLY-IF", "STEPS"], rows,
              title=f"roll plan ({data.mode}, --parallel {data.parallel})")
     v.text = "".join(f"{n.batch}\t{n.node}\t{n.role}\n" for n in data.nodes)
+    return v
+
+
+def roll_confirm(data: RollConfirm) -> View:
+    """One row: the node, what was confirmed, its phase before and after."""
+    said = "went down" if data.went_down else "never went down"
+    v = View(["NODE", "CONFIRMED", "PHASE BEFORE", "PHASE AFTER"], [[data.node, said, data.phase_before,
+                                                                   data.phase_after]], title="roll confirm")
+    v.text = f"{data.node}\t{said}\t{data.phase_before}\t{data.phase_after}\n"
     return v
 
 

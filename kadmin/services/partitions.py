@@ -313,7 +313,19 @@ def verdict_summary(v: rules.StopVerdict) -> str:
 
 def can_stop(cluster: Partitions, broker_id: int, progress: Progress | None = None, min_isr_default: int | None = None,
              wanted: rules.TopicFilter | None = None) -> Result[CanStop]:
+    return stop_gate(cluster, broker_id, progress, min_isr_default, wanted)[0]
+
+
+def stop_gate(cluster: Partitions, broker_id: int, progress: Progress | None = None,
+              min_isr_default: int | None = None, wanted: rules.TopicFilter | None = None,
+              allow: rules.TopicFilter | None = None) -> tuple[Result[CanStop], list[rules.Blocker]]:
+    """can_stop, and (a roll's `--allow-unavailable`) the partitions of the `allow` topics that would become
+    unavailable and do not block: read and judged like the rest, named, never hidden. What could not be read
+    still blocks whatever `allow` says."""
     v, s = stop_verdict(cluster, broker_id, progress, min_isr_default, wanted)
+    keep, let = rules.allowed(v.blocking, allow)
+    if let:
+        v = dataclasses.replace(v, blocking=tuple(keep))
     require_known_broker(s, broker_id, v.listed)
     relevant, other = verdict_problems(s, broker_id)
     warnings = [] if broker_id in s.live else [f"broker {broker_id} is not registered now"]
@@ -323,9 +335,11 @@ def can_stop(cluster: Partitions, broker_id: int, progress: Progress | None = No
                + (f" of topics {', '.join(wanted.patterns)}" if wanted else "") + " keep a leader and min ISR")
     else:
         msg = f"broker {broker_id} cannot stop safely: {verdict_summary(v)}"
+    if let:
+        warnings.append(f"allowed to become unavailable: {describe_keys((b.topic, b.partition) for b in let)}")
     # Anything the verdict depends on that could not be read blocks it (exit 1) and is in `errors`.
     return Result(data=verdict_payload(v), errors=relevant, warnings=warnings,
-                  exit_code=ExitCode.OK if v.safe else ExitCode.CONDITION_NOT_MET, message=msg)
+                  exit_code=ExitCode.OK if v.safe else ExitCode.CONDITION_NOT_MET, message=msg), let
 
 
 def describe_keys(keys: Iterable[tuple[str, int | None]], limit: int = 8) -> str:

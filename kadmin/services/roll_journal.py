@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from kadmin.domain import roll_events as ev
 from kadmin.domain.znodes import loads_strict
 from kadmin.errors import ConfigError, KadminError, UsageError
 from kadmin.exit_codes import ExitCode
@@ -31,6 +32,13 @@ class RollLocked(KadminError):
     """Another live `roll run` holds the state directory."""
 
     exit_code = ExitCode.UNSAFE
+
+
+class JournalUnwritable(KadminError):
+    """An event could not be written whole (a full disk, an I/O error): the roll stops before the step it records
+    goes on, and the journal is left as it was before the write (no torn line for the next run to trip on)."""
+
+    exit_code = ExitCode.CONFIG
 
 
 def now_iso() -> str:
@@ -48,10 +56,28 @@ class Journal:
     def exists(self) -> bool:
         return self.path.exists()
 
-    def read(self) -> list[dict[str, Any]]:
-        """Every complete event, in order; a cut-short last line is left out. A malformed complete line is a
-        configuration error (exit 3) naming its line: the journal is the roll's memory, and guessing past it
+    def read(self) -> list[ev.Event]:
+        """Every complete event, in order, typed (events of kinds a newer kadmin wrote are left out); a cut-short
+        last line is left out. A malformed complete line, or a journal of a version this kadmin does not know, is
+        a configuration error (exit 3) naming its line: the journal is the roll's memory, and guessing past it
         could restart a node twice."""
+        out: list[ev.Event] = []
+        for n, raw in self.read_objects():
+            try:
+                parsed = ev.parse(raw)
+            except ev.BadEvent as e:
+                raise ConfigError(f"--state {self.dir}: {JOURNAL} line {n}: {e}; the roll cannot be resumed from it "
+                                  "safely: see docs/roll.md", code="journal_corrupt") from e
+            if isinstance(parsed, ev.RollStarted) and parsed.journal_version not in ev.READABLE_VERSIONS:
+                raise ConfigError(f"--state {self.dir}: {JOURNAL} is of version {parsed.journal_version}, which this "
+                                  "kadmin does not know (a newer kadmin wrote it): resume it with that kadmin",
+                                  code="journal_corrupt")
+            if parsed is not None:
+                out.append(parsed)
+        return out
+
+    def read_objects(self) -> list[tuple[int, dict[str, Any]]]:
+        """Every complete line as (its line number, its JSON object)."""
         if not self.path.exists():
             return []
         try:
@@ -60,19 +86,19 @@ class Journal:
             raise ConfigError(f"--state {self.dir}: cannot read {JOURNAL}: {e.strerror or e}") from e
         lines = raw.split(b"\n")
         complete, tail = lines[:-1], lines[-1]  # tail: after the last newline (b"" when the file ends with one)
-        events: list[dict[str, Any]] = []
+        events: list[tuple[int, dict[str, Any]]] = []
         for n, line in enumerate(complete, start=1):
             if not line.strip():
                 continue
             try:
-                ev = loads_strict(line)
+                obj = loads_strict(line)
             except (ValueError, UnicodeDecodeError) as e:
                 raise ConfigError(f"--state {self.dir}: {JOURNAL} line {n} is not JSON ({e}); the roll cannot be "
                                   "resumed from it safely: see docs/roll.md", code="journal_corrupt") from e
-            if not isinstance(ev, dict) or not isinstance(ev.get("event"), str):
+            if not isinstance(obj, dict) or not isinstance(obj.get("event"), str):
                 raise ConfigError(f"--state {self.dir}: {JOURNAL} line {n} is no kadmin roll event",
                                   code="journal_corrupt")
-            events.append(ev)
+            events.append((n, obj))
         del tail  # a write cut short by a crash: never acted on
         return events
 
@@ -115,14 +141,37 @@ class Journal:
         return None
 
     # ------------------------------------------------------------------ writing
-    def append(self, event: Mapping[str, Any]) -> None:
-        """Write one event and fsync it before returning."""
+    def append(self, event: ev.Event) -> None:
+        """Write one event and fsync it before returning. A write that cannot be completed (ENOSPC, EIO, a short
+        write that makes no progress) cuts the journal back to where it was and raises JournalUnwritable: the
+        journal stays readable, and the step it would have recorded does not go on."""
+        self.append_object(ev.to_json(event))
+
+    def append_object(self, obj: Mapping[str, Any]) -> None:
         if self._fd is None:
             self._open_for_append()
         assert self._fd is not None
-        line = (json.dumps(event, separators=(",", ":"), default=str) + "\n").encode()
-        os.write(self._fd, line)
-        os.fsync(self._fd)
+        line = (json.dumps(obj, separators=(",", ":"), default=str) + "\n").encode()
+        fd = self._fd
+        before: int | None = None
+        try:
+            before = os.fstat(fd).st_size
+            view = memoryview(line)
+            while view:
+                n = os.write(fd, view)
+                if n <= 0:
+                    raise OSError(28, "the write made no progress")
+                view = view[n:]
+            os.fsync(fd)
+        except OSError as e:
+            if before is not None:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, before)
+                    os.fsync(fd)
+            raise JournalUnwritable(
+                f"--state {self.dir}: cannot write {JOURNAL}: {e.strerror or e}; the roll stopped before "
+                f"{_what(obj)} (free the disk, then run the same command again to continue)",
+                code="journal_unwritable") from e
 
     def _open_for_append(self) -> None:
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND | getattr(os, "O_CLOEXEC", 0), 0o644)
@@ -148,3 +197,10 @@ class Journal:
                 with contextlib.suppress(OSError):
                     os.close(fd)
         self._fd = self._lock_fd = None
+
+
+def _what(obj: Mapping[str, Any]) -> str:
+    """What an event would have recorded, for JournalUnwritable's message."""
+    if obj.get("event") == "step":
+        return f"node {obj.get('node')}'s {obj.get('step')} {obj.get('status')} was recorded"
+    return f"its {obj.get('event')} event was recorded"

@@ -387,15 +387,15 @@ def test_a_ctrl_c_kazoo_swallowed_in_a_gate_poll_stops_the_roll(run: Run, cluste
     no hook for any other node; the same command again continues and restarts every node exactly once."""
     from kazoo.protocol.serialization import GetChildren
 
-    from kadmin.services.roll_steps import Steps
+    from kadmin.services.roll_engine import Roller
     from tests.support.ctrl_c import ctrl_c_inside_kazoo
 
     state = tmp_path / "roll"
     before = {b: cluster.epoch(b) for b in (1, 2, 3)}
-    real_poll = Steps.poll
+    real_poll = Roller.poll
     injected: list[list[Any]] = []
 
-    def poll(self: Steps, *a: Any, **kw: Any) -> Any:
+    def poll(self: Roller, *a: Any, **kw: Any) -> Any:
         last = journal(state)[-1]
         if not injected and (last.get("node"), last.get("step"), last.get("status")) == \
                 (2, "wait_restarted", "started"):
@@ -403,7 +403,7 @@ def test_a_ctrl_c_kazoo_swallowed_in_a_gate_poll_stops_the_roll(run: Run, cluste
             injected.append(ctrl_c_inside_kazoo(mocker, GetChildren))
         return real_poll(self, *a, **kw)
 
-    mocker.patch.object(Steps, "poll", poll)
+    mocker.patch.object(Roller, "poll", poll)
     args = ("roll", "run", "--state", str(state), *hooks(cluster), "--step-timeout", "60")
     r = run(*args)
     assert injected and len(injected[0]) == 1 and injected[0][0].path.endswith("/brokers/ids"), injected
@@ -414,7 +414,8 @@ def test_a_ctrl_c_kazoo_swallowed_in_a_gate_poll_stops_the_roll(run: Run, cluste
     steps = [e for e in events if e["event"] == "step"]
     assert {e["node"] for e in steps} == {2}  # no other node was touched, not even its gates
     assert {k: steps[-1].get(k) for k in ("node", "step", "status", "message")} == \
-        {"node": 2, "step": "wait_restarted", "status": "failed", "message": "interrupted (Ctrl-C)"}
+        {"node": 2, "step": "wait_restarted", "status": "failed",
+         "message": "interrupted (Ctrl-C, SIGTERM or SIGHUP)"}
     assert {k: events[-1].get(k) for k in ("event", "node", "step", "reason", "exit_code")} == \
         {"event": "roll_failed", "node": 2, "step": "wait_restarted", "reason": "interrupted", "exit_code": 130}
     assert cluster.ctl.calls == [("stop", 2), ("start", 2)]

@@ -1,6 +1,8 @@
-"""`kadmin roll`'s pure rules (kadmin/domain/roll.py): the order, the nodes chosen, each node's steps, the
-batches (with can-stop's rules for a batch, kadmin/domain/partitions.py `stop_together_blockers`), the journal
-replayed into each node's phase, and what a resumed run may not ask differently."""
+"""`kadmin roll`'s pure rules (kadmin/domain/roll.py, roll_events.py): the order, the nodes chosen, each node's
+steps from the one table, the batches (with can-stop's rules for a batch, kadmin/domain/partitions.py
+`stop_together_blockers`, and the default rule that a batch holds one replica of a partition at most), what a
+node shows (stopped, back: never without evidence that it went down), the journal's typed events replayed into
+each node's phase, and what a resumed run may not ask differently."""
 
 from __future__ import annotations
 
@@ -12,9 +14,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kadmin.domain import roll as dom
+from kadmin.domain import roll_events as ev
 from kadmin.domain.models import PartitionState
-from kadmin.domain.partitions import stop_together_blockers
-from kadmin.domain.roll import NodeProgress, Request, RollNode, Topology
+from kadmin.domain.partitions import shared_partitions, stop_together_blockers
+from kadmin.domain.roll import NodeSeen, Request, RollNode, Topology, Traits
+from kadmin.domain.roll_events import NodeProgress
+
+ZK = Traits("epoch", True, False)
+KRAFT_TRAITS = Traits("unfenced", False, True)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -48,7 +55,9 @@ KRAFT = (b(1), b(2), b(3), bc(4), c(3001), c(3002), c(3003))
     (Topology("kraft", KRAFT, 3002), [4, 3001, 3003, 3002, 1, 2, 3]),
     (Topology("kraft", KRAFT, 4), [3001, 3002, 3003, 4, 1, 2, 3]),  # a combined node leads
     (Topology("kraft", KRAFT, None), [4, 3001, 3002, 3003, 1, 2, 3]),  # no leader now: by id
-    (Topology("kraft", KRAFT, 1), [4, 3001, 3002, 3003, 1, 2, 3]),  # a leader id that is a broker: no effect
+    # the active controller when it is a broker that is no quorum node goes last (no rule reads the mode: a KRaft
+    # quorum never elects a broker-only node, so this is ZooKeeper mode's rule)
+    (Topology("kraft", KRAFT, 1), [4, 3001, 3002, 3003, 2, 3, 1]),
     (Topology("kraft", (b(3), b(1), b(2)), None), [1, 2, 3]),  # brokers only
     (Topology("kraft", (c(3002), c(3001)), 3001), [3002, 3001]),  # controllers only
     # ZooKeeper mode: the brokers by id, the active controller last
@@ -102,13 +111,13 @@ def test_topology_node_and_roles() -> None:
 
 
 # ------------------------------------------------------------------------------------------------ steps
-ZK_BROKER = ("can_stop", "drain", "shutdown", "stop", "wait_stopped", "start", "wait_restarted", "wait_in_sync",
-             "undrain", "wait_healthy", "settle")
-KRAFT_BROKER = ("can_stop", "drain", "stop", "wait_stopped", "start", "wait_restarted", "wait_in_sync", "undrain",
-                "wait_healthy", "settle")
-KRAFT_CONTROLLER = ("quorum_check", "stop", "wait_stopped", "start", "wait_caught_up", "settle")
-KRAFT_COMBINED = ("quorum_check", "can_stop", "drain", "stop", "wait_stopped", "start", "wait_restarted",
-                  "wait_caught_up", "wait_in_sync", "undrain", "wait_healthy", "settle")
+ZK_BROKER = ("can_stop", "drain", "shutdown", "others_healthy", "stop", "wait_stopped", "start", "wait_restarted",
+             "wait_in_sync", "undrain", "wait_healthy", "settle")
+KRAFT_BROKER = ("can_stop", "drain", "others_healthy", "stop", "wait_stopped", "start", "wait_restarted",
+                "wait_in_sync", "undrain", "wait_healthy", "settle")
+KRAFT_CONTROLLER = ("quorum_check", "others_healthy", "stop", "wait_stopped", "start", "wait_caught_up", "settle")
+KRAFT_COMBINED = ("quorum_check", "can_stop", "drain", "others_healthy", "stop", "wait_stopped", "start",
+                  "wait_restarted", "wait_caught_up", "wait_in_sync", "undrain", "wait_healthy", "settle")
 
 
 def with_restart(s: tuple[str, ...]) -> tuple[str, ...]:
@@ -117,31 +126,46 @@ def with_restart(s: tuple[str, ...]) -> tuple[str, ...]:
     return s[:i] + ("restart",) + s[i + 3:]
 
 
-@pytest.mark.parametrize(("node", "mode", "base"), [
-    (b(1), "zookeeper", ZK_BROKER),
-    (b(1), "kraft", KRAFT_BROKER),
-    (c(3001), "kraft", KRAFT_CONTROLLER),
-    (bc(4), "kraft", KRAFT_COMBINED),
+@pytest.mark.parametrize(("node", "traits", "base"), [
+    (b(1), ZK, ZK_BROKER),
+    (b(1), KRAFT_TRAITS, KRAFT_BROKER),
+    (c(3001), KRAFT_TRAITS, KRAFT_CONTROLLER),
+    (bc(4), KRAFT_TRAITS, KRAFT_COMBINED),
 ])
 @pytest.mark.parametrize("restart_hook", [False, True])
 @pytest.mark.parametrize("only_if", [False, True])
-def test_steps(node: RollNode, mode: dom.Mode, base: tuple[str, ...], restart_hook: bool, only_if: bool) -> None:
+def test_steps(node: RollNode, traits: Traits, base: tuple[str, ...], restart_hook: bool, only_if: bool) -> None:
     expected = with_restart(base) if restart_hook else base
     if only_if:
         expected = ("only_if",) + expected
-    got = dom.steps(node, mode, restart_hook, only_if)
+    got = dom.steps(node, traits, restart_hook, only_if)
     assert got == expected
     # always in the contract's order, each once, every one of them a known step
     assert list(got) == sorted(got, key=dom.STEP_ORDER.index)
     assert len(set(got)) == len(got)
 
 
-def test_only_zookeeper_brokers_have_shutdown_and_only_kraft_controllers_the_quorum_steps() -> None:
-    for node, mode in [(b(1), "kraft"), (c(1), "kraft"), (bc(1), "kraft"), (b(1), "zookeeper")]:
-        s = dom.steps(node, mode, False, False)
-        assert ("shutdown" in s) == (mode == "zookeeper")
-        assert ("quorum_check" in s) == ("wait_caught_up" in s) == (node.is_controller and mode == "kraft")
+def test_shutdown_where_the_backend_can_ask_for_it_and_the_quorum_steps_where_voters_are_nodes() -> None:
+    for node, traits in [(b(1), KRAFT_TRAITS), (c(1), KRAFT_TRAITS), (bc(1), KRAFT_TRAITS), (b(1), ZK)]:
+        s = dom.steps(node, traits, False, False)
+        assert ("shutdown" in s) == traits.controlled_shutdown
+        assert ("quorum_check" in s) == ("wait_caught_up" in s) == (node.is_controller and traits.quorum_nodes)
         assert ("can_stop" in s) == ("drain" in s) == ("undrain" in s) == node.is_broker
+        assert "others_healthy" in s
+
+
+def test_the_table_of_steps() -> None:
+    """One table: names unique, stages never going back, every hook step a mutation, the gates and the drain the
+    only steps a resumed run repeats (before the stop), a receipt for every role."""
+    names = [s.name for s in dom.STEPS]
+    assert len(names) == len(set(names)) and tuple(names) == dom.STEP_ORDER
+    assert [s.stage for s in dom.STEPS] == sorted(s.stage for s in dom.STEPS)
+    assert all(s.mutates for s in dom.STEPS if s.hook and s.name != "only_if")
+    assert {s.name for s in dom.STEPS if s.again} == {"quorum_check", "can_stop", "drain", "shutdown",
+                                                      "others_healthy"}
+    assert all(s.stage == dom.BEFORE for s in dom.STEPS if s.again)
+    assert set(dom.RECEIPTS) == {s.name for s in dom.STEPS if s.stage == dom.RECEIPT}
+    assert dom.receipt_step(b(1), ZK) == "wait_restarted" and dom.receipt_step(c(1), KRAFT_TRAITS) == "wait_caught_up"
 
 
 # ------------------------------------------------------------------------------------------------ batches
@@ -298,7 +322,7 @@ def test_plan_batches_covers_every_node_once_and_each_batch_may_stop_together(
     t, parts, parallel = cluster
     live = [x.id for x in t.nodes]
     ordered = dom.order(t, t.nodes)
-    last = t.leader if t.mode == "zookeeper" else None
+    last = t.leading_broker
     batches = dom.plan_batches(ordered, parallel, safe_with(parts, live), last)
     flat = [x.id for bt in batches for x in bt]
     assert sorted(flat) == sorted(live) and len(flat) == len(set(flat))
@@ -317,7 +341,11 @@ def test_plan_batches_covers_every_node_once_and_each_batch_may_stop_together(
 # ------------------------------------------------------------------------------------------------ the journal
 HEAD = {"event": "roll_started", "at": "2026-01-01T00:00:00.000Z", "journal_version": 1, "cluster_id": "C",
         "mode": "zookeeper", "nodes_asked": None, "controllers": "first", "parallel": 1,
-        "nodes": [{"id": 5, "role": "broker"}], "order": [5], "pid": 1}
+        "nodes": [{"id": 5, "role": "broker"}], "order": [5], "step_timeout": 600, "pid": 1}
+
+
+def replay(events: list[dict[str, Any]]) -> ev.RollState:
+    return ev.replay(ev.parse(e) for e in events)
 
 
 def step(s: str, status: str, node: int = 5, role: str = "broker", **kw: Any) -> dict[str, Any]:
@@ -336,6 +364,11 @@ def walk(*pairs: str, role: str = "broker") -> list[dict[str, Any]]:
 
 
 BROKER_TO_STOP = ("can_stop", "drain", "shutdown")
+SEEN = {"event": "seen_stopped", "at": "t-seen", "node": 5, "role": "broker", "how": "fenced", "step": "stop"}
+
+
+def confirmed(went_down: bool) -> dict[str, Any]:
+    return {"event": "confirmed", "at": "t-confirmed", "node": 5, "went_down": went_down, "pid": 3}
 
 
 @pytest.mark.parametrize(("events", "phase"), [
@@ -349,9 +382,11 @@ BROKER_TO_STOP = ("can_stop", "drain", "shutdown")
     (walk(*BROKER_TO_STOP, "stop:started"), "stopping"),  # its stop hook may have run
     (walk(*BROKER_TO_STOP, "stop"), "stopping"),
     (walk(*BROKER_TO_STOP, "stop:failed"), "stopping"),
+    ([*walk(*BROKER_TO_STOP, "stop:started"), SEEN], "stopped"),  # seen going while its hook ran
+    ([*walk(*BROKER_TO_STOP, "stop:failed"), SEEN], "stopped"),
     (walk(*BROKER_TO_STOP, "stop", "wait_stopped:started"), "stopping"),
     (walk(*BROKER_TO_STOP, "stop", "wait_stopped"), "stopped"),
-    (walk(*BROKER_TO_STOP, "stop", "wait_stopped", "start:started"), "starting"),  # never run a hook again
+    (walk(*BROKER_TO_STOP, "stop", "wait_stopped", "start:started"), "starting"),
     (walk(*BROKER_TO_STOP, "stop", "wait_stopped", "start:failed"), "starting"),
     (walk(*BROKER_TO_STOP, "stop", "wait_stopped", "start"), "starting"),
     (walk(*BROKER_TO_STOP, "stop", "wait_stopped", "start", "wait_restarted:started"), "starting"),
@@ -363,41 +398,90 @@ BROKER_TO_STOP = ("can_stop", "drain", "shutdown")
     # a combined node is back once its broker is (wait_restarted), not on its controller's catching up alone
     (walk("quorum_check", "stop", "wait_stopped", "start", "wait_caught_up", role="combined"), "starting"),
     (walk("quorum_check", "stop", "wait_stopped", "start", "wait_restarted", role="combined"), "restarted"),
+    # the operator's word: it went down (counts as seen), or it never did (its stop is forgotten)
+    ([*walk(*BROKER_TO_STOP, "stop"), confirmed(True)], "stopped"),
+    ([*walk(*BROKER_TO_STOP, "stop"), confirmed(False)], "before_stop"),
+    ([*walk(*BROKER_TO_STOP, "restart"), confirmed(False)], "before_stop"),
     ([*walk(*BROKER_TO_STOP, "stop", "wait_stopped", "start", "wait_restarted", "wait_in_sync", "undrain",
-            "wait_healthy", "settle"), {"event": "node_done", "node": 5, "role": "broker", "status": "done"}], "done"),
+            "wait_healthy", "settle"), {"event": "node_done", "at": "t", "node": 5, "role": "broker",
+                                        "status": "done"}], "done"),
     ([step("only_if", "started"), step("only_if", "done", detail={"restart": False, "exit_code": 1}),
-      {"event": "node_done", "node": 5, "role": "broker", "status": "skipped"}], "skipped"),
+      {"event": "node_done", "at": "t", "node": 5, "role": "broker", "status": "skipped"}], "skipped"),
 ])
 def test_replay_phase(events: list[dict[str, Any]], phase: str) -> None:
-    assert dom.replay(events).progress(5).phase == phase
+    assert replay(events).progress(5).phase == phase
 
 
-def test_replay_collects_steps_details_timings_and_the_roll() -> None:
+def test_replay_collects_steps_details_timings_evidence_and_the_roll() -> None:
     events = [
         HEAD,
         step("can_stop", "started"), step("can_stop", "done", elapsed_s=0.5),
-        step("drain", "started"), step("drain", "done", elapsed_s=1, detail={"drain_file": "/d/drain-5.json"}),
+        step("drain", "started", detail={"drain_file": "/d/drain-5.json"}),
+        step("drain", "done", elapsed_s=1, detail={"drain_file": "/d/drain-5.json"}),
         step("stop", "started", detail={"old_epoch": 10}),
-        {"event": "roll_failed", "at": "x", "node": 5, "step": "stop", "reason": "hook_failed", "exit_code": 9},
+        {"event": "roll_failed", "at": "x", "node": 5, "step": "stop", "reason": "hook_failed", "message": "m",
+         "exit_code": 9},
         {"event": "roll_resumed", "at": "y", "pid": 2},
-        step("stop", "done", elapsed_s=2.25, detail={"seen_stopped": True}),
-        step("settle", "skipped", elapsed_s="n/a"),
+        step("drain", "started", detail={"drain_file": "/d/drain-5-2.json"}),  # a rerun's drain: the first stands
+        step("stop", "done", elapsed_s=2.25, detail={"watched": True}),
+        SEEN,
         {"event": "something_newer", "node": 5, "step": "x"},  # unknown events are ignored
-        {"event": "step", "node": "5", "step": "stop", "status": "started"},  # no int node: ignored
         {"event": "roll_done", "at": "z", "elapsed_s": 9.0},
     ]
-    st = dom.replay(events)
+    st = replay(events)
     np = st.nodes[5]
     assert list(st.nodes) == [5]
-    assert np.started == ["can_stop", "drain", "stop"]
-    assert np.done == ["can_stop", "drain", "stop", "settle"]
-    assert np.detail == {"drain_file": "/d/drain-5.json", "old_epoch": 10, "seen_stopped": True}
-    assert np.elapsed == {"can_stop": 0.5, "drain": 1.0, "stop": 2.25}  # a non-number elapsed_s is left out
-    assert (np.first_at, np.last_at) == ("t-can_stop-started", "t-settle-skipped")
-    assert st.head is HEAD and st.runs == 2
+    assert np.started == ["can_stop", "drain", "stop", "drain"]
+    assert np.done == ["can_stop", "drain", "stop"]
+    assert np.drain_file == "/d/drain-5.json" and np.old_epoch == 10
+    assert np.detail == {"drain_file": "/d/drain-5.json", "old_epoch": 10, "watched": True}
+    assert np.elapsed == {"can_stop": 0.5, "drain": 1.0, "stop": 2.25}
+    assert np.seen_stopped == "fenced" and np.last("drain") == "started" and np.attempts("drain") == 2
+    assert (np.first_at, np.last_at) == ("t-can_stop-started", "t-seen")
+    assert st.head is not None and st.head.cluster_id == "C" and st.runs == 2
     assert st.last_failure is None  # a resumed run clears the failure of the run before (`roll status`)
-    assert dom.replay(events[:7]).last_failure["reason"] == "hook_failed"  # type: ignore[index]
-    assert st.finished is not None and st.finished["elapsed_s"] == 9.0
+    failed = replay(events[:7]).last_failure
+    assert failed is not None and failed.reason == "hook_failed"
+    assert st.finished is not None and st.finished.elapsed_s == 9.0
+
+
+@pytest.mark.parametrize("bad", [
+    {"event": "step", "at": "t", "node": "5", "role": "broker", "step": "stop", "status": "started"},  # a str node
+    {"event": "step", "at": "t", "node": True, "role": "broker", "step": "stop", "status": "started"},  # a bool
+    {"event": "step", "at": "t", "role": "broker", "step": "stop", "status": "started"},  # no node
+    {"event": "step", "at": "t", "node": 5, "role": "broker", "step": "stop", "status": "done", "elapsed_s": "n/a"},
+    {"event": "roll_failed", "at": "t", "node": 1, "step": "stop", "reason": "r", "message": "m", "exit_code": 1,
+     "down": ["a"]},
+    {"event": "roll_started", "at": "t"},
+])
+def test_a_known_event_with_a_wrong_key_cannot_be_trusted(bad: dict[str, Any]) -> None:
+    with pytest.raises(ev.BadEvent):
+        ev.parse(bad)
+
+
+@pytest.mark.parametrize("obj", [
+    HEAD, SEEN, confirmed(True),
+    step("drain", "done", elapsed_s=1.5, detail={"drain_file": "/d/x.json"}),
+    step("stop", "failed", elapsed_s=0.25, message="the --stop hook exited 3"),
+    {"event": "node_done", "at": "t", "node": 5, "role": "broker", "status": "done", "elapsed_s": 4.0,
+     "detail": {"old_epoch": 1, "new_epoch": 2}},
+    {"event": "roll_failed", "at": "t", "node": None, "step": None, "reason": "interrupted", "message": "m",
+     "exit_code": 130, "down": [2], "drained": [2, 3]},
+    {"event": "roll_resumed", "at": "t", "pid": 9, "allow_unavailable": ["scratch-*"], "fetch_timeout_ms": 1500,
+     "fetch_timeout_source": "controller 3001"},
+    {"event": "roll_done", "at": "t", "elapsed_s": 1.0},
+])
+def test_one_serializer_the_keys_round_trip(obj: dict[str, Any]) -> None:
+    """The NDJSON keys are a contract: parse then to_json gives the same keys (a journal of version 1 gains the
+    defaults of the keys added since: the batch rule it used, no --allow-unavailable)."""
+    e = ev.parse(obj)
+    assert e is not None
+    back = ev.to_json(e)
+    extra = {"batch_rule": "min-isr", "allow_unavailable": []} if obj is HEAD else {}
+    if obj is HEAD:
+        back["nodes"] = [{k: v for k, v in n.items() if v is not None} for n in back["nodes"]]
+    assert back == {**{k: float(v) if k == "elapsed_s" else v for k, v in obj.items()}, **extra}
+    assert list(back)[:2] == ["event", "at"]
 
 
 @pytest.mark.parametrize(("events", "failed"), [
@@ -405,36 +489,97 @@ def test_replay_collects_steps_details_timings_and_the_roll() -> None:
     (walk("can_stop", "drain:failed", "drain"), None),  # a failed step, then a later success, clears it
     (walk("can_stop", "drain:failed", "drain:started"), "drain"),  # started again: not cleared yet
     (walk("can_stop", "drain", "shutdown", "stop:failed", "stop", "wait_stopped"), None),
-    (walk("can_stop", "drain", "shutdown", "stop:failed", "stop:skipped"), None),
     (walk("can_stop:failed", "can_stop:failed"), "can_stop"),
-    ([*walk("can_stop", "drain:failed"), {"event": "node_done", "node": 5, "status": "done"}], "drain"),
+    ([*walk("can_stop", "drain:failed"), {"event": "node_done", "at": "t", "node": 5, "role": "broker",
+                                          "status": "done"}], "drain"),
 ])
 def test_replay_failed(events: list[dict[str, Any]], failed: str | None) -> None:
-    assert dom.replay(events).progress(5).failed == failed
+    assert replay(events).progress(5).failed == failed
 
 
 def test_the_engines_incremental_replay_agrees_with_replay() -> None:
-    """services/roll.py applies each event as it journals it (RollState.apply): the same state as a replay of the
+    """The engine applies each event as it journals it (RollState.apply): the same state as a replay of the
     journal by a resumed run."""
     events = [HEAD, *walk("can_stop", "drain:failed", "drain", "shutdown", "stop"), step("x", "done", node=6),
-              {"event": "roll_failed", "node": 5}, {"event": "roll_resumed"},
+              {"event": "roll_failed", "at": "t", "node": 5, "step": "stop", "reason": "error", "message": "m",
+               "exit_code": 1}, {"event": "roll_resumed", "at": "t", "pid": 1}, SEEN,
               *walk("wait_stopped", "start", "wait_restarted", "settle"),
-              {"event": "node_done", "node": 5, "role": "broker", "status": "done"}, {"event": "roll_done"}]
+              {"event": "node_done", "at": "t", "node": 5, "role": "broker", "status": "done"},
+              {"event": "roll_done", "at": "t", "elapsed_s": 1}]
     for k in range(len(events) + 1):
-        st = dom.RollState()
-        for ev in events[:k]:
-            st.apply(ev)
-        assert st == dom.replay(events[:k]), k
+        st = ev.RollState()
+        for e in events[:k]:
+            st.apply(ev.parse(e))
+        assert st == replay(events[:k]), k
 
 
 def test_node_progress_defaults() -> None:
     np = NodeProgress(7)
-    assert (np.role, np.phase, np.failed, np.finished) == ("broker", "untouched", None, False)
+    assert (np.role, np.phase, np.failed, np.finished, np.seen_stopped, np.only_if) == \
+        ("broker", "untouched", None, False, None, None)
+
+
+# ------------------------------------------------------------------------------------------------ what is seen
+B, C = b(1), c(3001)
+
+
+@pytest.mark.parametrize(("node", "traits", "seen", "old", "stopped"), [
+    (B, ZK, NodeSeen(1, registered=False), 10, True),
+    (B, ZK, NodeSeen(1, registered=True, epoch=10), 10, False),  # the registration of before: it never went
+    (B, ZK, NodeSeen(1, registered=True, epoch=12), 10, True),  # a new registration: it went (and came back)
+    (B, ZK, NodeSeen(1, registered=True, epoch=12), None, False),  # no epoch of before to compare
+    (B, KRAFT_TRAITS, NodeSeen(1, registered=True, fenced=True), None, True),
+    (B, KRAFT_TRAITS, NodeSeen(1, registered=False), None, True),
+    (B, KRAFT_TRAITS, NodeSeen(1, registered=True, fenced=False), None, False),
+    (C, KRAFT_TRAITS, NodeSeen(3001, voter=True, fetch_age_ms=2500, quorum_leader=3002), None, True),
+    (C, KRAFT_TRAITS, NodeSeen(3001, voter=True, fetch_age_ms=None, quorum_leader=3002), None, True),
+    (C, KRAFT_TRAITS, NodeSeen(3001, voter=True, fetch_age_ms=100, quorum_leader=3002), None, False),
+    (C, KRAFT_TRAITS, NodeSeen(3001, voter=True, leads_quorum=True, fetch_age_ms=0, quorum_leader=3001), None, False),
+])
+def test_stopped(node: RollNode, traits: Traits, seen: NodeSeen, old: int | None, stopped: bool) -> None:
+    assert (dom.stopped(node, traits, seen, old, 2000) is None) == stopped
+
+
+@pytest.mark.parametrize(("node", "step", "traits", "seen", "old", "seen_stopped", "back"), [
+    # an epoch receipt: a greater epoch is the evidence itself
+    (B, "wait_restarted", ZK, NodeSeen(1, registered=True, epoch=12), 10, False, True),
+    (B, "wait_restarted", ZK, NodeSeen(1, registered=True, epoch=10), 10, True, False),
+    (B, "wait_restarted", ZK, NodeSeen(1, registered=False), 10, True, False),
+    (B, "wait_restarted", ZK, NodeSeen(1, registered=True, epoch=12), None, True, True),
+    (B, "wait_restarted", ZK, NodeSeen(1, registered=True, epoch=12), None, False, False),
+    # unfenced: only after it was seen stopped (journaled)
+    (B, "wait_restarted", KRAFT_TRAITS, NodeSeen(1, registered=True, fenced=False), None, True, True),
+    (B, "wait_restarted", KRAFT_TRAITS, NodeSeen(1, registered=True, fenced=False), None, False, False),
+    (B, "wait_restarted", KRAFT_TRAITS, NodeSeen(1, registered=True, fenced=True), None, True, False),
+    # a controller: caught up within the limit, after it was seen stopped
+    (C, "wait_caught_up", KRAFT_TRAITS, NodeSeen(3001, True, voter=True, fetch_age_ms=10, caught_up_age_ms=10,
+                                                 quorum_leader=3002), None, True, True),
+    (C, "wait_caught_up", KRAFT_TRAITS, NodeSeen(3001, voter=True, fetch_age_ms=10, caught_up_age_ms=10,
+                                                 quorum_leader=3002), None, False, False),
+    (C, "wait_caught_up", KRAFT_TRAITS, NodeSeen(3001, voter=True, fetch_age_ms=10, caught_up_age_ms=5000,
+                                                 quorum_leader=3002), None, True, False),
+    (C, "wait_caught_up", KRAFT_TRAITS, NodeSeen(3001, voter=True, fetch_age_ms=10, caught_up_age_ms=10,
+                                                 quorum_leader=None), None, True, False),
+])
+def test_back_never_without_evidence_that_it_went_down(node: RollNode, step: str, traits: Traits, seen: NodeSeen,
+                                                       old: int | None, seen_stopped: bool, back: bool) -> None:
+    assert (dom.back(node, step, traits, seen, old_epoch=old, seen_stopped=seen_stopped,
+                     fetch_timeout_ms=2000) is None) == back
+
+
+def test_shared_partitions() -> None:
+    parts = [part("t", 0, [1, 2, 3], min_isr=1), part("t", 1, [4, 5, 6], min_isr=1)]
+    assert [(x.topic, x.partition) for x in shared_partitions(parts, {1, 2})] == [("t", 0)]
+    assert shared_partitions(parts, {1, 4}) == []
+    assert not stop_together_blockers(parts, {1, 2}, set(range(1, 7)))  # min ISR 1 alone would allow it
+
 
 
 # ------------------------------------------------------------------------------------------------ differences
-def head(nodes: list[int] | None = None, controllers: str = "first", parallel: int = 1) -> dict[str, Any]:
-    return {"event": "roll_started", "nodes_asked": nodes, "controllers": controllers, "parallel": parallel}
+def head(nodes: list[int] | None = None, controllers: str = "first", parallel: int = 1,
+         batch_rule: str | None = "distinct") -> dict[str, Any]:
+    h = {"event": "roll_started", "nodes_asked": nodes, "controllers": controllers, "parallel": parallel}
+    return h if batch_rule is None else {**h, "batch_rule": batch_rule}
 
 
 @pytest.mark.parametrize(("had", "asked", "says"), [
@@ -449,6 +594,11 @@ def head(nodes: list[int] | None = None, controllers: str = "first", parallel: i
     (head([2], "skip", 3), Request((1,), "first", 1),
      ["--nodes 1 (the roll in the state directory has 2)", "--controllers first (it has skip)",
       "--parallel 1 (it has 3)"]),
+    # the batch rule matters with --parallel only; a journal of before the rule batched by min ISR
+    (head(parallel=2), Request(None, "first", 2, "min-isr"), ["--batch-rule min-isr (it has distinct)"]),
+    (head(parallel=2, batch_rule=None), Request(None, "first", 2), ["--batch-rule distinct (it has min-isr)"]),
+    (head(parallel=2, batch_rule=None), Request(None, "first", 2, "min-isr"), []),
+    (head(batch_rule=None), Request(None, "first", 1), []),
 ])
 def test_differences(had: dict[str, Any], asked: Request, says: list[str]) -> None:
     assert dom.differences(had, asked) == says

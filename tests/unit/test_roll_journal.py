@@ -1,5 +1,6 @@
-"""The roll's state directory (kadmin/services/roll_journal.py): the journal's append and read, a last line a
-crash cut short, a corrupt line, and the lock one live `roll run` holds (flock, with its pid for the others)."""
+"""The roll's state directory (kadmin/services/roll_journal.py): the journal's append and read (the raw JSON objects,
+and the typed events of kadmin/domain/roll_events.py), a last line a crash cut short, a corrupt line, a write the
+disk refuses, and the lock one live `roll run` holds (flock, with its pid for the others)."""
 
 from __future__ import annotations
 
@@ -14,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from kadmin.domain import roll_events as ev
 from kadmin.errors import ConfigError, UsageError
 from kadmin.exit_codes import ExitCode
-from kadmin.services.roll_journal import JOURNAL, LOCK, Journal, RollLocked, now_iso
+from kadmin.services.roll_journal import JOURNAL, LOCK, Journal, JournalUnwritable, RollLocked, now_iso
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -36,9 +38,13 @@ def journal(tmp_path: Path) -> Iterator[Journal]:
 
 def written(j: Journal, events: list[dict[str, object]]) -> None:
     j.lock()
-    for ev in events:
-        j.append(ev)
+    for e in events:
+        j.append_object(e)
     j.close()
+
+
+def objects(j: Journal) -> list[dict[str, object]]:
+    return [o for _, o in j.read_objects()]
 
 
 # ------------------------------------------------------------------------------------------------ the journal
@@ -46,15 +52,15 @@ def test_append_then_read_round_trips(journal: Journal) -> None:
     assert not journal.exists() and journal.read() == []
     written(journal, EVENTS)
     assert journal.exists()
-    assert Journal(journal.dir).read() == EVENTS
+    assert objects(Journal(journal.dir)) == EVENTS
     raw = journal.path.read_bytes()
     assert raw.endswith(b"\n") and raw.count(b"\n") == len(EVENTS)  # one compact line per event
     assert all(b": " not in line for line in raw.splitlines())
     # a Journal appends after what is there (a resumed run)
     j2 = Journal(journal.dir)
-    j2.append({"event": "roll_resumed", "path": Path("/x")})  # what JSON lacks is written as text
+    j2.append_object({"event": "roll_resumed", "path": Path("/x")})  # what JSON lacks is written as text
     j2.close()
-    assert Journal(journal.dir).read() == [*EVENTS, {"event": "roll_resumed", "path": "/x"}]
+    assert objects(Journal(journal.dir)) == [*EVENTS, {"event": "roll_resumed", "path": "/x"}]
 
 
 def test_now_iso_is_utc_milliseconds() -> None:
@@ -69,21 +75,21 @@ def test_a_last_line_cut_short_is_ignored_then_cut_off_by_the_next_append(journa
     written(journal, EVENTS[:2])
     with open(journal.path, "ab") as f:
         f.write(cut)
-    assert Journal(journal.dir).read() == EVENTS[:2]
+    assert objects(Journal(journal.dir)) == EVENTS[:2]
     j = Journal(journal.dir)
-    j.append(EVENTS[2])
+    j.append_object(EVENTS[2])
     j.close()
     raw = journal.path.read_bytes()
     assert cut not in raw.splitlines()
     assert [json.loads(line) for line in raw.splitlines()] == EVENTS  # only complete lines
-    assert raw.endswith(b"\n") and Journal(journal.dir).read() == EVENTS
+    assert raw.endswith(b"\n") and objects(Journal(journal.dir)) == EVENTS
 
 
 def test_a_journal_that_is_only_a_cut_short_line(journal: Journal) -> None:
     journal.dir.mkdir()
     journal.path.write_bytes(b'{"event":"roll_sta')
     assert journal.exists() and journal.read() == []
-    journal.append(EVENTS[0])
+    journal.append_object(EVENTS[0])
     journal.close()
     assert journal.path.read_bytes() == (json.dumps(EVENTS[0], separators=(",", ":")) + "\n").encode()
 
@@ -91,7 +97,8 @@ def test_a_journal_that_is_only_a_cut_short_line(journal: Journal) -> None:
 def test_blank_lines_are_skipped(journal: Journal) -> None:
     journal.dir.mkdir()
     journal.path.write_text('\n{"event":"a"}\n   \n{"event":"b"}\n')
-    assert [e["event"] for e in journal.read()] == ["a", "b"]
+    assert [e["event"] for e in objects(journal)] == ["a", "b"]
+    assert journal.read() == []  # events of kinds this kadmin does not know (a newer one's) are left out
 
 
 @pytest.mark.parametrize(("lines", "line_no", "says"), [
@@ -111,6 +118,67 @@ def test_a_malformed_complete_line_is_a_configuration_error_naming_it(journal: J
         journal.read()
     assert e.value.code == "journal_corrupt" and int(e.value.exit_code) == 3
     assert f"{JOURNAL} line {line_no} {says}" in e.value.message and str(journal.dir) in e.value.message
+
+
+TYPED = [
+    {"event": "roll_started", "at": "t", "journal_version": 2, "cluster_id": "C", "mode": "kraft", "nodes_asked": None,
+     "controllers": "first", "parallel": 1, "nodes": [{"id": 1, "role": "broker"}], "order": [1],
+     "step_timeout": 600.0, "pid": 1},
+    {"event": "step", "at": "t", "node": 1, "role": "broker", "step": "stop", "status": "started"},
+    {"event": "seen_stopped", "at": "t", "node": 1, "role": "broker", "how": "fenced", "step": "stop"},
+]
+
+
+def test_read_gives_typed_events(journal: Journal) -> None:
+    written(journal, TYPED)
+    got = journal.read()
+    assert [type(e) for e in got] == [ev.RollStarted, ev.StepEvent, ev.SeenStopped]
+    j = Journal(journal.dir)
+    j.append(ev.RollDone(now_iso(), 1.5))
+    j.close()
+    assert isinstance(Journal(journal.dir).read()[-1], ev.RollDone)
+
+
+@pytest.mark.parametrize(("bad", "says"), [
+    ({**TYPED[1], "node": "1"}, "line 2: a step event's 'node' is '1'"),
+    ({**TYPED[0], "journal_version": 9}, "of version 9, which this kadmin does not know"),
+])
+def test_a_known_event_it_cannot_trust_or_a_newer_journal_is_corrupt(journal: Journal, bad: dict[str, object],
+                                                                      says: str) -> None:
+    written(journal, [bad] if bad["event"] == "roll_started" else [TYPED[0], bad])
+    with pytest.raises(ConfigError, match=says) as e:
+        journal.read()
+    assert e.value.code == "journal_corrupt"
+
+
+@pytest.mark.parametrize("failure", ["short_then_enospc", "enospc", "zero"])
+def test_a_write_the_disk_refuses_leaves_the_journal_as_it_was(journal: Journal, failure: str, mocker: object) -> None:
+    """A short write, then a full disk: the journal is cut back to its last whole line, the error says what was not
+    recorded (exit 3), and the next append starts a clean line."""
+    written(journal, TYPED[:2])
+    before = journal.path.read_bytes()
+    real = os.write
+    state = {"n": 0}
+
+    def refusing(fd: int, data: object) -> int:
+        state["n"] += 1
+        if failure == "zero":
+            return 0
+        if failure == "short_then_enospc" and state["n"] == 1:
+            return real(fd, bytes(data)[:5])  # type: ignore[call-overload]
+        raise OSError(28, "No space left on device")
+
+    j = Journal(journal.dir)
+    mocker.patch("kadmin.services.roll_journal.os.write", side_effect=refusing)  # type: ignore[attr-defined]
+    with pytest.raises(JournalUnwritable) as e:
+        j.append(ev.SeenStopped(now_iso(), 1, "broker", "fenced", "stop"))
+    mocker.stopall()  # type: ignore[attr-defined]
+    assert int(e.value.exit_code) == 3 and e.value.code == "journal_unwritable"
+    assert "node" not in e.value.message or "seen_stopped" in e.value.message
+    assert journal.path.read_bytes() == before
+    j.append(ev.RollDone(now_iso(), 1.0))
+    j.close()
+    assert [type(x) for x in Journal(journal.dir).read()] == [ev.RollStarted, ev.StepEvent, ev.RollDone]
 
 
 def test_invalid_utf8_is_corrupt_too(journal: Journal) -> None:

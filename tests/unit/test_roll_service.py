@@ -1,5 +1,6 @@
-"""kadmin/services/roll.py's reading of a cluster, on stub capabilities: the topology (which nodes, which role, who
-leads) and whether the cluster is healthy enough for a roll to begin (`unhealthy`)."""
+"""The roll's reading of a cluster through the backend (kadmin/services/roll_cluster.py BackendRollCluster), on stub
+capabilities: the traits it asks of the backend (never the mode), the topology (which nodes, which role, who leads),
+what a node shows, and whether the cluster is healthy enough for a roll to begin (`unhealthy`)."""
 
 from __future__ import annotations
 
@@ -12,10 +13,12 @@ from kadmin.cluster.base import RegistrationTick
 from kadmin.domain.drain import PartitionView
 from kadmin.domain.models import Registered
 from kadmin.domain.quorum import QuorumState, ReplicaState
-from kadmin.domain.roll import RollNode
+from kadmin.domain.roll import NodeSeen, RollNode, Traits
 from kadmin.exit_codes import ExitCode
 from kadmin.results import Result
-from kadmin.services import roll as svc
+from kadmin.services import roll_cluster as svc
+from kadmin.services import roll_engine
+from kadmin.services.roll_cluster import BackendRollCluster
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -44,15 +47,34 @@ HEALTHY = quorum((replica(3001), replica(3002), replica(3003)), (replica(1), rep
 
 def backend(mode: str = "kraft", regs: dict[int, Registered] | None = None, q: QuorumState = HEALTHY,
             controller: int | None = None, moving: list[PartitionView] | None = None) -> Any:
+    zk = mode == "zookeeper"
+
+    def ctl() -> tuple[Any, list[Any]]:
+        return None if controller is None else SimpleNamespace(broker_id=controller), []
+
     return SimpleNamespace(
         mode=mode,
-        registrations=SimpleNamespace(registrations=lambda: RegistrationTick(dict(regs or {}), "listed")),
-        quorum=SimpleNamespace(describe_quorum=lambda: (q, NOW)),
-        epochs=SimpleNamespace(controller=lambda: (None if controller is None else
-                                                   SimpleNamespace(broker_id=controller), None)),
+        has=lambda name: zk and name in ("controller_links", "epochs"),
+        registrations=SimpleNamespace(registrations=lambda: RegistrationTick(dict(regs or {}), "listed"),
+                                      epochs=zk, fencing=not zk),
+        quorum=SimpleNamespace(describe_quorum=lambda: (q, NOW), voters_are_nodes=not zk),
+        epochs=SimpleNamespace(controller=ctl),
         leadership=SimpleNamespace(partitions=lambda: list(moving or [])),
-        partitions=object(),
+        partitions=SimpleNamespace(controller=ctl),
     )
+
+
+def rc(b: Any) -> BackendRollCluster:
+    return BackendRollCluster(lambda: b)
+
+
+def unhealthy(b: Any) -> list[str]:
+    return rc(b).unhealthy(2000)
+
+
+def test_traits_are_asked_of_the_backend() -> None:
+    assert rc(backend("zookeeper")).traits() == Traits("epoch", True, False)
+    assert rc(backend("kraft")).traits() == Traits("unfenced", False, True)
 
 
 # ------------------------------------------------------------------------------------------------ topology
@@ -72,7 +94,7 @@ def test_kraft_topology_brokers_controllers_and_combined_nodes() -> None:
     regs = {1: Registered(1, "b1", 9092, "r1", fenced=False), 2: Registered(2, "b2", 9092, "r2", fenced=True),
             4: Registered(4, "n4", 9092)}
     q = quorum((replica(4), replica(3001, endpoints=("CONTROLLER://c1:9093",)), replica(3002)), leader=3001)
-    t = svc.read_topology(backend("kraft", regs, q))
+    t = rc(backend("kraft", regs, q)).topology()
     assert (t.mode, t.leader) == ("kraft", 3001)
     assert t.nodes == (RollNode(1, "broker", "b1", 9092, "r1"), RollNode(2, "broker", "b2", 9092, "r2"),
                        RollNode(4, "combined", "n4", 9092), RollNode(3001, "controller", "c1", 9093),
@@ -83,7 +105,7 @@ def test_kraft_topology_without_a_leader_and_with_the_rolls_own_nodes() -> None:
     """A node the roll stopped is not registered now: the journal's nodes (`known`) stay in the topology."""
     q = quorum((replica(3001),), leader=-1)
     stopped = RollNode(2, "broker", "b2", 9092)
-    t = svc.read_topology(backend("kraft", {1: Registered(1, "b1", 9092)}, q), known=[stopped, RollNode(1, "broker")])
+    t = rc(backend("kraft", {1: Registered(1, "b1", 9092)}, q)).topology(known=[stopped, RollNode(1, "broker")])
     assert t.leader is None
     assert [n.id for n in t.nodes] == [1, 2, 3001] and t.node(2) == stopped
     assert t.node(1) == RollNode(1, "broker", "b1", 9092)  # what the cluster says wins over the journal
@@ -91,10 +113,30 @@ def test_kraft_topology_without_a_leader_and_with_the_rolls_own_nodes() -> None:
 
 def test_zookeeper_topology_and_its_active_controller() -> None:
     regs = {3: Registered(3, "h3", 9092, epoch=30), 1: Registered(1, "h1", 9092, "a", epoch=10)}
-    t = svc.read_topology(backend("zookeeper", regs, controller=3))
+    t = rc(backend("zookeeper", regs, controller=3)).topology()
     assert (t.mode, t.leader) == ("zookeeper", 3)
     assert t.nodes == (RollNode(1, "broker", "h1", 9092, "a"), RollNode(3, "broker", "h3", 9092))
-    assert svc.read_topology(backend("zookeeper", regs, controller=None)).leader is None
+    assert rc(backend("zookeeper", regs, controller=None)).topology().leader is None
+
+
+def test_observe_one_read_for_every_node() -> None:
+    regs = {1: Registered(1, "b1", 9092, fenced=True), 4: Registered(4, "n4", 9092, fenced=False)}
+    q = quorum((replica(4), replica(3001)), leader=3001)
+    seen = rc(backend("kraft", regs, q)).observe([RollNode(1, "broker"), RollNode(2, "broker"),
+                                                  RollNode(4, "combined"), RollNode(3001, "controller")])
+    assert seen[1] == NodeSeen(1, True, None, True, False, False, None, None, 3001)
+    assert seen[2] == NodeSeen(2, False, None, None, False, False, None, None, 3001)
+    assert seen[4].registered and seen[4].voter and seen[4].fetch_age_ms == 0
+    assert seen[3001] == NodeSeen(3001, None, None, None, True, True, 0, 0, 3001)
+
+
+def test_a_registration_that_cannot_be_read_is_no_answer() -> None:
+    from kadmin.results import Problem
+
+    b = backend("zookeeper")
+    b.registrations.registrations = lambda: RegistrationTick({}, "none", problems=[Problem("bad", "/brokers/ids/2")])
+    with pytest.raises(svc.Unreadable, match="/brokers/ids/2"):
+        rc(b).observe([RollNode(2, "broker")])
 
 
 def test_select_names_an_unknown_node() -> None:
@@ -102,9 +144,9 @@ def test_select_names_an_unknown_node() -> None:
     from kadmin.errors import UsageError
 
     t = Topology("zookeeper", (RollNode(1, "broker"), RollNode(2, "broker")), None)
-    assert [n.id for n in svc.select(t, Request((2,), "first", 1))] == [2]
+    assert [n.id for n in roll_engine.select(t, Request((2,), "first", 1))] == [2]
     with pytest.raises(UsageError, match=r"^--nodes: 7, 9: no such node \(the cluster has 1, 2\)$"):
-        svc.select(t, Request((1, 7, 9), "first", 1))
+        roll_engine.select(t, Request((1, 7, 9), "first", 1))
 
 
 # ------------------------------------------------------------------------------------------------ unhealthy
@@ -119,8 +161,8 @@ def partitions_ok(monkeypatch: pytest.MonkeyPatch) -> list[Result[Any]]:
 
 
 def test_a_healthy_cluster(partitions_ok: list[Result[Any]]) -> None:
-    assert svc.unhealthy(backend("kraft")) == []
-    assert svc.unhealthy(backend("zookeeper", q=quorum((zk_member(1, leader=True),), leader=1,
+    assert unhealthy(backend("kraft")) == []
+    assert unhealthy(backend("zookeeper", q=quorum((zk_member(1, leader=True),), leader=1,
                                                        mode="zookeeper"))) == []
 
 
@@ -131,29 +173,29 @@ def test_a_healthy_cluster(partitions_ok: list[Result[Any]]) -> None:
 ])
 def test_a_kraft_voter_that_lags_or_is_down_refuses_a_roll(partitions_ok: list[Result[Any]], q: QuorumState) -> None:
     """A WARNING about a voter: restarting a controller then could leave the quorum without a caught-up majority."""
-    why = svc.unhealthy(backend("kraft", q=q))
+    why = unhealthy(backend("kraft", q=q))
     assert len(why) == 1 and why[0].startswith("quorum check: "), why
 
 
 def test_a_lagging_observer_does_not(partitions_ok: list[Result[Any]]) -> None:
     q = quorum((replica(3001, leo=5000), replica(3002, leo=5000)), (replica(1, leo=10), replica(2, leo=5000)))
-    assert svc.unhealthy(backend("kraft", q=q)) == []
+    assert unhealthy(backend("kraft", q=q)) == []
 
 
 def test_zookeeper_mode_refuses_only_on_a_critical_quorum(partitions_ok: list[Result[Any]]) -> None:
     lagging = quorum((zk_member(1, leader=True), zk_member(2, lag=5000), zk_member(3)), leader=1, mode="zookeeper")
-    assert svc.unhealthy(backend("zookeeper", q=lagging)) == []
+    assert unhealthy(backend("zookeeper", q=lagging)) == []
     no_leader = quorum((zk_member(1), zk_member(2), zk_member(3)), leader=-1, mode="zookeeper")
-    assert [w.split(":")[0] for w in svc.unhealthy(backend("zookeeper", q=no_leader))] == ["quorum check"]
+    assert [w.split(":")[0] for w in unhealthy(backend("zookeeper", q=no_leader))] == ["quorum check"]
 
 
 def test_no_quorum_leader_refuses(partitions_ok: list[Result[Any]]) -> None:
-    why = svc.unhealthy(backend("kraft", q=quorum((replica(3001), replica(3002)), leader=-1)))
+    why = unhealthy(backend("kraft", q=quorum((replica(3001), replica(3002)), leader=-1)))
     assert len(why) == 1 and "no leader" in why[0]
 
 
 def test_partitions_and_reassignments(partitions_ok: list[Result[Any]]) -> None:
     partitions_ok[0] = Result(data=None, exit_code=ExitCode.CONDITION_NOT_MET, message="1 under-replicated")
     moving = [PartitionView("t", 0, (1, 2), (1, 2), 1, reassigning=True), PartitionView("t", 1, (1, 2), (1, 2), 1)]
-    assert svc.unhealthy(backend("kraft", moving=moving)) == ["partitions check: 1 under-replicated",
+    assert unhealthy(backend("kraft", moving=moving)) == ["partitions check: 1 under-replicated",
                                                               "a reassignment is in flight for t-0"]

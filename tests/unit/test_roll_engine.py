@@ -1,0 +1,663 @@
+"""The roll's engine (kadmin/services/roll_engine.py) on a fake cluster (tests/support/fake_roll.py) with real
+shell hooks, kadmin's own hook runner and a real journal: the windows of docs/roll.md's promise, and the
+crash-window table, each a kill (`Killed`: a SIGKILL of kadmin, nothing catches it) right after a chosen journal
+line followed by the same command again.
+
+The promise asserted everywhere: every node restarted exactly once (the fake counts each down -> up), none
+journaled done without evidence that it went down and came back, the original preferred leaders back at the end,
+and what a stopped roll leaves down or drained named in its journal."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kadmin import interrupts
+from kadmin.domain.roll import Request
+from kadmin.errors import ConfigError, KadminError, UsageError
+from kadmin.services import roll as svc
+from kadmin.services.roll_engine import Options
+from kadmin.services.roll_hooks import Hooks
+from kadmin.services.roll_journal import Journal, JournalUnwritable
+from tests.support.fake_roll import FakeCluster, Killed, KillingJournal, journal, on
+
+pytestmark = pytest.mark.timeout(120)
+
+
+class Roll:
+    """`roll run` in-process on a fake cluster: the same directory run after run, each possibly killed."""
+
+    def __init__(self, fc: FakeCluster, d: Path, **opts: Any) -> None:
+        self.fc, self.d, self.opts = fc, d, opts
+        self.said: list[str] = []
+        self.events: list[dict[str, Any]] = []
+
+    def options(self, **over: Any) -> Options:
+        o = {**self.opts, **over}
+        stop = o.pop("stop", self.fc.ops_hook("stop"))
+        start = o.pop("start", self.fc.ops_hook("start"))
+        restart = o.pop("restart", None)
+        if restart is not None:
+            stop = start = None
+        req = Request(o.pop("nodes", None), "first", o.pop("parallel", 1), o.pop("rule", "distinct"))
+        hooks = Hooks(stop, start, restart, o.pop("only_if", None))
+        return Options(req, hooks, o.pop("step_timeout", 5.0), 0.0, tuple(o.pop("allow", ())), None,
+                       patience=o.pop("patience", 0.5), unseen_grace=o.pop("grace", 0.5), **o)
+
+    def __call__(self, kill: Callable[[dict[str, Any]], bool] | None = None, **over: Any) -> Any:
+        j = KillingJournal(self.d, kill)
+        try:
+            return svc.run(self.fc, self.d, self.options(**over), self.events.append, self.said.append,
+                           sleep=lambda s: time.sleep(min(s, 0.01)), journal=j)
+        except Killed:
+            j.close()
+            return None
+
+    def journal(self) -> list[dict[str, Any]]:
+        return journal(self.d)
+
+    def last_failure(self) -> dict[str, Any]:
+        return [e for e in self.journal() if e["event"] == "roll_failed"][-1]
+
+
+def ops(fc: FakeCluster) -> list[tuple[str, int]]:
+    fc.sync()
+    return list(fc.log)
+
+
+def each_once(fc: FakeCluster, nodes: Sequence[int]) -> None:
+    fc.sync()
+    assert {n: fc.restarts[n] for n in nodes} == {n: 1 for n in nodes}, (fc.restarts, fc.log)
+    assert all(n.up and not n.fenced for n in fc.nodes.values()), fc.nodes
+
+
+def zk(tmp_path: Path, brokers: Sequence[int] = (1, 2, 3), **kw: Any) -> FakeCluster:
+    fc = FakeCluster.zookeeper(tmp_path / "ops", brokers, **kw)
+    return fc.topic("t", *[[b, *[x for x in brokers if x != b][:2]] for b in brokers])
+
+
+def kraft(tmp_path: Path, **kw: Any) -> FakeCluster:
+    fc = FakeCluster.kraft(tmp_path / "ops", **kw)
+    brokers = sorted(n.id for n in fc.nodes.values() if n.role != "controller")
+    return fc.topic("t", *[[b, *[x for x in brokers if x != b][:2]] for b in brokers])
+
+
+# ------------------------------------------------------------------------------------------------ the straight path
+@pytest.mark.parametrize("mode", ["zookeeper", "kraft"])
+@pytest.mark.parametrize("hookset", ["stop_start", "restart"])
+def test_a_whole_roll(tmp_path: Path, mode: str, hookset: str) -> None:
+    fc = zk(tmp_path) if mode == "zookeeper" else kraft(tmp_path)
+    before = fc.preferred()
+    r = Roll(fc, tmp_path / "roll", **({"restart": fc.ops_hook("restart")} if hookset == "restart" else {}))
+    res = r()
+    assert int(res.exit_code) == 0, (res.message, r.said)
+    each_once(fc, list(fc.nodes))
+    assert fc.preferred() == before
+    kinds = [e["event"] for e in r.journal()]
+    assert kinds[0] == "roll_started" and kinds[-1] == "roll_done"
+    assert kinds.count("seen_stopped") == len(fc.nodes)  # each node's evidence, journaled
+    assert r.events == r.journal()  # the NDJSON stream is the journal
+
+
+# ------------------------------------------------------------------------------------------------ 1: hooks are data
+def test_1_a_rack_or_host_with_shell_metacharacters_reaches_the_hook_as_one_argument(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    evil = "x;touch PWNED;$(touch PWNED2)`touch PWNED3`'\"{host}"
+    fc = zk(tmp_path, racks={1: evil, 2: "r2", 3: "r3"})
+    args = tmp_path / "args"
+    # the stop hook records its arguments and environment, one line each, then stops the node
+    record = f"printf '%s\\n' {{rack}} \"{{rack}}\" \"$KADMIN_ROLL_RACK\" >> {args}; "
+    r = Roll(fc, tmp_path / "roll", nodes=(1,), stop=record + fc.ops_hook("stop"))
+    monkeypatch.chdir(tmp_path)
+    res = r()
+    assert int(res.exit_code) == 0, res.message
+    assert args.read_text().splitlines() == [evil, evil, evil]
+    assert not list(tmp_path.glob("PWNED*"))
+
+
+# ----------------------------------------------------------------------------------------- 2: the first drain file
+@pytest.mark.parametrize("where", ["drain_started", "drain_sent", "drain_done", "shutdown_started"])
+def test_2_a_drain_interrupted_then_resumed_restores_the_original_order(tmp_path: Path, where: str) -> None:
+    fc = zk(tmp_path)
+    before = fc.preferred()
+    r = Roll(fc, tmp_path / "roll", nodes=(1,))
+    if where == "drain_sent":  # the reordering sent, kadmin dies before `drain done`
+        fc.inject["drain_sent"] = [Killed("after the reordering")]
+        assert r() is None
+    else:
+        step, status = where.rsplit("_", 1)
+        assert r(kill=on(1, step, status)) is None
+    res = r()
+    assert int(res.exit_code) == 0, res.message
+    assert fc.preferred() == before  # broker 1 preferred leader again where it was
+    each_once(fc, [1])
+    undrained = [e for e in r.journal() if on(1, "undrain", "done")(e)]
+    assert undrained[-1]["detail"]["drain_file"] == str(tmp_path / "roll" / "drain-1.json")
+
+
+# ------------------------------------------------------------------------------------------------ 3: controllers
+def test_3_a_controller_killed_after_start_started_is_started_at_once(tmp_path: Path) -> None:
+    fc = kraft(tmp_path)
+    r = Roll(fc, tmp_path / "roll", nodes=(3001,))
+    assert r(kill=on(3001, "start", "started")) is None
+    assert not fc.nodes[3001].up
+    t0 = time.monotonic()
+    res = r(step_timeout=60.0)
+    assert int(res.exit_code) == 0, res.message
+    assert time.monotonic() - t0 < 30  # its start hook never began: run now, not after --step-timeout
+    each_once(fc, [3001])
+
+
+def test_3_a_controller_whose_start_hook_failed_is_started_once_more(tmp_path: Path) -> None:
+    fc = kraft(tmp_path)
+    r = Roll(fc, tmp_path / "roll", nodes=(3001,))
+    res = r(start="exit 3")
+    assert int(res.exit_code) == 9 and r.last_failure()["down"] == [3001], res.message
+    res = r(step_timeout=1.0)
+    assert int(res.exit_code) == 0, res.message
+    assert "starting it again" in " ".join(r.said)
+    each_once(fc, [3001])
+
+
+# ------------------------------------------------------------------------------------------------ 4: --restart
+@pytest.mark.parametrize("node", [1, 3001])
+def test_4_a_restart_hook_that_restarts_nothing_is_never_done(tmp_path: Path, node: int) -> None:
+    fc = kraft(tmp_path)
+    r = Roll(fc, tmp_path / "roll", nodes=(node,), restart=fc.ops_hook("noop"))
+    res = r()
+    assert int(res.exit_code) == 1 and r.last_failure()["reason"] == "cannot_tell", res.message
+    assert "roll confirm" in res.message
+    assert not any(e["event"] == "node_done" for e in r.journal())
+    # the error's own advice of before (switch to --stop/--start) does not mark it done either
+    res = r(restart=None)
+    assert int(res.exit_code) == 1 and not any(e["event"] == "node_done" for e in r.journal()), res.message
+    # the operator says it never went down: its restart runs again (its first real one)
+    svc.confirm(tmp_path / "roll", node, went_down=False)
+    res = r(restart=fc.ops_hook("restart"))
+    assert int(res.exit_code) == 0, res.message
+    each_once(fc, [node])
+
+
+def test_4_seen_stopped_is_journaled_so_a_rerun_after_an_interruption_finishes(tmp_path: Path) -> None:
+    fc = kraft(tmp_path)
+    r = Roll(fc, tmp_path / "roll", nodes=(1,), restart=f"{fc.ops_hook('restart')}; sleep 0.3")
+    assert r(kill=lambda e: e["event"] == "seen_stopped") is None  # kadmin dies while the hook runs
+    res = r()
+    assert int(res.exit_code) == 0, res.message
+    each_once(fc, [1])
+    assert [o for o in ops(fc) if o[0] == "restart"] == [("restart", 1)]
+
+
+def test_4_a_restart_hook_that_restarted_the_node_then_failed(tmp_path: Path) -> None:
+    fc = kraft(tmp_path)
+    r = Roll(fc, tmp_path / "roll", nodes=(1,))
+    res = r(restart=f"{fc.ops_hook('restart')}; exit 7")
+    assert int(res.exit_code) == 9, res.message
+    res = r(restart=fc.ops_hook("restart"))
+    assert int(res.exit_code) == 0, res.message
+    each_once(fc, [1])  # never restarted a second time: it was seen stopped
+
+
+def test_4_an_unseen_restart_needs_the_operators_word(tmp_path: Path) -> None:
+    fc = kraft(tmp_path)
+    r = Roll(fc, tmp_path / "roll", nodes=(1,), restart=fc.ops_hook("bounce"))
+    res = r()
+    assert int(res.exit_code) == 1 and r.last_failure()["reason"] == "cannot_tell", res.message
+    with pytest.raises(UsageError, match="--node 7: not a node"):
+        svc.confirm(tmp_path / "roll", 7, went_down=True)
+    done = svc.confirm(tmp_path / "roll", 1, went_down=True)
+    assert done.data.phase_after == "starting"  # its restart hook ran; the receipt is what is left
+    res = r()
+    assert int(res.exit_code) == 0, res.message
+    each_once(fc, [1])
+
+
+# ----------------------------------------------------------------------------------------- 5: a stop that restarts
+def test_5_a_self_restarting_stop_hook_killed_after_stop_done_is_never_run_again(tmp_path: Path) -> None:
+    fc = kraft(tmp_path)
+    r = Roll(fc, tmp_path / "roll", nodes=(1,), stop=fc.ops_hook("restart"), start=fc.ops_hook("noop"))
+    assert r(kill=on(1, "stop", "done")) is None
+    res = r()
+    assert int(res.exit_code) == 0, res.message
+    each_once(fc, [1])
+    assert [o for o in ops(fc) if o[0] == "restart"] == [("restart", 1)]
+
+
+def test_5_where_the_cluster_cannot_tell_the_roll_stops_and_says_so(tmp_path: Path) -> None:
+    fc = kraft(tmp_path)
+    r = Roll(fc, tmp_path / "roll", nodes=(1,), stop=fc.ops_hook("bounce"), start=fc.ops_hook("noop"))
+    assert r(kill=on(1, "stop", "done")) is None
+    for _ in range(2):  # asked again, it says so again: never a second stop
+        res = r()
+        assert int(res.exit_code) == 1 and r.last_failure()["reason"] == "cannot_tell", res.message
+    assert [o for o in ops(fc) if o[0] == "bounce"] == [("bounce", 1)]
+    svc.confirm(tmp_path / "roll", 1, went_down=True)
+    res = r()
+    assert int(res.exit_code) == 0, res.message
+    each_once(fc, [1])
+
+
+# ------------------------------------------------------------------------------------------------ 6: --only-if
+def test_6_only_if_is_decided_once_and_never_skips_a_node_past_its_first_change(tmp_path: Path) -> None:
+    fc = zk(tmp_path)
+    asked = tmp_path / "asked"
+    r = Roll(fc, tmp_path / "roll", nodes=(1, 2), only_if=f"echo {{id}} >> {asked}; [ {{id}} = 1 ]")
+    assert r(kill=on(1, "shutdown", "done")) is None
+    res = r()
+    assert int(res.exit_code) == 0, res.message
+    assert asked.read_text().split() == ["1", "2"]  # node 1 asked once, not again on resume
+    assert fc.restarts[1] == 1 and fc.restarts[2] == 0
+    rows = {n.node: n.status for n in res.data.nodes}
+    assert rows == {1: "done", 2: "skipped"}
+
+
+@pytest.mark.parametrize("code", [2, 127, 255])
+def test_6_only_if_exiting_other_than_0_or_1_is_a_failed_hook(tmp_path: Path, code: int) -> None:
+    fc = zk(tmp_path)
+    r = Roll(fc, tmp_path / "roll", nodes=(1,), only_if=f"exit {code}")
+    res = r()
+    assert int(res.exit_code) == 9 and fc.restarts[1] == 0, res.message
+    assert "0 restarts the node, 1 skips it" in res.message
+
+
+def test_6_only_if_added_on_resume_does_not_skip_a_drained_node(tmp_path: Path) -> None:
+    fc = zk(tmp_path)
+    r = Roll(fc, tmp_path / "roll", nodes=(1,))
+    assert r(kill=on(1, "drain", "done")) is None
+    res = r(only_if="exit 1")
+    assert int(res.exit_code) == 0, res.message
+    each_once(fc, [1])
+
+
+# ------------------------------------------------------------------------------------------------ 7, 8: batches
+def batch_cluster(tmp_path: Path) -> FakeCluster:
+    fc = FakeCluster.zookeeper(tmp_path / "ops", (1, 2, 3, 4), controller=4)
+    return fc.topic("a", [1, 3], [3, 1]).topic("b", [2, 4], [4, 2])
+
+
+def test_7_a_batch_whose_stop_fails_for_one_broker_brings_the_others_back(tmp_path: Path) -> None:
+    fc = batch_cluster(tmp_path)
+    before = fc.preferred()
+    fail2 = f"[ {{id}} = 2 ] && exit 4; {fc.ops_hook('stop')}"
+    r = Roll(fc, tmp_path / "roll", parallel=2, nodes=(1, 2))
+    res = r(stop=fail2)
+    assert int(res.exit_code) == 9, res.message
+    fc.sync()
+    assert fc.nodes[1].up and fc.restarts[1] == 1  # brought back before the roll stopped
+    failed = r.last_failure()
+    assert failed["node"] == 2 and failed["drained"] == [2] and "down" not in failed
+    assert "left drained: node(s) 2" in res.message
+    res = r()
+    assert int(res.exit_code) == 0, res.message
+    each_once(fc, [1, 2])
+    assert fc.preferred() == before
+
+
+def test_8_start_again_in_a_batch_only_for_the_node_not_back(tmp_path: Path) -> None:
+    fc = batch_cluster(tmp_path)
+    r = Roll(fc, tmp_path / "roll", parallel=2, nodes=(1, 2))
+    res = r(start=f"[ {{id}} = 2 ] && exit 5; {fc.ops_hook('start')}")
+    assert int(res.exit_code) == 9 and r.last_failure()["down"] == [2], res.message
+    res = r(step_timeout=1.0)
+    assert int(res.exit_code) == 0, res.message
+    assert [o for o in ops(fc) if o[0] == "start"] == [("start", 1), ("start", 2)]
+    each_once(fc, [1, 2])
+
+
+# ------------------------------------------------------------------------------------------------ 9: placeholders first
+@pytest.mark.parametrize(("hook", "err"), [("start", UsageError), ("stop", UsageError)])
+def test_9_an_unknown_placeholder_is_found_before_the_first_change(tmp_path: Path, hook: str,
+                                                                   err: type[Exception]) -> None:
+    fc = zk(tmp_path)
+    r = Roll(fc, tmp_path / "roll")
+    with pytest.raises(err, match="hots"):
+        r(**{hook: "echo {hots}"})
+    assert not (tmp_path / "roll" / "journal.ndjson").exists() and ops(fc) == []
+
+
+def test_9_a_controller_whose_host_is_unknown_is_found_before_the_first_change(tmp_path: Path) -> None:
+    fc = kraft(tmp_path)
+    real = fc.topology
+
+    def no_controller_host(known: Any = ()) -> Any:
+        import dataclasses
+
+        t = real(known)
+        return dataclasses.replace(t, nodes=tuple(dataclasses.replace(n, host=None) if n.role == "controller" else n
+                                                  for n in t.nodes))
+
+    fc.topology = no_controller_host  # type: ignore[method-assign]
+    r = Roll(fc, tmp_path / "roll")
+    with pytest.raises(ConfigError, match="host"):
+        r(start="ssh {host} start")
+    assert ops(fc) == []
+
+
+# ------------------------------------------------------------------------------------------------ 10, 11: batch rules
+def test_10_a_batch_never_holds_two_replicas_of_a_partition(tmp_path: Path) -> None:
+    fc = FakeCluster.zookeeper(tmp_path / "ops", (1, 2, 3, 4), controller=4).topic("t", [1, 2, 3], min_isr=1)
+    r = Roll(fc, tmp_path / "roll", parallel=2)
+    res = r()
+    assert int(res.exit_code) == 0, res.message
+    batches = [s for s in r.said if "stopping together" in s]
+    assert not batches
+    down = together(r.journal())
+    assert all(len(g & {1, 2, 3}) <= 1 for g in down), down
+    # the min-ISR rule, asked for, lets two of the three go at once (min ISR 1)
+    fc2 = FakeCluster.zookeeper(tmp_path / "ops2", (1, 2, 3, 4), controller=4).topic("t", [1, 2, 3], min_isr=1)
+    r2 = Roll(fc2, tmp_path / "roll2", parallel=2, rule="min-isr")
+    assert int(r2().exit_code) == 0
+    assert any(len(g & {1, 2, 3}) == 2 for g in together(r2.journal()))
+
+
+def together(events: list[dict[str, Any]]) -> list[set[int]]:
+    """The groups of nodes whose stop hooks were started one after the other (a batch)."""
+    groups: list[set[int]] = []
+    prev = None
+    for i, e in enumerate(events):
+        if e["event"] == "step" and e["step"] == "stop" and e["status"] == "started":
+            if prev is not None and prev == i - 1:
+                groups[-1].add(e["node"])
+            else:
+                groups.append({e["node"]})
+            prev = i
+    return groups
+
+
+def test_11_an_rf1_partition_blocks_until_allowed_then_it_is_named(tmp_path: Path) -> None:
+    fc = zk(tmp_path).topic("scratch", [1])
+    r = Roll(fc, tmp_path / "roll", nodes=(1,))
+    res = r()
+    assert int(res.exit_code) == 1 and r.last_failure()["step"] == "can_stop", res.message
+    assert fc.restarts[1] == 0
+    res = r(allow=("scratch*",))
+    assert int(res.exit_code) == 0, res.message
+    stop_ok = [e for e in r.journal() if on(1, "can_stop", "done")(e)][-1]
+    assert stop_ok["detail"]["unavailable"] == ["scratch-0: would go offline or under min ISR"]
+    assert any("scratch-0" in s for s in r.said)
+    resumed = [e for e in r.journal() if e["event"] == "roll_resumed"][-1]
+    assert resumed["allow_unavailable"] == ["scratch*"]
+
+
+# ------------------------------------------------------------------------------------------------ 12: exit codes
+def test_12_a_refused_preflight_is_7_touches_and_binds_nothing(tmp_path: Path) -> None:
+    fc = zk(tmp_path)
+    fc.nodes[3].up = False  # an unhealthy cluster: broker 3 down
+    fc.parts[0].isr.discard(3)
+    r = Roll(fc, tmp_path / "roll")
+    res = r()
+    assert int(res.exit_code) == 7 and res.data.status == "refused", res.message
+    assert not (tmp_path / "roll" / "journal.ndjson").exists()
+    fc.nodes[3].up = True
+    fc.parts[0].isr.add(3)
+    res = r(nodes=(1,))  # asked differently now: no roll_differs, nothing was bound
+    assert int(res.exit_code) == 0, res.message
+
+
+@pytest.mark.parametrize(("method", "code"), [("drain", 1), ("controlled_shutdown", 1), ("undrain", 1)])
+def test_12_a_refusal_mid_roll_is_1_never_7_or_6(tmp_path: Path, method: str, code: int) -> None:
+    fc = zk(tmp_path)
+    real = getattr(fc, method)
+
+    def refuse(*a: Any, **kw: Any) -> str:
+        real(*a, **kw) if method == "undrain" else None
+        return "refused: a reassignment is in flight" if method != "controlled_shutdown" else "STALE_BROKER_EPOCH"
+
+    setattr(fc, method, refuse)
+    r = Roll(fc, tmp_path / "roll", nodes=(1,))
+    res = r()
+    assert int(res.exit_code) == code and r.last_failure()["exit_code"] == code, res.message
+
+
+def test_12_an_unreachable_cluster_mid_roll_is_4(tmp_path: Path) -> None:
+    from kadmin.errors import ClusterUnreachable
+
+    fc = zk(tmp_path)
+    fc.inject["controlled_shutdown"] = [ClusterUnreachable("no broker answered")]
+    r = Roll(fc, tmp_path / "roll", nodes=(1,))
+    res = r()
+    assert int(res.exit_code) == 4 and r.last_failure()["reason"] == "unreachable", res.message
+
+
+# ----------------------------------------------------------------------------------------- 13: hook output in files
+def test_13_the_hooks_output_is_in_files_under_the_state_directory(tmp_path: Path) -> None:
+    fc = zk(tmp_path)
+    r = Roll(fc, tmp_path / "roll", nodes=(1,), stop=f"echo stopping {{id}}; {fc.ops_hook('stop')}")
+    assert int(r().exit_code) == 0
+    log = (tmp_path / "roll" / "hooks" / "node-1.stop.log").read_text()
+    assert "stopping 1" in log
+    assert any("node 1 stop: stopping 1" in s for s in r.said)
+
+
+# ------------------------------------------------------------------------------------------------ 14: SIGTERM, SIGHUP
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_14_sigterm_and_sighup_act_as_ctrl_c(tmp_path: Path, sig: int) -> None:
+    fc = zk(tmp_path)
+    r = Roll(fc, tmp_path / "roll", nodes=(1,), stop=f"sleep 0.5; {fc.ops_hook('stop')}")
+    timer = threading.Timer(0.2, lambda: os.kill(os.getpid(), sig))
+
+    def send_on_stop(e: dict[str, Any]) -> None:
+        if on(1, "stop", "started")(e):
+            timer.start()
+
+    r.events = _Hearing(send_on_stop)  # type: ignore[assignment]
+    with interrupts.deferring(), interrupts.like_ctrl_c(signal.SIGTERM, signal.SIGHUP):
+        res = r()
+    timer.join()
+    assert int(res.exit_code) == 130, res.message
+    steps = [(e.get("step"), e.get("status")) for e in r.journal() if e.get("node") == 1]
+    assert ("stop", "done") in steps  # the running hook was let end and its outcome journaled
+    assert r.last_failure()["reason"] == "interrupted" and r.last_failure()["down"] == [1]
+    assert int(r().exit_code) == 0
+    each_once(fc, [1])
+
+
+class _Hearing(list):  # type: ignore[type-arg]
+    def __init__(self, fn: Callable[[dict[str, Any]], None]) -> None:
+        super().__init__()
+        self.fn = fn
+
+    def append(self, e: dict[str, Any]) -> None:
+        super().append(e)
+        self.fn(e)
+
+
+# ------------------------------------------------------------------------------------------------ 15: a full disk
+def test_15_a_journal_write_that_fails_stops_the_roll_and_leaves_the_journal_readable(
+        tmp_path: Path, mocker: Any) -> None:
+    fc = zk(tmp_path)
+    r = Roll(fc, tmp_path / "roll", nodes=(1,))
+    real = os.write
+    calls = {"n": 0}
+
+    def short_then_full(fd: int, data: Any) -> int:
+        if b'"step":"stop","status":"done"' in bytes(data):
+            calls["n"] += 1
+            if calls["n"] == 1:
+                return real(fd, bytes(data)[:7])  # a short write, then the disk is full
+            raise OSError(28, "No space left on device")
+        return real(fd, data)
+
+    mocker.patch("kadmin.services.roll_journal.os.write", side_effect=short_then_full)
+    with pytest.raises(JournalUnwritable, match="No space left on device"):
+        r()
+    mocker.stopall()
+    assert Journal(tmp_path / "roll").read()  # every line whole: no torn event glued to the next
+    assert (tmp_path / "roll" / "journal.ndjson").read_bytes().endswith(b"\n")
+    res = r()
+    assert int(res.exit_code) == 0, res.message
+    each_once(fc, [1])
+
+
+# ------------------------------------------------------------------------------------------------ 16: two rolls
+def test_16_a_second_roll_of_the_cluster_stops_the_first_before_its_next_stop(tmp_path: Path) -> None:
+    fc = zk(tmp_path)
+    # the other roll stops broker 3 while this one's broker 1 passes its gates
+    fc.inject["controlled_shutdown"] = [lambda: fc.down(3)]
+    r = Roll(fc, tmp_path / "roll", nodes=(1,))
+    res = r()
+    assert int(res.exit_code) == 1 and r.last_failure()["step"] == "others_healthy", res.message
+    assert fc.restarts[1] == 0 and fc.nodes[1].up and ("stop", 1) not in ops(fc)
+
+
+# ------------------------------------------------------------------------------------------------ 17: the fetch timeout
+def test_17_the_controllers_fetch_timeout_is_read_and_said(tmp_path: Path) -> None:
+    fc = kraft(tmp_path)
+    fc.fetch_ms = 1750
+    r = Roll(fc, tmp_path / "roll", nodes=(3001,))
+    assert int(r().exit_code) == 0
+    head = r.journal()[0]
+    assert (head["fetch_timeout_ms"], head["fetch_timeout_source"]) == (1750, "controller 3001 (fake)")
+    assert any("controller.quorum.fetch.timeout.ms = 1750 (controller 3001 (fake))" in s for s in r.said)
+
+
+# ------------------------------------------------------------------------------------------------ the crash windows
+def sweep_cluster(tmp_path: Path, mode: str) -> tuple[FakeCluster, tuple[int, ...], dict[str, Any]]:
+    """(the cluster, the nodes rolled, other options) of each kind the crash-window sweep covers."""
+    if mode == "zookeeper":
+        return zk(tmp_path), (1,), {}
+    if mode == "zookeeper-batch":
+        return batch_cluster(tmp_path), (1, 2), {"parallel": 2}
+    if mode == "kraft-combined":
+        fc = FakeCluster.kraft(tmp_path / "ops", brokers=(1, 2), controllers=(), combined=(4, 5, 6))
+        return fc.topic("t", [1, 4, 5], [4, 5, 6]), (4,), {}
+    return kraft(tmp_path), (1, 3001), {}
+
+
+@pytest.mark.parametrize("mode", ["zookeeper", "kraft", "zookeeper-batch", "kraft-combined"])
+@pytest.mark.parametrize("hookset", ["stop_start", "restart"])
+def test_killed_after_any_journal_line_the_same_command_finishes_each_node_restarted_once(
+        tmp_path: Path, mode: str, hookset: str) -> None:
+    """docs/roll.md's crash-window table, every row: kadmin dies right after each journal line in turn, the same
+    command runs again, and the roll finishes with every node restarted exactly once and the preferred leaders
+    of before."""
+    fc, nodes, more = sweep_cluster(tmp_path / "base", mode)
+    hooks = {"restart": fc.ops_hook("restart")} if hookset == "restart" else {}
+    base = Roll(fc, tmp_path / "base" / "roll", nodes=nodes, **hooks, **more)
+    assert int(base().exit_code) == 0
+    lines = base.journal()
+    hook = "restart" if hookset == "restart" else "stop"
+    seen_boundaries = set()
+    for k in range(1, len(lines) + 1):
+        d = tmp_path / f"k{k}"
+        fc, _, _ = sweep_cluster(d, mode)
+        before = fc.preferred()
+        hooks = {"restart": fc.ops_hook("restart")} if hookset == "restart" else {}
+        r = Roll(fc, d / "roll", nodes=nodes, **hooks, **more)
+        def kth(e: dict[str, Any], k: int = k, count: list[int] = [0]) -> bool:  # noqa: B006 - one per k
+            count[0] += 1
+            return count[0] == k
+
+        assert r(kill=kth) is None, f"not killed at line {k}"
+        hit = r.journal()[-1]
+        seen_boundaries.add(boundary(hit))
+        res = r()
+        assert int(res.exit_code) == 0, (k, hit, res.message, r.said[-5:])
+        each_once(fc, nodes)
+        assert fc.preferred() == before, (k, hit)
+        stops = [o for o in ops(fc) if o[0] in ("stop", "restart")]
+        assert len(stops) == len(nodes), (k, hit, stops)  # never a second stop
+    assert len(lines) > 20, lines
+    assert seen_boundaries >= {f"step {hook} started", "seen_stopped", f"step {hook} done", "step drain started",
+                               "step undrain done", "node_done"}, seen_boundaries
+
+
+def boundary(e: dict[str, Any]) -> str:
+    return e["event"] if e["event"] != "step" else f"step {e['step']} {e['status']}"
+
+
+def test_the_docs_crash_window_table_names_every_boundary_a_roll_journals() -> None:
+    from kadmin.domain import roll as dom
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "roll.md").read_text()
+    table = text.split("## Crash windows", 1)[1].split("\n## ", 1)[0]
+    for s in dom.STEPS:
+        assert f"`{s.name}`" in table, s.name
+    for e in ("seen_stopped", "confirmed", "node_done", "roll_started", "roll_resumed"):
+        assert f"`{e}`" in table, e
+
+
+# ------------------------------------------------------------------------------------------------ more windows
+def test_a_stop_hook_that_failed_and_a_broker_still_registered_with_its_epoch_runs_again(tmp_path: Path) -> None:
+    fc = zk(tmp_path)
+    r = Roll(fc, tmp_path / "roll", nodes=(1,))
+    assert int(r(stop="exit 3").exit_code) == 9
+    res = r()
+    assert int(res.exit_code) == 0, res.message
+    each_once(fc, [1])
+
+
+def test_a_stop_hook_an_earlier_run_left_running_is_waited_for(tmp_path: Path) -> None:
+    fc = kraft(tmp_path)
+    r = Roll(fc, tmp_path / "roll", nodes=(1,), stop=f"sleep 1; {fc.ops_hook('stop')}")
+
+    def die_once_it_began() -> None:
+        _wait_began(tmp_path)
+        raise Killed("while the stop hook runs")
+
+    # the look just before the hook begins, then kadmin dies at its first look while the hook runs
+    fc.inject["observe"] = [lambda: None, die_once_it_began]
+    assert r() is None
+    res = r()
+    assert int(res.exit_code) == 0, res.message
+    assert any("still running: waiting for it to end" in s for s in r.said)
+    each_once(fc, [1])
+
+
+def _wait_began(tmp_path: Path) -> bool:
+    """Wait until the hook's status file says it began (the kill lands while it runs)."""
+    status = tmp_path / "roll" / "hooks" / "node-1.stop.1.status"
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if status.exists() and status.read_text().startswith("began"):
+            return True
+        time.sleep(0.01)
+    return True
+
+
+def test_confirm_refuses_what_contradicts_the_journal(tmp_path: Path) -> None:
+    fc = zk(tmp_path)
+    r = Roll(fc, tmp_path / "roll", nodes=(1,))
+    assert r(kill=on(1, "wait_stopped", "done")) is None
+    with pytest.raises(UsageError, match="it did go down"):
+        svc.confirm(tmp_path / "roll", 1, went_down=False)
+    with pytest.raises(UsageError, match="saw it stopped already"):
+        svc.confirm(tmp_path / "roll", 1, went_down=True)
+    assert int(r().exit_code) == 0
+    with pytest.raises(UsageError, match="finished"):
+        svc.confirm(tmp_path / "roll", 1, went_down=True)
+
+
+def test_a_cluster_read_that_fails_is_asked_again(tmp_path: Path) -> None:
+    fc = zk(tmp_path)
+    fc.inject["observe"] = [KadminError("a registration could not be read")] * 3
+    r = Roll(fc, tmp_path / "roll", nodes=(1,))
+    assert int(r().exit_code) == 0
+    each_once(fc, [1])
+
+
+def test_journal_lines_are_json_objects_with_event_and_at(tmp_path: Path) -> None:
+    fc = zk(tmp_path)
+    r = Roll(fc, tmp_path / "roll", nodes=(1,))
+    assert int(r().exit_code) == 0
+    for line in (tmp_path / "roll" / "journal.ndjson").read_text().splitlines():
+        obj = json.loads(line)
+        assert list(obj)[:2] == ["event", "at"]
+
+
+def test_the_engine_returns_only_the_codes_docs_roll_md_lists() -> None:
+    from kadmin.cli import exit_docs
+    from kadmin.exit_codes import ExitCode
+    from kadmin.services.roll_engine import REASONS
+
+    listed = set(exit_docs.COMMANDS["roll run"]) | {ExitCode.INTERRUPTED}
+    assert set(REASONS.values()) <= listed
+    assert ExitCode.UNSAFE in listed and REASONS["refused"] == ExitCode.UNSAFE  # 7: before the first node only
