@@ -198,7 +198,7 @@ def test_status_of_a_failed_roll(run_nozk: Run, tmp_path: Path) -> None:
     assert code == 0  # a report, whatever the roll's outcome
     assert data["status"] == "failed" and data["finished_at"] is None and data["elapsed_s"] is None
     assert data["failure"] == {"node": 3, "step": "stop", "reason": "hook_failed", "exit_code": 9,
-                               "message": "node 3: the --stop hook `false` exited 1"}
+                               "message": "node 3: the --stop hook `false` exited 1", "down": [], "drained": []}
     rows = {n["node"]: n for n in data["nodes"]}
     assert (rows[2]["status"], rows[2]["phase"]) == ("done", "done")
     assert (rows[3]["status"], rows[3]["phase"], rows[3]["step"], rows[3]["old_epoch"], rows[3]["new_epoch"]) == \
@@ -237,7 +237,8 @@ def test_status_names_how_the_roll_stopped(run_nozk: Run, tmp_path: Path, reason
     j.add("roll_failed", node=None, step=None, reason=reason, message="why", exit_code=code)
     _, data, _ = status(run_nozk, j.write())
     assert data["status"] == status_
-    assert data["failure"] == {"node": None, "step": None, "reason": reason, "message": "why", "exit_code": code}
+    assert data["failure"] == {"node": None, "step": None, "reason": reason, "message": "why", "exit_code": code,
+                               "down": [], "drained": []}
     assert [n["status"] for n in data["nodes"]] == ["pending", "pending"]
 
 
