@@ -132,6 +132,21 @@ def error_name(code: int) -> str:
     return name(code)
 
 
+QUORUM_FETCH_TIMEOUT = "controller.quorum.fetch.timeout.ms"
+
+
+@dataclass(frozen=True)
+class QuorumSetting:
+    """A quorum setting as read from the cluster. value None: it could not be read (`source` says why, and what
+    permission or address would let kadmin read it)."""
+
+    name: str  # "controller.quorum.fetch.timeout.ms"
+    value: int | None
+    # where the value was read ("controller 3001 (DescribeConfigs)"; "broker 1 (DescribeConfigs): the controllers
+    # could not be asked: ..."), or why it is unknown
+    source: str
+
+
 @dataclass(frozen=True)
 class ShutdownReply:
     version: int
@@ -259,7 +274,16 @@ class BrokerIds(Protocol):
 class QuorumSource(Protocol):
     """The metadata quorum: KRaft's DescribeQuorum, or the ZooKeeper ensemble's four-letter words."""
 
+    # The quorum's voters are the cluster's own nodes (KRaft controllers, which a roll restarts), not servers of
+    # another system (ZooKeeper's, which a roll never touches)
+    voters_are_nodes: bool
+
     def describe_quorum(self) -> tuple[QuorumState, int]: ...
+
+    # The voters' controller.quorum.fetch.timeout.ms (KRaft: the controllers' own, else a broker's, which carries the
+    # same setting for its raft client); value None with why when it cannot be read. Raises only when the cluster
+    # cannot be reached at all.
+    def quorum_fetch_timeout(self) -> QuorumSetting: ...
 
 
 class Unregistration(Protocol):
