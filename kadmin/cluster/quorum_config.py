@@ -8,7 +8,8 @@ client's own configuration (--command-config), as the brokers are. They are aske
 followers' fetches), and a controller that says otherwise is named. When no controller answers, a broker's own
 value: brokers carry the same setting for their raft client. Nothing read: value None, saying why and what would let
 kadmin read it (the ACL for the principal, or the address). Only a cluster that cannot be reached at all raises
-(ClusterUnreachable, as every other read).
+(ClusterUnreachable, as every other read), and brokers that serve no KRaft quorum (a ZooKeeper-mode cluster's: the
+ConfigError DescribeQuorum raises there).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from kadmin.cluster.base import QUORUM_FETCH_TIMEOUT, QuorumSetting
 from kadmin.cluster.kafka import error_name
 from kadmin.cluster.min_isr import NEEDS, RESOURCE_BROKER, describe_configs_request
 from kadmin.domain.addresses import host_port
-from kadmin.errors import ClusterUnreachable, KadminError
+from kadmin.errors import ClusterUnreachable, ConfigError, KadminError
 
 if TYPE_CHECKING:
     from kadmin.cluster.kraft import KraftClient
@@ -153,6 +154,8 @@ def voters(client: KraftClient) -> tuple[list[tuple[int, list[str]]], str]:
         q, _ = client.describe_quorum()
     except ClusterUnreachable as e:  # the brokers: asked again for their own value, which raises if none answers
         return [], e.message
+    except ConfigError:  # no KRaft quorum there (a ZooKeeper-mode cluster's brokers), or a controller given as one
+        raise
     except KadminError as e:
         hint = " (kadmin needs Describe on the Cluster to list the voters)" if AUTHORIZATION in e.message else ""
         return [], e.message + hint

@@ -17,7 +17,7 @@ from kadmin.cluster.base import QUORUM_FETCH_TIMEOUT, QuorumSetting
 from kadmin.cluster.connect import open_backend
 from kadmin.cluster.kraft import KraftClient
 from kadmin.config import ConnectionSettings, Sourced
-from kadmin.errors import ClusterUnreachable
+from kadmin.errors import ClusterUnreachable, ConfigError
 from tests.support.kraft_server import (
     CLUSTER_AUTHORIZATION_FAILED,
     DESCRIBE_CONFIGS,
@@ -29,6 +29,7 @@ from tests.support.kraft_server import (
 )
 
 pytestmark = pytest.mark.integration
+CONTROLLED_SHUTDOWN = 7  # advertised by a ZooKeeper-mode broker only (kadmin/cluster/kraft.py zookeeper_mode)
 CONTROLLERS, BROKERS = "1500", "2500"  # neither is Kafka's default (2000): a read tells whose value it got
 DEAD_PORT = 1  # nothing listens on 127.0.0.1:1: a connection is refused at once
 
@@ -194,3 +195,13 @@ def test_voters_listed_at_one_address_are_each_asked_for_their_own_id_there(sc: 
         got = read(server)
         assert asked_at(server) == [("controller", 3001, ["3000", "3001", "3002"])]
     assert (got.value, got.source) == (1500, "controller 3001 (DescribeConfigs)")
+
+
+def test_brokers_of_a_zookeeper_mode_cluster_have_no_quorum_to_ask(sc: Scenario) -> None:
+    """ApiVersions says ZooKeeper mode (ControlledShutdown, no DescribeQuorum): exit 3 as `quorum describe`, not a
+    broker's value of a setting no quorum uses."""
+    sc.broker_apis[CONTROLLED_SHUTDOWN] = (1, 3)
+    del sc.broker_apis[DESCRIBE_QUORUM]
+    with KraftServer(sc) as server, pytest.raises(ConfigError) as e:
+        read(server)
+    assert e.value.code == "zookeeper_mode" and not server.requests_for(DESCRIBE_CONFIGS)
