@@ -12,7 +12,7 @@ from kadmin.errors import ConfigError, KadminError, UsageError, WrongChroot
 from kadmin.inputs import check_input
 
 if TYPE_CHECKING:
-    from kadmin.cluster.base import ControllerLink, Partitions
+    from kadmin.cluster.base import ControllerLink, Partitions, QuorumSetting
     from kadmin.cluster.drain import AdminDrain, ZkDrain
     from kadmin.cluster.kraft import KraftClient
     from kadmin.cluster.kraft_cluster import KraftCluster, KraftRegistrations
@@ -342,12 +342,19 @@ class KafkaControllerLinks:
 class ZkEnsemble:
     """The ZooKeeper ensemble as a metadata quorum (QuorumSource): each member's four-letter words."""
 
+    voters_are_nodes = False  # the voters are ZooKeeper servers, which a roll of the cluster never touches
+
     def __init__(self, settings: ConnectionSettings, log: Callable[[str], None] | None) -> None:
         self.settings = settings
         self.log = log
 
     def describe_quorum(self) -> tuple[QuorumState, int]:
         return zookeeper_quorum(self.settings, self.log)
+
+    def quorum_fetch_timeout(self) -> QuorumSetting:
+        from kadmin.cluster.base import QUORUM_FETCH_TIMEOUT, QuorumSetting
+
+        return QuorumSetting(QUORUM_FETCH_TIMEOUT, None, "a ZooKeeper ensemble has no KRaft quorum")
 
 
 def zookeeper_quorum(settings: ConnectionSettings, log: Callable[[str], None] | None = None,

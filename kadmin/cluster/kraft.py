@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kadmin.cluster.base import ClusterDescription, KraftBroker, ShutdownReply
+from kadmin.cluster.base import ClusterDescription, KraftBroker, QuorumSetting, ShutdownReply
 from kadmin.cluster.kafka import ERROR_NAMES, bootstrap_reason, error_name, translate
 from kadmin.domain.addresses import host_port
 from kadmin.domain.quorum import QuorumState, ReplicaState
@@ -174,6 +174,7 @@ class KraftClient:
     left, any other an equal share of it."""
 
     source = "DescribeCluster"  # where cluster_id() reads the id (ClusterIdentity)
+    voters_are_nodes = True  # the quorum's voters are the cluster's controllers (QuorumSource)
 
     def __init__(self, bootstrap: str, config: Mapping[str, Any], timeout: float, controllers: bool,
                  peer: str = "", deadline: float | None = None) -> None:
@@ -521,6 +522,13 @@ class KraftClient:
                 last_error = e
         assert last_error is not None
         raise last_error
+
+    def quorum_fetch_timeout(self) -> QuorumSetting:
+        """The controllers' controller.quorum.fetch.timeout.ms (else a broker's), with where it was read or why it
+        could not be (kadmin/cluster/quorum_config.py)."""
+        from kadmin.cluster.quorum_config import read_fetch_timeout
+
+        return read_fetch_timeout(self)
 
     def _quorum_state(self, resp: Any, cluster_id: str | None, address: str) -> QuorumState:
         version = int(resp.version)

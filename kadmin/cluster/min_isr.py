@@ -60,12 +60,12 @@ def levels(result: Any) -> dict[int, int | None]:
     return min_isr_levels(entries)
 
 
-def describe_configs_request(resources: list[tuple[int, str]]) -> Any:
-    """DescribeConfigs of min.insync.replicas with synonyms for `resources` ((resource type, name), ...)."""
+def describe_configs_request(resources: list[tuple[int, str]], keys: Sequence[str] = (MIN_ISR,)) -> Any:
+    """DescribeConfigs of `keys` (min.insync.replicas) with synonyms for `resources` ((resource type, name), ...)."""
     from kafka.protocol.admin.configs import DescribeConfigsRequest as Req
 
     return Req(resources=[Req.DescribeConfigsResource(resource_type=rt, resource_name=name,
-                                                      configuration_keys=[MIN_ISR])
+                                                      configuration_keys=list(keys))
                           for rt, name in resources], include_synonyms=True)
 
 

@@ -15,7 +15,10 @@ Served, per listening node and its role (broker / controller):
   controller that is not the leader answers NOT_LEADER_OR_FOLLOWER, as Kafka's raft client does);
 - UnregisterBroker (64) v0 on both;
 - DescribeLogDirs (35) v1-v4 on brokers: one log dir holding no partition (no topics exist here), or
-  `Scenario.log_dirs_error` (e.g. CLUSTER_AUTHORIZATION_FAILED: a principal without Describe on the Cluster).
+  `Scenario.log_dirs_error` (e.g. CLUSTER_AUTHORIZATION_FAILED: a principal without Describe on the Cluster);
+- DescribeConfigs (32) v1-v4 on both, BROKER resources only, as Kafka's ConfigHelper answers them: a node
+  describes itself (its id, or ""), `Scenario.configs[id]` as static values; another id is INVALID_REQUEST;
+  `Scenario.describe_configs_errors[id]` answers every resource at that node with that code.
 
 A request whose key or version the endpoint does not advertise closes the connection, as does
 a request that does not decode exactly (trailing bytes included), except ApiVersions above the
@@ -59,7 +62,7 @@ from kio.schema.errors import ErrorCode
 from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from kio.serial import entity_reader, entity_writer
-from kio.static.primitive import i16
+from kio.static.primitive import i8, i16
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -73,6 +76,9 @@ DESCRIBE_QUORUM = 55
 DESCRIBE_CLUSTER = 60
 UNREGISTER_BROKER = 64
 DESCRIBE_LOG_DIRS = 35
+DESCRIBE_CONFIGS = 32
+RESOURCE_BROKER = 4
+STATIC_BROKER_CONFIG = 4  # DescribeConfigs' ConfigSource
 
 # Error codes (org.apache.kafka.common.protocol.Errors).
 NONE = 0
@@ -105,12 +111,14 @@ BROKER_APIS: dict[int, tuple[int, int]] = {
     DESCRIBE_CLUSTER: (0, 2),
     UNREGISTER_BROKER: (0, 0),
     DESCRIBE_LOG_DIRS: (1, 4),
+    DESCRIBE_CONFIGS: (1, 4),
 }
 CONTROLLER_APIS: dict[int, tuple[int, int]] = {
     API_VERSIONS: (0, 4),
     DESCRIBE_QUORUM: (0, 2),
     DESCRIBE_CLUSTER: (0, 2),
     UNREGISTER_BROKER: (0, 0),
+    DESCRIBE_CONFIGS: (1, 4),
 }
 
 _I32 = struct.Struct(">i")
@@ -195,6 +203,10 @@ class Scenario:
     # UnregisterBroker: an error code per broker id. Otherwise an unknown id gets 102 and a known
     # one succeeds and is removed from `brokers` (its listener keeps running).
     unregister_errors: dict[int, int] = field(default_factory=dict)
+    # DescribeConfigs: each node's own configuration (node id -> {name: value}), and an error code per node id
+    # for every resource asked of it (e.g. CLUSTER_AUTHORIZATION_FAILED: no DescribeConfigs on the Cluster)
+    configs: dict[int, dict[str, str]] = field(default_factory=dict)
+    describe_configs_errors: dict[int, int] = field(default_factory=dict)
 
     @classmethod
     def cluster(
@@ -607,6 +619,34 @@ class AsyncKraftServer:
         one = build(result, error_code=ErrorCode.none, log_dir=f"/kraft-server/{endpoint.node_id}/data", topics=())
         return build(schema, throttle_time=NO_THROTTLE, error_code=ErrorCode.none, results=(one,))
 
+    def _describe_configs(self, endpoint: Endpoint, version: int, request: Any, schema: type) -> Any:
+        """ConfigHelper.describeConfigs for BROKER resources: a node describes itself only (its id or "", else
+        INVALID_REQUEST with Kafka's message), its values as static ones (synonyms when asked)."""
+        result_cls, entry_cls = nested(schema, "DescribeConfigsResult"), nested(schema, "DescribeConfigsResourceResult")
+        synonym_cls = nested(schema, "DescribeConfigsSynonym")
+        own = self.scenario.configs.get(endpoint.node_id, {})
+
+        def result(r: Any) -> Any:
+            code, message, entries = self.scenario.describe_configs_errors.get(endpoint.node_id, NONE), None, ()
+            if code == NONE and r.resource_type != RESOURCE_BROKER:
+                code, message = INVALID_REQUEST, f"Unsupported resource type {r.resource_type} here"
+            elif code == NONE and r.resource_name not in ("", str(endpoint.node_id)):
+                code = INVALID_REQUEST
+                message = (f"Unexpected broker id, expected {endpoint.node_id} or empty string, but received "
+                           f"{r.resource_name}")
+            elif code == NONE:
+                keys = own if r.configuration_keys is None else [k for k in r.configuration_keys if k in own]
+                entries = tuple(build(
+                    entry_cls, name=k, value=own[k], read_only=True, config_source=i8(STATIC_BROKER_CONFIG),
+                    is_sensitive=False, config_type=i8(3), documentation=None,
+                    synonyms=tuple(build(synonym_cls, name=k, value=own[k], source=i8(STATIC_BROKER_CONFIG))
+                                   for _ in range(1 if request.include_synonyms else 0)))
+                    for k in keys)
+            return build(result_cls, error_code=ErrorCode(code), error_message=message,
+                         resource_type=i8(r.resource_type), resource_name=r.resource_name, configs=entries)
+
+        return build(schema, throttle_time=NO_THROTTLE, results=tuple(result(r) for r in request.resources))
+
     _handlers: dict[int, Callable[[AsyncKraftServer, Endpoint, int, Any, type], Any]] = {
         API_VERSIONS: _api_versions,
         METADATA: _metadata,
@@ -614,6 +654,7 @@ class AsyncKraftServer:
         DESCRIBE_QUORUM: _describe_quorum,
         UNREGISTER_BROKER: _unregister_broker,
         DESCRIBE_LOG_DIRS: _describe_log_dirs,
+        DESCRIBE_CONFIGS: _describe_configs,
     }
 
 
