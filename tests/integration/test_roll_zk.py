@@ -140,8 +140,8 @@ def one_line_error(r: Any, code: int, *says: str) -> str:
     return errors[0]
 
 
-ZK_STEPS = ["can_stop", "drain", "shutdown", "stop", "wait_stopped", "start", "wait_restarted", "wait_in_sync",
-            "undrain", "wait_healthy", "settle"]
+ZK_STEPS = ["can_stop", "drain", "shutdown", "others_healthy", "stop", "wait_stopped", "start", "wait_restarted",
+            "wait_in_sync", "undrain", "wait_healthy", "settle"]
 
 
 # ------------------------------------------------------------------------------------------------ plan
@@ -179,8 +179,8 @@ def test_plan_steps_with_restart_and_only_if(run: Run, cluster: Cluster) -> None
     code, doc, err = run.json("roll", "plan", "--restart", "true", "--only-if", "test {id} != 3")
     assert code == 0, err
     nodes = {n["node"]: n for n in doc["data"]["nodes"]}
-    assert nodes[2]["steps"] == ["only_if", "can_stop", "drain", "shutdown", "restart", "wait_restarted",
-                                 "wait_in_sync", "undrain", "wait_healthy", "settle"]
+    assert nodes[2]["steps"] == ["only_if", "can_stop", "drain", "shutdown", "others_healthy", "restart",
+                                 "wait_restarted", "wait_in_sync", "undrain", "wait_healthy", "settle"]
     assert {i: n["skip"] for i, n in nodes.items()} == {1: False, 2: False, 3: True}
 
 
