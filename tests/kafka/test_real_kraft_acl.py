@@ -8,6 +8,9 @@ Principals (ACLs made with Kafka's own AclCommand):
   lists every partition a broker hosts), no DescribeConfigs on the Cluster (the brokers' min ISR is hidden).
 - bob: Describe on every topic, no DescribeConfigs at all, nothing on the Cluster.
 - carol: Describe and DescribeConfigs on every topic and on the Cluster: restricted, yet entitled to the truth.
+- dave: Alter on the Cluster only (what a controller asks of DescribeCluster), no DescribeConfigs; for the quorum's
+  controller.quorum.fetch.timeout.ms, which the controller (3000) and the brokers (2500) set apart from Kafka's
+  default, read through the brokers and through the controller's SASL listener (--bootstrap-controller).
 
 Topics: `vis-a` (RF 3), `vis-drain` (replicas [1,3,2]) and `hidden` (RF 1, on broker 3 only; hidden from alice).
 
@@ -22,6 +25,7 @@ replicas [1,3,2] and broker 3 down.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -30,6 +34,9 @@ from typing import Any
 
 import pytest
 
+from kadmin.cluster.base import QUORUM_FETCH_TIMEOUT, QuorumSetting
+from kadmin.cluster.connect import open_backend
+from kadmin.config import ConnectionSettings, Sourced
 from tests.support.kafka import KAFKA_4, TOPIC_COMMAND, kafka_home, parse_partition_lines, tool, wait_for
 from tests.support.secure_kraft import SecureKraft, secure_kraft
 
@@ -38,6 +45,9 @@ pytestmark = [pytest.mark.kafka, pytest.mark.integration, pytest.mark.slow]
 PRINCIPALS = ("admin", "alice", "bob", "carol")
 RESTRICTED = PRINCIPALS[1:]
 TOPICS = {"vis-a": "1:2:3,2:3:1", "vis-drain": "1:3:2", "hidden": "3"}
+CONTROLLER_FETCH_TIMEOUT, BROKERS_FETCH_TIMEOUT = 3000, 2500  # controller.quorum.fetch.timeout.ms (default 2000)
+FETCH_TIMEOUTS = {"controller": {QUORUM_FETCH_TIMEOUT: str(CONTROLLER_FETCH_TIMEOUT)},
+                  "broker": {QUORUM_FETCH_TIMEOUT: str(BROKERS_FETCH_TIMEOUT)}}
 
 
 @dataclass
@@ -83,7 +93,7 @@ def isr(f: dict[str, str]) -> set[int]:
 @pytest.fixture(scope="module")
 def acl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Acl]:
     home = kafka_home(KAFKA_4)
-    with secure_kraft(home, KAFKA_4, tmp_path_factory.mktemp("kraft-acl"), far_dead=[3]) as k:
+    with secure_kraft(home, KAFKA_4, tmp_path_factory.mktemp("kraft-acl"), far_dead=[3], extra=FETCH_TIMEOUTS) as k:
         for name, assignment in TOPICS.items():
             tool(home, TOPIC_COMMAND, "--bootstrap-server", k.bootstrap(), "--command-config",
                  str(k.client_config("admin")), "--create", "--topic", name, "--replica-assignment", assignment)
@@ -95,6 +105,7 @@ def acl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Acl]:
               "--topic", "*")
         k.acl("--add", "--allow-principal", "User:carol", "--operation", "Describe", "--operation", "DescribeConfigs",
               "--cluster")
+        k.acl("--add", "--allow-principal", "User:dave", "--operation", "Alter", "--cluster")
         a = Acl(k)
         a.wait("every partition fully in sync", lambda got: all(
             len(isr(f)) == len(f["Replicas"].split(",")) for f in got.values()))
@@ -178,6 +189,66 @@ def test_an_unreachable_advertised_address_is_never_safe(acl: Acl) -> None:
     far = acl.kadmin("admin", "partitions", "check", listener="FAR")
     assert far.code in (2, 3) and far.data["status"] != "ok", far.text
     assert any(u["broker_id"] == 3 for u in far.data["unseen"]) or far.code == 2
+
+
+def fetch_timeout(acl: Acl, user: str, via: str) -> QuorumSetting:
+    """controller.quorum.fetch.timeout.ms as a roll reads it (the backend's quorum), as `user`: through the brokers'
+    CLIENT listener (`via` "server") or the controller's CSASL listener ("controller")."""
+    flag, address = (("bootstrap-controller", acl.k.bootstrap_controller()) if via == "controller"
+                     else ("bootstrap-server", acl.k.bootstrap(skip=acl.down)))
+    backend = open_backend(ConnectionSettings({flag: Sourced(address, "flag"), "command-config": Sourced(
+        str(acl.k.client_config(user)), "flag")}), "roll")
+    try:
+        return backend.quorum.quorum_fetch_timeout()
+    finally:
+        backend.close()
+
+
+def test_the_quorum_fetch_timeout_or_why_not_and_the_acl_that_reads_it(acl: Acl) -> None:
+    """Through the brokers, the endpoint DescribeQuorum lists for the controller is its PLAINTEXT quorum listener,
+    which a SASL client cannot use: a broker's own value is taken, saying so; a principal refused DescribeConfigs
+    on the Cluster is told that ACL. Through the controller's SASL listener the controller answers for itself:
+    its value, or its own refusal, and the ACL it names is the one that lets dave read it."""
+    plaintext = r"the controllers could not be asked: controller 3001 at 127.0.0.1:\d+: .*; kadmin must reach a " \
+                r"controller at an endpoint DescribeQuorum lists, with --command-config's security, or be given " \
+                r"--bootstrap-controller"
+    for user in ("admin", "carol"):  # entitled to the brokers' value
+        got = fetch_timeout(acl, user, "server")
+        assert got.value == BROKERS_FETCH_TIMEOUT, got
+        assert re.fullmatch(r"broker [123] \(DescribeConfigs\): " + plaintext, got.source), got.source
+    got = fetch_timeout(acl, "alice", "server")  # Describe on the Cluster, no DescribeConfigs
+    assert got.value is None, got
+    assert re.fullmatch(r"unknown: " + plaintext + r"; broker [123]: DescribeConfigs: CLUSTER_AUTHORIZATION_FAILED "
+                        r"\(Cluster authorization failed\.\); kadmin needs DescribeConfigs on the Cluster resource "
+                        r"for User:alice \(kafka-acls --add --allow-principal User:alice --operation DescribeConfigs "
+                        r"--cluster\)", got.source), got.source
+    got = fetch_timeout(acl, "bob", "server")  # nothing on the Cluster: not even the voters can be listed
+    assert got.value is None and "DescribeQuorum" in got.source, got
+    assert "(kadmin needs Describe on the Cluster to list the voters)" in got.source
+    assert got.source.endswith("for User:bob (kafka-acls --add --allow-principal User:bob --operation DescribeConfigs "
+                               "--cluster)")
+
+    assert fetch_timeout(acl, "admin", "controller") == QuorumSetting(
+        QUORUM_FETCH_TIMEOUT, CONTROLLER_FETCH_TIMEOUT, "controller 3001 (DescribeConfigs)")
+    got = fetch_timeout(acl, "alice", "controller")  # the controller answers DescribeCluster only to Alter
+    assert got.value is None and "DescribeCluster" in got.source and "Alter on the Cluster" in got.source, got
+    # dave may Alter the Cluster: the controller lists itself, then refuses DescribeConfigs, and says so
+    denied = ("unknown: the controllers could not be asked: controller 3001: DescribeConfigs: "
+              "CLUSTER_AUTHORIZATION_FAILED (Cluster authorization failed.); no broker to ask instead: the controllers "
+              "(--bootstrap-controller) do not describe the brokers (KIP-919); give --bootstrap-server to read a "
+              "broker's own value; kadmin needs DescribeConfigs on the Cluster resource for User:dave (kafka-acls "
+              "--add --allow-principal User:dave --operation DescribeConfigs --cluster)")
+    wait_for(lambda: fetch_timeout(acl, "dave", "controller").source == denied, 120,
+             "the controller to apply dave's ACL (Alter on the Cluster)", interval=0.5)
+    # the ACL named is the one that lets dave read it
+    acl.k.acl("--add", "--allow-principal", "User:dave", "--operation", "DescribeConfigs", "--cluster")
+
+    def read() -> QuorumSetting | None:
+        got = fetch_timeout(acl, "dave", "controller")
+        return got if got.source != denied else None
+
+    got = wait_for(read, 120, "dave's DescribeConfigs on the Cluster in force at the controller", interval=0.5)
+    assert got == QuorumSetting(QUORUM_FETCH_TIMEOUT, CONTROLLER_FETCH_TIMEOUT, "controller 3001 (DescribeConfigs)")
 
 
 def test_broker_3_stopped_can_stop_2_and_drain(acl: Acl) -> None:

@@ -4,8 +4,9 @@ Kafka's own tools of the same version (MetadataQuorumCommand, ClusterTool) and t
 One sandbox at a time (a module-scoped parametrized fixture: pytest runs every test on Kafka 4.3.1, stops
 it, then on 3.9.1 in KRaft mode), each 3 controllers (3001-3003) + 2 brokers, started through kadmin's own
 CLI. Values that move between two calls (offsets, lags, timestamps, the high watermark) are masked in the
-comparisons; everything else, padding and TABs included, must be equal line by line. The last test of a
-sandbox stops broker 2 and unregisters it.
+comparisons; everything else, padding and TABs included, must be equal line by line. The controllers and the
+brokers run with their own controller.quorum.fetch.timeout.ms (FETCH_TIMEOUTS: neither is Kafka's default), so
+that a read of it tells whose value it got. The last test of a sandbox stops broker 2 and unregisters it.
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ from pathlib import Path
 
 import pytest
 
+from kadmin.cluster.base import QUORUM_FETCH_TIMEOUT, QuorumSetting
+from kadmin.cluster.connect import open_backend
+from kadmin.config import ConnectionSettings, Sourced
 from tests.support.kafka import KAFKA_3_9, KAFKA_4, kafka_home, tool, wait_for
 from tests.support.sandbox import Sandbox, sandbox
 
@@ -28,6 +32,10 @@ pytestmark = [pytest.mark.kafka, pytest.mark.integration, pytest.mark.slow]
 QUORUM_TOOL = "org.apache.kafka.tools.MetadataQuorumCommand"
 KAFKA_4_0 = "4.0.0"  # its MetadataQuorumCommand only (scripts/fetch-kafka.sh 4.0.0), run against the 4.3.1 quorum
 CONTROLLERS = [3001, 3002, 3003]
+# controller.quorum.fetch.timeout.ms in each role's server.properties (Kafka's default: 2000)
+CONTROLLERS_FETCH_TIMEOUT, BROKERS_FETCH_TIMEOUT = 3000, 2500
+FETCH_TIMEOUTS = {"controller": {QUORUM_FETCH_TIMEOUT: str(CONTROLLERS_FETCH_TIMEOUT)},
+                  "broker": {QUORUM_FETCH_TIMEOUT: str(BROKERS_FETCH_TIMEOUT)}}
 
 
 @dataclass
@@ -55,7 +63,7 @@ def kraft(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     version = request.param
     home = kafka_home(version)
     with sandbox(tmp_path_factory.mktemp(f"kraft-{version}") / "sb", "--kafka-home", str(home), "--mode", "kraft",
-                 "--brokers", "2") as sb:
+                 "--brokers", "2", properties=FETCH_TIMEOUTS) as sb:
         st = sb.status()
         assert st["kafka_version"] == version
         yield Kraft(version, sb, st["bootstrap_servers"], st["bootstrap_controllers"], st["cluster_id"],
@@ -186,6 +194,37 @@ def test_cluster_id_equals_cluster_tool_and_check_id_reads_storage_tools_files(
     assert r.returncode == 1, r.stderr
     assert [line.split()[4] for line in r.stdout.splitlines()[1:]] == ["yes", "no"]
     assert f"{stray} has cluster.id {other}" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("via", ["server", "controller"])
+def test_the_fetch_timeout_is_the_quorum_leaders_own(kraft: Kraft, via: str) -> None:
+    """controller.quorum.fetch.timeout.ms (what a roll judges a controller stopped by) is the controllers' value, not
+    the brokers' nor Kafka's default: through --bootstrap-server kadmin finds the controllers at the endpoints
+    DescribeQuorum v2 lists (3.9+) and asks them with the brokers' client configuration; through
+    --bootstrap-controller it asks those given. The quorum leader's answer is taken."""
+    flag = "bootstrap-controller" if via == "controller" else "bootstrap-server"
+    settings = ConnectionSettings({flag: Sourced(kraft.controllers if via == "controller" else kraft.servers,
+                                                 "flag")})
+
+    def read() -> tuple[QuorumSetting, int] | None:
+        backend = open_backend(settings, "roll")
+        try:
+            before = backend.quorum.describe_quorum()[0].leader_id
+            got = backend.quorum.quorum_fetch_timeout()
+            after = backend.quorum.describe_quorum()[0].leader_id
+        finally:
+            backend.close()
+        return (got, after) if before == after else None  # asked again across a re-election
+
+    got, leader = wait_for(read, 120, "a read of the fetch timeout within one quorum leadership", interval=0.5)
+    assert got == QuorumSetting(QUORUM_FETCH_TIMEOUT, CONTROLLERS_FETCH_TIMEOUT,
+                                f"controller {leader} (DescribeConfigs)")
+    assert leader in CONTROLLERS
+    # what the nodes were started with (the sandbox's server.properties): the two values kadmin must tell apart
+    for role, value in (("controller", CONTROLLERS_FETCH_TIMEOUT), ("broker", BROKERS_FETCH_TIMEOUT)):
+        files = sorted(kraft.sb.dir.glob(f"{role}-*/server.properties"))
+        assert len(files) == (3 if role == "controller" else 2), files
+        assert all(f"\n{QUORUM_FETCH_TIMEOUT}={value}\n" in f.read_text() for f in files)
 
 
 def brokers(kraft: Kraft) -> dict[int, str]:

@@ -1,8 +1,11 @@
 """Kadmin's own sandbox driven as a user drives it (the CLI in a subprocess), for the real-Kafka tests.
 
 `sandbox(DIR, *up_args)` starts one (`kadmin sandbox up`), yields a `Sandbox` to run kadmin against it, and
-stops it at the end (`sandbox down`, then SIGKILL for anything left). `KraftBrokers` is a KRaft sandbox's
-brokers with the ones a test stopped left out of the bootstrap list.
+stops it at the end (`sandbox down`, then SIGKILL for anything left). With `properties` ({role: {key: value}},
+role "controller" or "broker") each real Kafka node of that role has them in its server.properties too: `up` is
+then run as `python -m tests.support.sandbox PROPERTIES sandbox up ...`, kadmin's own CLI with the sandbox's
+server.properties writers wrapped (the sandbox writes the configs once, at `up`: `sandbox kill/start` keep them).
+`KraftBrokers` is a KRaft sandbox's brokers with the ones a test stopped left out of the bootstrap list.
 """
 
 from __future__ import annotations
@@ -13,11 +16,13 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from kadmin.sandbox.manager import process_identity
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 class Sandbox:
@@ -59,9 +64,16 @@ def alive(pid: int) -> bool:
 
 
 @contextlib.contextmanager
-def sandbox(directory: Path, *up_args: str) -> Iterator[Sandbox]:
+def sandbox(directory: Path, *up_args: str,
+            properties: Mapping[str, Mapping[str, str]] | None = None) -> Iterator[Sandbox]:
     sb = Sandbox(directory)
-    up = sb.run("sandbox", "up", *up_args, "-o", "plain")
+    if properties:
+        env = {**sb.env, "PYTHONPATH": os.pathsep.join([str(REPO), *filter(None, [sb.env.get("PYTHONPATH")])])}
+        up = subprocess.run([sys.executable, "-m", "tests.support.sandbox", json.dumps(properties), "sandbox", "up",
+                             *up_args, "-o", "plain"], capture_output=True, text=True, env=env, timeout=600,
+                            stdin=subprocess.DEVNULL)
+    else:
+        up = sb.run("sandbox", "up", *up_args, "-o", "plain")
     started: list[int] = []
     try:
         assert up.returncode == 0, up.stderr
@@ -88,3 +100,23 @@ class KraftBrokers:
     def live_bootstrap(self) -> str:
         return ",".join(f"127.0.0.1:{port}" for bid, port in sorted(self.ports.items()) if bid not in self.down)
 
+
+def with_properties(extra: Mapping[str, Mapping[str, str]]) -> None:
+    """Wrap the sandbox's server.properties writers: each node of a role in `extra` gets those properties too."""
+    from kadmin.sandbox import realkafka
+
+    for name in ("kraft_properties", "zk_broker_properties"):
+        plain = getattr(realkafka, name)
+
+        def wrapped(node: dict[str, Any], *args: Any, _plain: Any = plain) -> dict[str, str]:
+            return {**_plain(node, *args), **extra.get(str(node.get("role", "broker")), {})}
+
+        setattr(realkafka, name, wrapped)
+
+
+if __name__ == "__main__":  # PROPERTIES kadmin-args...: kadmin's CLI with the writers wrapped (see the module's text)
+    with_properties(json.loads(sys.argv[1]))
+    sys.argv = ["kadmin", *sys.argv[2:]]
+    from kadmin.cli.main import main
+
+    main()

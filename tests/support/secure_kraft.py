@@ -9,6 +9,10 @@ One controller (node 3001) and brokers 1..N on loopback, each broker with three 
   listens on (held bound, never listening): through FAR, their advertised address cannot be reached, as when
   kadmin runs where one broker's advertised listener does not resolve.
 
+The controller has two listeners: CONTROLLER (PLAINTEXT: the quorum's, the one DescribeQuorum lists and the brokers
+use) and CSASL (SASL_PLAINTEXT, PLAIN, the principals' users: `bootstrap_controller()`, for --bootstrap-controller).
+`extra` ({role: {key: value}}, role "controller" or "broker") adds properties to the nodes of a role.
+
 `min.insync.replicas` is set in every node's server.properties: the brokers' static level, and the controller's,
 which Kafka 4.x with ELR on writes as the cluster-wide dynamic default (KIP-966). Users and passwords are
 `USERS`; `User:admin` is the super user. `client_config(user)` writes a --command-config file for kadmin and
@@ -22,14 +26,15 @@ import os
 import signal
 import socket
 import subprocess
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kadmin.sandbox import realkafka
 from tests.support.kafka import tool, wait_for
 
-USERS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret", "carol": "carol-secret"}
+USERS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret", "carol": "carol-secret",
+         "dave": "dave-secret"}
 CONTROLLER = 3001
 ACL_COMMAND = "org.apache.kafka.tools.AclCommand"
 AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
@@ -73,6 +78,11 @@ class SecureKraft:
     def bootstrap(self, listener: str = "CLIENT", skip: Iterable[int] = ()) -> str:
         return ",".join(f"127.0.0.1:{n.ports[listener]}" for bid, n in sorted(self.brokers.items()) if bid not in skip)
 
+    def bootstrap_controller(self) -> str:
+        """The controller's SASL listener (CSASL), for --bootstrap-controller with a principal's --command-config."""
+        assert self.controller is not None
+        return f"127.0.0.1:{self.controller.ports['CSASL']}"
+
     def client_config(self, user: str) -> Path:
         f = self.base / f"{user}.properties"
         if not f.exists():
@@ -99,8 +109,12 @@ class SecureKraft:
         if n.role == "controller":
             # Kafka 4.x with ELR on writes the controller's min.insync.replicas as the cluster-wide dynamic default
             # (KIP-966's safety record), which then overrides the brokers' static value: the same value here
-            return {**common, "listeners": f"CONTROLLER://127.0.0.1:{n.ports['CONTROLLER']}",
-                    "listener.security.protocol.map": "CONTROLLER:PLAINTEXT", "min.insync.replicas": str(min_isr)}
+            return {**common, "listeners": f"CONTROLLER://127.0.0.1:{n.ports['CONTROLLER']},"
+                                           f"CSASL://127.0.0.1:{n.ports['CSASL']}",
+                    "controller.listener.names": "CONTROLLER,CSASL",
+                    "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,CSASL:SASL_PLAINTEXT",
+                    "sasl.enabled.mechanisms": "PLAIN", "listener.name.csasl.sasl.enabled.mechanisms": "PLAIN",
+                    "listener.name.csasl.plain.sasl.jaas.config": _jaas(), "min.insync.replicas": str(min_isr)}
         far = self.dead.getsockname()[1] if far_dead and self.dead else n.ports["FAR"]
         listeners = ",".join(f"{name}://127.0.0.1:{n.ports[name]}" for name in ("INTERNAL", "CLIENT", "FAR"))
         return {
@@ -180,21 +194,24 @@ class SecureKraft:
 
 @contextlib.contextmanager
 def secure_kraft(home: Path, version: str, base: Path, brokers: int = 3, min_isr: int = 2,
-                 far_dead: Iterable[int] = ()) -> Iterator[SecureKraft]:
+                 far_dead: Iterable[int] = (), extra: Mapping[str, Mapping[str, str]] | None = None,
+                 ) -> Iterator[SecureKraft]:
     """Format, start and wait for a SASL + StandardAuthorizer KRaft cluster; killed on exit."""
     base.mkdir(parents=True, exist_ok=True)
     k = SecureKraft(home, version, base)
     k.dead = socket.socket()
     k.dead.bind(("127.0.0.1", 0))  # bound, never listening: a connection to it is refused
     realkafka.write_logging(base)
-    k.controller = Node(CONTROLLER, "controller", base / "controller", {"CONTROLLER": free_port()})
+    k.controller = Node(CONTROLLER, "controller", base / "controller",
+                        {"CONTROLLER": free_port(), "CSASL": free_port()})
     for b in range(1, brokers + 1):
         k.brokers[b] = Node(b, "broker", base / f"broker-{b}",
                             {name: free_port() for name in ("INTERNAL", "CLIENT", "FAR")})
     dead = set(far_dead)
     try:
         for n in [k.controller, *k.brokers.values()]:
-            realkafka.write_config(n.as_dict, k._props(n, n.node_id in dead, min_isr, brokers))
+            realkafka.write_config(n.as_dict, {**k._props(n, n.node_id in dead, min_isr, brokers),
+                                               **(extra or {}).get(n.role, {})})
         realkafka.format_storage(str(home), version, base, [n.as_dict for n in [k.controller, *k.brokers.values()]],
                                  realkafka.new_cluster_id())
         k.start(None)
