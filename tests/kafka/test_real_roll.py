@@ -52,9 +52,10 @@ from typing import Any
 import pytest
 
 from kadmin.domain import roll as dom
+from kadmin.domain import roll_events
 from kadmin.sandbox.manager import still_ours
 from tests.support import roll_clusters
-from tests.support.kafka import KAFKA_3_9, KAFKA_4, TOPIC_COMMAND, kafka_home, tool, wait_for
+from tests.support.kafka import KAFKA_3_9, KAFKA_4, TOPIC_COMMAND, kafka_home, parse_partition_lines, tool, wait_for
 from tests.support.producer import Poller, Producer, assert_no_write_lost, read_back
 from tests.support.roll import (
     Counter,
@@ -81,10 +82,10 @@ ROLL_WAIT = 900.0  # a whole roll, on such a machine
 PARTITIONS = 6
 OK, WARNING, CRITICAL, UNKNOWN = 0, 1, 2, 3  # `kadmin partitions check`
 RACK_BROKERS, RACKS = 6, 3
-EVENTS = {"roll_started", "roll_resumed", "step", "node_done", "roll_done", "roll_failed"}
+EVENTS = {"roll_started", "roll_resumed", "step", "seen_stopped", "node_done", "roll_done", "roll_failed"}
 STEP_KEYS = {"event", "at", "node", "role", "step", "status", "elapsed_s", "detail", "message"}
 STATUSES = {"started", "done", "failed", "skipped"}
-REASONS = {"gate_not_met", "hook_failed", "refused", "interrupted", "error"}
+REASONS = {"gate_not_met", "cannot_tell", "hook_failed", "refused", "interrupted", "unreachable", "error"}
 
 
 # ------------------------------------------------------------------------------------------------ a cluster
@@ -114,10 +115,19 @@ class Cluster:
         return r.returncode, json.loads(r.stdout)["data"] if r.stdout.strip() else None, r.stderr
 
     def roll(self, state: Path, counter: Path, *extra: str, skip_start: int | None = None, fail_stop: bool = False,
-             freeze: Mapping[str, Any] | None = None) -> RollRun:
+             freeze: Mapping[str, Any] | None = None, stop_op: str = "stop", start_op: str = "start",
+             record: Path | None = None) -> RollRun:
+        """`roll run` with the test's hooks, in the cluster's work directory (where a hook's stray file would land)."""
         self.runs += 1
-        args = ["--state", str(state), *hook_args(self.hook, counter, skip_start, fail_stop), *extra]
-        return RollRun(args, self.env, self.work / f"run-{self.runs}.stderr", freeze=freeze)
+        args = ["--state", str(state), *hook_args(self.hook, counter, skip_start, fail_stop, stop_op, start_op,
+                                                  record), *extra]
+        return RollRun(args, self.env, self.work / f"run-{self.runs}.stderr", freeze=freeze, cwd=self.work)
+
+    def assignments(self) -> dict[tuple[str, int], tuple[int, list[int], set[int]]]:
+        """Kafka's own TopicCommand --describe, every topic: (leader, replicas in order, ISR) per partition."""
+        out = tool(self.home, TOPIC_COMMAND, "--bootstrap-server", self.bootstrap, "--describe").stdout
+        return {k: (int(f["Leader"]), [int(x) for x in f["Replicas"].split(",")],
+                    {int(x) for x in f["Isr"].split(",") if x}) for k, f in parse_partition_lines(out).items()}
 
     def plan(self, *extra: str) -> dict[str, Any]:
         code, data, err = self.json("roll", "plan", *extra)
@@ -225,7 +235,7 @@ def assert_documented(events: Sequence[Event], plan: Mapping[str, Any], kind: st
     assert kinds[0] == "roll_started" and kinds[-1] == "roll_done" and kinds.count("roll_done") == 1, kinds
     assert set(kinds) <= EVENTS - {"roll_failed", "roll_resumed"}, kinds
     head = events[0]
-    assert head["journal_version"] == dom.JOURNAL_VERSION and head["cluster_id"] == plan["cluster_id"]
+    assert head["journal_version"] == roll_events.JOURNAL_VERSION and head["cluster_id"] == plan["cluster_id"]
     assert head["mode"] == plan["mode"] == ("zookeeper" if kind == "zk" else "kraft")
     planned = {int(n["node"]): n for n in plan["nodes"]}
     assert sorted(head["order"]) == sorted(planned) and [n["id"] for n in head["nodes"]] == head["order"]
@@ -237,6 +247,8 @@ def assert_documented(events: Sequence[Event], plan: Mapping[str, Any], kind: st
             assert isinstance(ev["node"], int) and isinstance(ev["elapsed_s"], int | float) and ev["elapsed_s"] >= 0
             assert isinstance(ev.get("detail", {}), dict), ev
     for n, row in planned.items():
+        seen = [e for e in events if e["event"] == "seen_stopped" and e["node"] == n]
+        assert len(seen) == 1 and seen[0]["how"] in ("unregistered", "fenced", "new_epoch", "not_fetching"), seen
         assert steps_of(events, n, "started") == list(row["steps"]), (n, steps_of(events, n))
         assert steps_of(events, n, "done") == list(row["steps"]), (n, steps_of(events, n))
         done = [i for i, e in enumerate(events) if e["event"] == "node_done" and e["node"] == n]
@@ -333,11 +345,14 @@ class Rolled:
     checks: list[int]
     acked: int
     seconds: float
+    watched: list[Any]
 
 
-def whole_roll(c: Cluster, name: str, *extra: str, topic: str | None = None, quorum: bool = False) -> Rolled:
+def whole_roll(c: Cluster, name: str, *extra: str, topic: str | None = None, quorum: bool = False,
+               record: Path | None = None, watch: Callable[[], Any] | None = None) -> Rolled:
     """A whole `roll run EXTRA` (every node) under a VerifiableProducer writing `topic` (a new RF-3 min-ISR-2
-    topic by default) and a `partitions check` poller, with the guarantees every whole roll must give."""
+    topic by default) and a `partitions check` poller, with the guarantees every whole roll must give. `watch`:
+    polled every 0.5 s during the roll too (its readings in Rolled.watched)."""
     topic = topic or c.create_topic(f"roll-{name}")
     c.healthy()
     state, counter = c.work / f"{name}.state", c.work / f"{name}.counter"
@@ -346,10 +361,11 @@ def whole_roll(c: Cluster, name: str, *extra: str, topic: str | None = None, quo
     before = c.partitions()
     leader_before = c.quorum_leader() if quorum else None
     leaders: Any = Poller(c.leader_now, interval=0.25) if quorum else contextlib.nullcontext()
-    with Poller(c.check, interval=2.0) as checks, leaders, Producer(c.home, c.bootstrap, topic) as producer:
+    watched: Any = Poller(watch, interval=0.5) if watch is not None else contextlib.nullcontext()
+    with Poller(c.check, interval=2.0) as checks, leaders, watched, Producer(c.home, c.bootstrap, topic) as producer:
         producer.wait_acked_more_than(100, WAIT)  # writes flowing before the roll
         began = time.monotonic()
-        run = c.roll(state, counter, *extra)
+        run = c.roll(state, counter, *extra, record=record)
         code = run.wait(ROLL_WAIT)
         seconds = time.monotonic() - began
         back = producer.acked_count()
@@ -369,7 +385,8 @@ def whole_roll(c: Cluster, name: str, *extra: str, topic: str | None = None, quo
     readings = [r for _, r in leaders.results() if isinstance(r, tuple)] if quorum else []
     print(f"{name}: rolled {len(plan['nodes'])} nodes in {seconds:.1f} s (journal {events[-1]['elapsed_s']} s), "
           f"batches {plan['batches']}, {producer.acked_count()} writes acked, checks {sorted(set(codes))}")
-    return Rolled(plan, events, before, leader_before, readings, codes, producer.acked_count(), seconds)
+    seen = [r for t, r in watched.results() if t >= began] if watch is not None else []
+    return Rolled(plan, events, before, leader_before, readings, codes, producer.acked_count(), seconds, seen)
 
 
 def order_of(plan: Mapping[str, Any]) -> list[int]:
@@ -441,9 +458,10 @@ class TestZooKeeperMode:
         def point(node: int, step: str, status: str) -> dict[str, Any]:
             return {"event": "step", "node": node, "step": step, "status": status}
 
+        before = zk.assignments()
         # (what, node, freeze after this journal line (None: kill while its start hook runs), the phase it leaves)
         kills: list[tuple[str, int, dict[str, Any] | None, str]] = [
-            ("before its stop (drain done)", a, point(a, "drain", "done"), "before_stop"),
+            ("mid-drain: the reordering sent, not yet elected", a, {"call": "reassign"}, "before_stop"),
             ("during its in-sync wait", a, point(a, "wait_in_sync", "started"), "restarted"),
             ("between its stop and its start (wait_stopped done)", b, point(b, "wait_stopped", "done"), "stopped"),
             ("while its start hook runs", b, None, "starting"),
@@ -456,7 +474,8 @@ class TestZooKeeperMode:
             for what, node, freeze, phase in kills:
                 if freeze is not None:
                     run = zk.roll(state, counter, freeze=freeze)
-                    assert run.wait_frozen(WAIT) == journal(state)[-1]  # frozen right after that line
+                    frozen = run.wait_frozen(WAIT)
+                    assert frozen == (freeze if "call" in freeze else journal(state)[-1])  # right after that line
                 else:
                     run = zk.roll(state, counter)
                     run.wait_event(on(node, "start", "started"), WAIT, f"node {node}'s start")
@@ -464,16 +483,18 @@ class TestZooKeeperMode:
                              f"node {node}'s start hook running")
                 assert run.kill() == -9
                 events = journal(state)
-                progress = dom.replay(events).progress(node)
+                progress = roll_events.replay(roll_events.parse(e) for e in events).progress(node)
                 hit.append((what, node, progress.phase, steps_of(events, node)[-2:]))
                 assert progress.phase == phase, hit[-1]
                 assert events[-1]["event"] == "step" and events[-1]["node"] == node, events[-1]
-                if freeze is not None:
+                if freeze is not None and "call" in freeze:  # frozen inside the drain: its file's path journaled
+                    assert on(node, "drain", "started")(events[-1]) and events[-1]["detail"]["drain_file"], events[-1]
+                elif freeze is not None:
                     assert on(node, freeze["step"], freeze["status"])(events[-1]), events[-1]
             # the start hook kadmin left running for b: it ends (its node started) with nobody to journal it
             wait_for(lambda: ("start", b) in Counter(counter).lines(), WAIT, f"node {b}'s orphaned start hook done")
-            # c's start hook never ran: this run waits --step-timeout for its receipt before starting it
-            final = zk.roll(state, counter, "--step-timeout", "30")
+            # c's start hook never began (its status file says so): this run starts it at once
+            final = zk.roll(state, counter)
             code = final.wait(ROLL_WAIT)
             seconds = time.monotonic() - began
             back = producer.acked_count()
@@ -490,13 +511,21 @@ class TestZooKeeperMode:
         for n in (a, b, c):
             assert steps_of(events, n, "started").count("stop") == 1, (n, steps_of(events, n))
             assert [e for e in events if e["event"] == "node_done" and e["node"] == n][0]["status"] == "done"
-        # a: drained again after the first kill (its first drain's file is what undrain restored), in sync once
-        assert steps_of(events, a, "done").count("drain") == 2 and steps_of(events, a, "done").count("undrain") == 1
-        # b: the start hook the kill left running did the start; the resumed run waited for its receipt
-        assert steps_of(events, b, "started").count("start") == 1 and "start" not in steps_of(events, b, "done")
-        # c: its start hook never ran: the resumed run waited --step-timeout for the receipt, then ran it once
+        # a: killed mid-drain, drained again by the next run (saving the reordered assignment as drain-A-2.json);
+        # undrain restored the FIRST file, the original order: Kafka's TopicCommand shows every partition's
+        # replicas in the order of before the roll, each led by its first replica
+        assert steps_of(events, a, "started").count("drain") == 2 and steps_of(events, a, "done").count("drain") == 1
+        undrained = [e for e in events if on(a, "undrain", "done")(e)]
+        assert undrained[0]["detail"]["drain_file"] == str(state / f"drain-{a}.json"), undrained
+        assert (state / f"drain-{a}-2.json").exists()
+        after = zk.assignments()
+        assert {k: v[1] for k, v in after.items() if k in before} == {k: v[1] for k, v in before.items()}
+        assert all(leader == replicas[0] for leader, replicas, _ in after.values()), after
+        # b: the start hook the kill left running did the start; its status file told the next run so
+        assert steps_of(events, b, "started").count("start") == 1 and steps_of(events, b, "done").count("start") == 1
+        assert [e for e in events if on(b, "start", "done")(e)][0]["detail"]["recovered"] is True
+        # c: its start hook never began: the next run ran it at once (no wait for a receipt first)
         assert steps_of(events, c, "started").count("start") == 2 and steps_of(events, c, "done").count("start") == 1
-        assert "cut short by the interruption and it is not back: starting it again" in final.stderr()
         assert_checks(checks, began, zk.kind)
         assert_status_done(zk, state, [a, b, c])
         assert_preferred_leaders(zk)
@@ -520,7 +549,9 @@ class TestZooKeeperMode:
             events = journal(state)
             assert got == code, f"exit {got}\n{run.stderr()}"
             fail = events[-1]
-            assert set(fail) == {"event", "at", "node", "step", "reason", "message", "exit_code"}, fail
+            assert set(fail) - {"down", "drained"} == {"event", "at", "node", "step", "reason", "message",
+                                                        "exit_code"}, fail
+            assert fail["drained"] == [victim], fail  # said: left drained
             assert fail["event"] == "roll_failed" and fail["node"] == victim and fail["step"] == step, fail
             assert fail["reason"] == reason in REASONS and fail["exit_code"] == code, fail
             assert run.events == events[-len(run.events):]  # this run's stream: its part of the journal
@@ -534,12 +565,14 @@ class TestZooKeeperMode:
         # 1. the stop hook exits 3: exit 9 naming the node and `stop`; no process touched
         fail = failed(zk.roll(state, counter, fail_stop=True), 9, "stop", "hook_failed")
         assert "exited 3" in fail["message"] and f"refusing to stop node {victim}" in fail["message"]  # its last line
+        assert "down" not in fail  # kadmin watched the whole hook and never saw the node go: it is up
         assert Counter(counter).lines() == [("stop-refused", victim)]
         assert zk.node_pids() == pids
         # 2. the same command with a working stop and a start that starts nothing: exit 1 at wait_restarted
-        fail = failed(zk.roll(state, counter, "--step-timeout", "20", skip_start=victim), 1, "wait_restarted",
+        fail = failed(zk.roll(state, counter, "--step-timeout", "10", skip_start=victim), 1, "wait_restarted",
                       "gate_not_met")
-        assert f"node {victim}" in fail["message"] and "not met within 20 s" in fail["message"], fail
+        assert f"node {victim}" in fail["message"] and "not met within 10 s" in fail["message"], fail
+        assert fail["down"] == [victim], fail  # said: left stopped
         touched = [("stop-refused", victim), ("stop-begin", victim), ("stop", victim), ("start-skipped", victim)]
         assert Counter(counter).lines() == touched
         now = zk.node_pids()
@@ -578,7 +611,8 @@ class TestZooKeeperMode:
             assert code == 1, f"exit {code}\n{run.stderr()}"
             fail = events[-1]
             assert fail["event"] == "roll_failed" and fail["node"] == second, fail
-            assert fail["step"] in ("can_stop", "wait_healthy") and fail["reason"] == "gate_not_met", fail
+            assert fail["step"] in ("can_stop", "others_healthy", "wait_healthy"), fail
+            assert fail["reason"] == "gate_not_met", fail
             assert fail["exit_code"] == 1
             # the second node: its gate only, never drained, stopped or started
             assert steps_of(events, second) == [f"{fail['step']}:started", f"{fail['step']}:failed"], events[-4:]
@@ -607,15 +641,83 @@ class TestKraft:
         assert facts["order"][3:] == [1, 2, 3]  # then the brokers, by id
         print(f"kraft: {facts}")
 
+    @pytest.mark.timeout(900)
+    def test_a_controller_killed_after_start_started_is_started_again_at_once(self, kraft: Cluster) -> None:
+        """kadmin SIGKILLed right after journaling a controller's `start started`, before its hook began: the
+        controller is down, the quorum at N-1. The same command finds the hook's status file without `began`,
+        and starts it at once (before: it waited --step-timeout for the controller to catch up, every rerun)."""
+        kraft.healthy()
+        leader = kraft.quorum_leader()
+        victim = next(n for n in (3001, 3002, 3003) if n != leader)
+        state, counter = kraft.work / "ctl-start.state", kraft.work / "ctl-start.counter"
+        run = kraft.roll(state, counter, "--nodes", str(victim),
+                         freeze={"event": "step", "node": victim, "step": "start", "status": "started"})
+        run.wait_frozen(WAIT)
+        assert run.kill() == -9
+        assert Counter(counter).lines() == [("stop-begin", victim), ("stop", victim)]  # down, its start not run
+        began = time.monotonic()
+        resumed = kraft.roll(state, counter, "--nodes", str(victim), "--step-timeout", "120")
+        assert resumed.wait(ROLL_WAIT) == 0, resumed.stderr()
+        took = time.monotonic() - began
+        Counter(counter).assert_each_restarted_once([victim])
+        events = journal(state)
+        assert steps_of(events, victim, "started").count("start") == 2
+        assert steps_of(events, victim, "done").count("wait_caught_up") == 1
+        code, _, err = kraft.json("quorum", "check")
+        assert code == 0, err
+        print(f"controller {victim} killed after start started, started at once: {took:.1f} s")
+
+    @pytest.mark.timeout(900)
+    def test_a_self_restarting_stop_hook_is_never_run_again(self, kraft: Cluster) -> None:
+        """A stop hook that brings the broker back by itself (as `kubectl delete pod`), kadmin SIGKILLed right after
+        `stop done`: the same command never runs the stop again (a second restart, with no gate); kadmin saw the
+        broker fenced while the hook ran (`seen_stopped`, journaled), so its receipt completes the roll."""
+        kraft.healthy()
+        state, counter = kraft.work / "selfrestart.state", kraft.work / "selfrestart.counter"
+        ops = {"stop_op": "selfrestart", "start_op": "startnoop"}
+        run = kraft.roll(state, counter, "--nodes", "2", **ops,  # type: ignore[arg-type]
+                         freeze={"event": "step", "node": 2, "step": "stop", "status": "done"})
+        run.wait_frozen(WAIT)
+        assert run.kill() == -9
+        assert [e["event"] for e in journal(state)].count("seen_stopped") == 1
+        resumed = kraft.roll(state, counter, "--nodes", "2", **ops)  # type: ignore[arg-type]
+        assert resumed.wait(ROLL_WAIT) == 0, resumed.stderr()
+        lines = Counter(counter).lines()
+        assert [x for x in lines if x[0] != "start-noop"] == \
+            [("stop-begin", 2), ("stop", 2), ("start-begin", 2), ("start", 2)], lines  # one restart, its own
+        events = journal(state)
+        assert steps_of(events, 2, "started").count("stop") == 1
+        assert [e for e in events if e["event"] == "node_done"][0]["status"] == "done"
+
 
 # ------------------------------------------------------------------------------------------------ racks, --parallel
 class TestRacks:
     @pytest.mark.timeout(1200)
     def test_parallel_batches_never_stop_two_replicas_of_a_partition(self, racks: Cluster) -> None:
+        """6 brokers in 3 racks whose names are shell code (`r0;touch PWNED0;#`, `r1$(touch PWNED1)|x`, ...), two
+        rack-aware RF-3 min-ISR-2 topics, and `shared`, RF 3 with Kafka's default min ISR 1, assigned to brokers
+        1 and 4 (one rack) and 2: `--parallel 2` batches rack-mates first, and min ISR 1 alone would let 1 and
+        4 stop together. The default batch rule never stops two replicas of one partition: from the journal
+        (no batch holds two), and from the brokers' own ISRs (TopicCommand, polled all along: `shared`'s ISR never
+        lost two replicas at once). Each stop hook received its node's rack as one argument, untouched."""
         topics = [racks.create_topic("roll-racks-a"), racks.create_topic("roll-racks-b", 12)]
-        r = whole_roll(racks, "racks", "--parallel", "2", topic=topics[0])
+        tool(racks.home, TOPIC_COMMAND, "--bootstrap-server", racks.bootstrap, "--create", "--topic", "shared",
+             "--replica-assignment", "1:4:2")
+        wait_for(lambda: ("shared", 0) in racks.assignments(), WAIT, "topic shared created")
+        record = racks.work / "rack"
+
+        def shared_isr() -> set[int]:
+            return racks.assignments()[("shared", 0)][2]
+
+        r = whole_roll(racks, "racks", "--parallel", "2", topic=topics[0], record=record, watch=shared_isr)
         rack = {int(n["node"]): n["rack"] for n in r.plan["nodes"]}
         assert rack == {i: roll_clusters.rack_of(i, RACKS) for i in range(1, RACK_BROKERS + 1)}
+        for i in range(1, RACK_BROKERS + 1):  # {rack}, {host} and $KADMIN_ROLL_RACK, each one line, as they are
+            got = Path(f"{record}-{i}").read_text().split("\n")
+            assert got[0] == rack[i] == got[2] and got[1] == "127.0.0.1", (i, got)
+        assert not list(racks.work.rglob("PWNED*")), "a rack's name ran as shell code"
+        isrs = [x for x in r.watched if isinstance(x, set)]
+        assert isrs and all(len(isr) >= 2 for isr in isrs), f"shared-0 lost two replicas at once: {isrs}"
         ours = [p for p in r.partitions_before if p["topic"] in topics]
         assert len(ours) == 18 and all(len({rack[i] for i in p["replicas"]}) == 3 for p in ours), ours
         ran = batches_run(r.events)
@@ -629,8 +731,8 @@ class TestRacks:
             for p in r.partitions_before:
                 left = set(p["replicas"]) - g
                 assert len(left) >= p["effective_min_isr"], (sorted(g), p["topic"], p["partition"], p["replicas"])
-                if p["topic"] in topics:
-                    assert len(set(p["replicas"]) & g) <= 1, (sorted(g), p["topic"], p["partition"], p["replicas"])
+                assert len(set(p["replicas"]) & g) <= 1, (sorted(g), p["topic"], p["partition"], p["replicas"])
+        assert not any({1, 4} <= set(b) for b in ran), ran
         print(f"racks: batches {ran}, racks {rack}")
 
 

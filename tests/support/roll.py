@@ -5,9 +5,11 @@
   pipe: a hook a SIGKILLed kadmin leaves running must not die writing to a closed pipe), then, once that
   returned 0, `stop ID`; `start` the same with `start-begin ID` / `start ID`, except for node NODE, where it
   appends `start-skipped ID` and exits 0 without starting anything (a start command that starts nothing);
-  `failstop` appends `stop-refused ID` and exits 3. A `stop ID` / `start ID` line is written only after the
-  work was done: those lines count effective stops and starts; a `-begin` line without its end is an attempt
-  that did not finish (or was cut short).
+  `failstop` appends `stop-refused ID` and exits 3; `selfrestart` stops the node and starts it again (a stop that
+  brings the node back by itself, as `kubectl delete pod` or systemd's Restart=always), with both pairs of lines;
+  `startnoop` appends `start-noop ID` and starts nothing (the start of a node that came back by itself). A
+  `stop ID` / `start ID` line is written only after the work was done: those lines count effective stops and
+  starts; a `-begin` line without its end is an attempt that did not finish (or was cut short).
 - `Counter(path)`: those lines, read back.
 - `RollRun(args, env, ...)`: `kadmin roll run ARGS -o ndjson` in a subprocess; a thread reads its NDJSON
   events as they come. `kill_when(event)` (checked in that thread) SIGKILLs kadmin itself (never its hooks:
@@ -55,6 +57,15 @@ case "$op" in
     echo "stop-refused $id" >> "$counter"
     echo "refusing to stop node $id"
     exit 3 ;;
+  selfrestart)
+    echo "stop-begin $id" >> "$counter"
+    {stop} "$id" >> "$counter.log" 2>&1 || exit $?
+    echo "stop $id" >> "$counter"
+    echo "start-begin $id" >> "$counter"
+    {start} "$id" >> "$counter.log" 2>&1 || exit $?
+    echo "start $id" >> "$counter" ;;
+  startnoop)
+    echo "start-noop $id" >> "$counter" ;;
   *) echo "unknown hook operation $op" >&2; exit 64 ;;
 esac
 """
@@ -67,11 +78,17 @@ def write_hook(path: Path, stop_cmd: Sequence[str], start_cmd: Sequence[str]) ->
     return path
 
 
-def hook_args(hook: Path, counter: Path, skip_start: int | None = None, fail_stop: bool = False) -> list[str]:
-    """`--stop CMD --start CMD` for `kadmin roll run` with the test's hook and this counter file."""
+def hook_args(hook: Path, counter: Path, skip_start: int | None = None, fail_stop: bool = False,
+              stop_op: str = "stop", start_op: str = "start", record: Path | None = None) -> list[str]:
+    """`--stop CMD --start CMD` for `kadmin roll run` with the test's hook and this counter file. `record`: the
+    stop command first writes the node's `{rack}`, `{host}` (each a placeholder kadmin quotes) and
+    $KADMIN_ROLL_RACK to RECORD-ID, one per line, so a test sees what the hook received."""
     h, c = shlex.quote(str(hook)), shlex.quote(str(counter))
-    stop = f"{h} {'failstop' if fail_stop else 'stop'} {{id}} {c}"
-    start = f"{h} start {{id}} {c}" + ("" if skip_start is None else f" {skip_start}")
+    stop = f"{h} {'failstop' if fail_stop else stop_op} {{id}} {c}"
+    if record is not None:
+        stop = (f"printf '%s\\n' {{rack}} {{host}} \"$KADMIN_ROLL_RACK\" > {shlex.quote(str(record))}-{{id}} && "
+                + stop)
+    start = f"{h} {start_op} {{id}} {c}" + ("" if skip_start is None else f" {skip_start}")
     return ["--stop", stop, "--start", start]
 
 
@@ -124,7 +141,8 @@ class RollRun:
     """`kadmin roll run ARGS -o ndjson` running; its events as they come (a reader thread)."""
 
     def __init__(self, args: Sequence[str], env: Mapping[str, str], stderr_file: Path,
-                 kill_when: Callable[[Event], bool] | None = None, freeze: Mapping[str, Any] | None = None) -> None:
+                 kill_when: Callable[[Event], bool] | None = None, freeze: Mapping[str, Any] | None = None,
+                 cwd: Path | None = None) -> None:
         self.args = list(args)
         self.stderr_file = stderr_file
         self.kill_when = kill_when
@@ -143,7 +161,7 @@ class RollRun:
             env["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [env.get("PYTHONPATH")])])
         self.proc = subprocess.Popen([*cmd, "roll", "run", *self.args, "-o", "ndjson"], stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=self._err, text=True, bufsize=1, env=env,
-                                     start_new_session=True)
+                                     start_new_session=True, cwd=cwd)
         _live.add(self.proc)
         self._reader = threading.Thread(target=self._read, daemon=True, name="roll-run-reader")
         self._reader.start()

@@ -3,9 +3,11 @@
 Run as a script (by path: it imports only kadmin, so a hook needs no PYTHONPATH):
 
 - `roll_clusters.py rack-up DIR HOME BROKERS RACKS`: `kadmin sandbox up --kafka-home HOME --brokers BROKERS`
-  (ZooKeeper mode) whose broker N has `broker.rack=rack-<(N-1) % RACKS>` in its server.properties (the sandbox
-  writes the configs once, at `up`: `kadmin sandbox kill/start` keep the rack). The sandbox's own code, with its
-  server.properties writer wrapped; everything after `up` is the ordinary sandbox.
+  (ZooKeeper mode) whose broker N has `broker.rack=RACK_NAMES[(N-1) % RACKS]` in its server.properties (the
+  sandbox writes the configs once, at `up`: `kadmin sandbox kill/start` keep the rack). The rack names are
+  hostile on purpose: shell metacharacters (`;`, `$(...)`, backquotes, quotes, `&`, `#`) and a placeholder's
+  name, which a roll's hooks must receive as data. The sandbox's own code, with its server.properties writer
+  wrapped; everything after `up` is the ordinary sandbox.
 - `roll_clusters.py combined-up DIR HOME [N]`: N (default 3) KRaft nodes of Kafka 4.x with
   process.roles=broker,controller (node ids 1..N, a static quorum of all of them) on loopback, formatted and
   started; returns once every node is a registered, unfenced broker. DIR/state.json names each node's pid and
@@ -57,8 +59,12 @@ def hook_command(op: str, directory: Path) -> list[str]:
 
 
 # ------------------------------------------------------------------------------------------------ racks
+# Kafka takes any string as broker.rack; a java.util.Properties value keeps all of these but a backslash
+RACK_NAMES = ("r0;touch PWNED0;#", "r1$(touch PWNED1)|x", "r2`touch PWNED2`'\"{host} &", "r3 && touch PWNED3")
+
+
 def rack_of(node_id: int, racks: int) -> str:
-    return f"rack-{(node_id - 1) % racks}"
+    return RACK_NAMES[(node_id - 1) % racks]
 
 
 def rack_up(directory: Path, home: Path, brokers: int, racks: int) -> dict[str, Any]:
