@@ -57,6 +57,8 @@ class RollProgress:
                 took = ev.get("elapsed_s")
                 extra = f": {ev['message']}" if ev.get("message") else ""
                 self.say(f"node {node} ({ev.get('role')}): {ev.get('step')} {ev.get('status')} ({took} s){extra}")
+        elif kind == "seen_stopped" and isinstance(node, int) and not self.live_view:
+            self.say(f"node {node} ({ev.get('role')}): seen stopped ({ev.get('how')})")
         elif kind == "node_done" and isinstance(node, int):
             self.rows.setdefault(node, {"role": ev.get("role"), "since": time.monotonic()})
             self.rows[node].update(step="", status=ev.get("status"), done=ev.get("elapsed_s"), message="")

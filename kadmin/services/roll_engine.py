@@ -337,6 +337,7 @@ class Batch:
         self.restart_hook = self.opts.hooks.restart is not None
         self.failures: list[StepFailed] = []
         self.started_here: set[tuple[int, str]] = set()  # (node, hook) whose hook this run ran
+        self.stop_again: set[int] = set()  # nodes whose failed stop (or restart) hook left them untouched
         self.cmds: dict[tuple[int, str], str] = hooks.render_all(self.opts.hooks, self.nodes)  # before any mutation
 
     # ---------------------------------------------------------------- plumbing
@@ -348,11 +349,12 @@ class Batch:
 
     def stage(self, n: RollNode) -> int:
         """The stage `n` resumes at: the journal's (NodeProgress.stage), except that a node whose stop (or restart)
-        hook was journaled started and never began (its status file says so) is untouched: its gates run again."""
+        hook never began (its status file says so), or failed leaving it untouched (`stop_again`), is before its
+        stop: its gates run again, then its hook."""
         np = self.p(n)
         hook = "restart" if self.restart_hook else "stop"
-        if np.stage in (dom.STOPPING, dom.STARTING) and not np.seen_stopped and self.never_begun(n, hook) \
-                and not any(np.last(s) is not None for s in ("start", "wait_stopped") if s != hook):
+        if np.stage in (dom.STOPPING, dom.STARTING) and not np.seen_stopped and np.last("start") is None \
+                and (self.never_begun(n, hook) or n.id in self.stop_again):
             return dom.BEFORE
         return np.stage
 
@@ -416,6 +418,12 @@ class Batch:
         for n in list(self.nodes):
             self.recover(n)
         self.decide_only_if()
+        hook = "restart" if self.restart_hook else "stop"
+        for n in list(self.nodes):  # a stop (or restart) hook that failed: may it run again?
+            np = self.p(n)
+            if np.last(hook) == "failed" and not np.seen_stopped and not np.finished \
+                    and self.after_failure(n, hook) == "run":
+                self.stop_again.add(n.id)
         if not self.nodes:
             return
         if any(self.stage(n) == dom.BEFORE for n in self.nodes):
@@ -604,12 +612,8 @@ class Batch:
             if not self.takes(n, step) or np.stage > STEP[step].stage or np.seen_stopped or np.finished:
                 continue
             last = np.last(step)
-            if last is None or self.never_begun(n, step):
+            if last is None or self.never_begun(n, step) or n.id in self.stop_again:
                 todo.append(n)
-            elif last == "failed":
-                decision = self.after_failure(n, step)
-                if decision == "run":
-                    todo.append(n)
         if todo:
             self.run_stop_hooks(step, todo)
 
@@ -675,6 +679,7 @@ class Batch:
                 self.p(n).old_epoch is not None else None
             self.r.step_event(n, step, "started", detail=started)
             self.started_here.add((n.id, step))
+            self.stop_again.discard(n.id)
         outcomes: dict[int, hooks.HookOutcome] = {}
         attempts = {n.id: self.p(n).attempts(step) for n in todo}
         ended = {n.id: threading.Event() for n in todo}

@@ -593,6 +593,8 @@ def test_a_stop_hook_that_failed_and_a_broker_still_registered_with_its_epoch_ru
     res = r()
     assert int(res.exit_code) == 0, res.message
     each_once(fc, [1])
+    started = [e["step"] for e in r.journal() if e["event"] == "step" and e["status"] == "started"]
+    assert started.count("can_stop") == 2 and started.count("others_healthy") == 2  # its gates again first
 
 
 def test_a_stop_hook_an_earlier_run_left_running_is_waited_for(tmp_path: Path) -> None:
