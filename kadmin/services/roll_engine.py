@@ -426,7 +426,9 @@ class Batch:
                 self.stop_again.add(n.id)
         if not self.nodes:
             return
-        if any(self.stage(n) == dom.BEFORE for n in self.nodes):
+        if self.failures:  # a node of the batch stops the roll: none other is touched now (those down come back)
+            self.nodes = [n for n in self.nodes if self.stage(n) != dom.BEFORE]
+        elif any(self.stage(n) == dom.BEFORE for n in self.nodes):
             self.before_stop()
         if self.restart_hook:
             self.hook_stage("restart")
@@ -664,7 +666,7 @@ class Batch:
         the batch (ZooKeeper mode), which runs once the others' have returned: a broker's own controlled shutdown
         needs a live controller (with the controller going down at the same moment it waits out
         controlled.shutdown.retry.backoff.ms, 5 s, or stops uncontrolled)."""
-        if len(todo) < 2 or self.r.traits.quorum_nodes:
+        if len(todo) < 2:
             return [todo]
         active = self.r.ask(self.r.c.active_controller, self.r.until())
         rest = [n for n in todo if n.id != active]

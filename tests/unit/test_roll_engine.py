@@ -24,6 +24,7 @@ from kadmin import interrupts
 from kadmin.domain.roll import Request
 from kadmin.errors import ConfigError, KadminError, UsageError
 from kadmin.services import roll as svc
+from kadmin.services import roll_hooks as hooks
 from kadmin.services.roll_engine import Options
 from kadmin.services.roll_hooks import Hooks
 from kadmin.services.roll_journal import Journal, JournalUnwritable
@@ -48,8 +49,8 @@ class Roll:
         if restart is not None:
             stop = start = None
         req = Request(o.pop("nodes", None), "first", o.pop("parallel", 1), o.pop("rule", "distinct"))
-        hooks = Hooks(stop, start, restart, o.pop("only_if", None))
-        return Options(req, hooks, o.pop("step_timeout", 5.0), 0.0, tuple(o.pop("allow", ())), None,
+        hookset = Hooks(stop, start, restart, o.pop("only_if", None))
+        return Options(req, hookset, o.pop("step_timeout", 5.0), 0.0, tuple(o.pop("allow", ())), None,
                        patience=o.pop("patience", 0.5), unseen_grace=o.pop("grace", 0.5), **o)
 
     def __call__(self, kill: Callable[[dict[str, Any]], bool] | None = None, **over: Any) -> Any:
@@ -540,8 +541,8 @@ def test_killed_after_any_journal_line_the_same_command_finishes_each_node_resta
     command runs again, and the roll finishes with every node restarted exactly once and the preferred leaders
     of before."""
     fc, nodes, more = sweep_cluster(tmp_path / "base", mode)
-    hooks = {"restart": fc.ops_hook("restart")} if hookset == "restart" else {}
-    base = Roll(fc, tmp_path / "base" / "roll", nodes=nodes, **hooks, **more)
+    restart = {"restart": fc.ops_hook("restart")} if hookset == "restart" else {}
+    base = Roll(fc, tmp_path / "base" / "roll", nodes=nodes, **restart, **more)
     assert int(base().exit_code) == 0
     lines = base.journal()
     hook = "restart" if hookset == "restart" else "stop"
@@ -550,8 +551,8 @@ def test_killed_after_any_journal_line_the_same_command_finishes_each_node_resta
         d = tmp_path / f"k{k}"
         fc, _, _ = sweep_cluster(d, mode)
         before = fc.preferred()
-        hooks = {"restart": fc.ops_hook("restart")} if hookset == "restart" else {}
-        r = Roll(fc, d / "roll", nodes=nodes, **hooks, **more)
+        restart = {"restart": fc.ops_hook("restart")} if hookset == "restart" else {}
+        r = Roll(fc, d / "roll", nodes=nodes, **restart, **more)
         def kth(e: dict[str, Any], k: int = k, count: list[int] = [0]) -> bool:  # noqa: B006 - one per k
             count[0] += 1
             return count[0] == k
@@ -663,3 +664,33 @@ def test_the_engine_returns_only_the_codes_docs_roll_md_lists() -> None:
     listed = set(exit_docs.COMMANDS["roll run"]) | {ExitCode.INTERRUPTED}
     assert set(REASONS.values()) <= listed
     assert ExitCode.UNSAFE in listed and REASONS["refused"] == ExitCode.UNSAFE  # 7: before the first node only
+
+
+def test_a_batch_with_a_node_it_cannot_tell_about_brings_the_others_back_and_stops_no_other(tmp_path: Path) -> None:
+    """kadmin dies while a batch's stop hooks run: node 1's fails, node 2's stops it; no kadmin watched either end.
+    The next run brings node 2 back (its stop's outcome and its node seen down) and stops at node 1, which is up
+    and may or may not have restarted (KRaft): `cannot_tell`, no hook run again, nothing else touched."""
+    fc = FakeCluster.kraft(tmp_path / "ops", brokers=(1, 2, 3, 4), controllers=(3001, 3002, 3003))
+    fc.topic("a", [1, 3], [3, 1]).topic("b", [2, 4], [4, 2])
+    stop = f"sleep 0.3; [ {{id}} = 1 ] && exit 4; {fc.ops_hook('stop')}"
+    r = Roll(fc, tmp_path / "roll", parallel=2, nodes=(1, 2), stop=stop)
+
+    def die_once_both_began() -> None:
+        for i in (1, 2):
+            status = tmp_path / "roll" / "hooks" / f"node-{i}.stop.1.status"
+            deadline = time.monotonic() + 10
+            while not (status.exists() and status.read_text().startswith("began")) and time.monotonic() < deadline:
+                time.sleep(0.01)
+        raise Killed("while the stop hooks run")
+
+    fc.inject["observe"] = [lambda: None, die_once_both_began]
+    assert r() is None
+    for i in (1, 2):  # the orphaned hooks end (node 2 stopped) while no kadmin runs
+        st = hooks.wait_ended(tmp_path / "roll" / "hooks" / f"node-{i}.stop.1.status", 10)
+        assert st.state == "ended", st
+    res = r()
+    assert int(res.exit_code) == 1 and r.last_failure()["reason"] == "cannot_tell", res.message
+    fc.sync()
+    assert fc.nodes[2].up and fc.restarts[2] == 1 and fc.restarts[1] == 0
+    assert [o for o in ops(fc) if o[0] == "stop"] == [("stop", 2)]
+    assert r.last_failure()["drained"] == [1]
