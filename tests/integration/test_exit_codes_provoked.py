@@ -498,19 +498,32 @@ def roll_journal(c: Ctx, cluster_id: str, *, finished: bool) -> str:
                                  "controllers": "first", "parallel": 1, "nodes": [{"id": 2, "role": "broker"},
                                                                                  {"id": 1, "role": "broker"}],
                                  "order": [2, 1], "step_timeout": 600.0, "pid": 1}]
+    at = "2026-01-01T00:00:30.000Z"
     for node in (2, 1) if finished else (2,):
-        ev += [{"event": "step", "node": node, "role": "broker", "step": s, "status": st}
+        ev += [{"event": "step", "at": at, "node": node, "role": "broker", "step": s, "status": st}
                for s in ("can_stop", "drain", "shutdown", "stop", "wait_stopped", "start", "wait_restarted",
                          "wait_in_sync", "undrain", "wait_healthy", "settle") for st in ("started", "done")]
-        ev.append({"event": "node_done", "node": node, "role": "broker", "status": "done"})
+        ev.append({"event": "node_done", "at": at, "node": node, "role": "broker", "status": "done"})
     if finished:
         ev.append({"event": "roll_done", "at": "2026-01-01T00:01:00.000Z", "elapsed_s": 60.0})
     else:
-        ev += [{"event": "step", "node": 1, "role": "broker", "step": "stop", "status": "failed"},
-               {"event": "roll_failed", "node": 1, "step": "stop", "reason": "hook_failed", "message": "exited 1",
-                "exit_code": 9}]
+        ev += [{"event": "step", "at": at, "node": 1, "role": "broker", "step": "stop", "status": "started"},
+               {"event": "step", "at": at, "node": 1, "role": "broker", "step": "stop", "status": "failed"},
+               {"event": "roll_failed", "at": at, "node": 1, "step": "stop", "reason": "hook_failed",
+                "message": "exited 1", "exit_code": 9}]
     (d / "journal.ndjson").write_text("".join(json.dumps(e) + "\n" for e in ev))
     return str(d)
+
+
+def held(c: Ctx, state: str) -> str:
+    """`state` with its lock held, as a live `roll run` holds it (flock on DIR/lock), until the case ends."""
+    import fcntl
+
+    fd = os.open(Path(state) / "lock", os.O_RDWR | os.O_CREAT, 0o644)
+    c.stack.callback(os.close, fd)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    os.pwrite(fd, b"4242\n", 0)
+    return state
 
 
 def roll_run(c: Ctx, *args: str, state: str | None = None) -> list[str]:
@@ -698,10 +711,21 @@ CASES: dict[tuple[str, int], Case] = {
     ("roll run", 1): lambda c: roll_run(c, "--nodes", "5", "--step-timeout", "1", *c.w.healthy.z),  # can-stop 5
     ("roll run", 2): lambda c: roll_run(c, "--nodes", "42", *c.w.healthy.z),
     ("roll run", 3): lambda c: roll_run(c, *c.w.healthy.z, state=roll_journal(c, "another", finished=False)),
+    # (and a cluster that cannot serve a roll, e.g. brokers without the reassignment API, before the first node)
     ("roll run", 4): lambda c: roll_run(c, "--step-timeout", "1", *NOWHERE),
     ("roll run", 7): lambda c: roll_run(c, "--step-timeout", "1", *c.w.missing.z),  # under-replicated: refused
     ("roll run", 9): lambda c: ["roll", "run", "--state", str(c.tmp / "roll"), "--stop", "exit 3", "--start", "true",
                                 "--nodes", "2", *c.cluster(1, 2, serve_kafka=True).z],
+    # roll confirm (the journal only): broker 1's stop hook failed, kadmin never saw it go
+    ("roll confirm", 0): lambda c: ["roll", "confirm", "--state", roll_journal(c, CLUSTER_ID, finished=False),
+                                    "--node", "1", "--never-went-down"],
+    ("roll confirm", 2): lambda c: ["roll", "confirm", "--state", roll_journal(c, CLUSTER_ID, finished=False),
+                                    "--node", "42", "--went-down"],
+    ("roll confirm", 3): lambda c: ["roll", "confirm", "--state", c.file("journal.ndjson", "{not json\n") and
+                                    str(c.tmp), "--node", "1", "--went-down"],
+    ("roll confirm", 7): lambda c: ["roll", "confirm", "--state",
+                                    held(c, roll_journal(c, CLUSTER_ID, finished=False)), "--node", "1",
+                                    "--went-down"],
     # roll status (the journal only)
     ("roll status", 0): lambda c: ["roll", "status", "--state", roll_journal(c, CLUSTER_ID, finished=False)],
     ("roll status", 2): lambda c: ["roll", "status", "--state", str(c.tmp)],  # no journal there
@@ -759,7 +783,6 @@ FOUND: dict[tuple[str, int], Case] = {
                                        *c.w.kraft],
     # ... and a roll cannot tell whether one is in flight: plan and run (before its first node) say so too
     ("roll plan", 8): lambda c: ["roll", "plan", *c.w.kraft],
-    ("roll run", 8): lambda c: roll_run(c, *c.w.kraft),
     # --count N not reached before --timeout (the option's help says exit 1)
     ("brokers watch", 1): lambda c: ["brokers", "watch", "--count", "1", "--timeout", EXPIRES, *c.w.healthy.z],
     # UnregisterBroker answers BROKER_ID_NOT_REGISTERED: NotFound
