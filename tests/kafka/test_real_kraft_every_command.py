@@ -129,6 +129,8 @@ CASES: dict[str, list[Case]] = {
     "history ingest": [Case(("{mdir}/__cluster_metadata-0", "--cluster", "every", "--out", "{events}"), W)],
     "history report": [Case(("{events}", "bounces", "--cluster", "every"), W)],
     "roll status": [Case(("--state", "{rollstate}"), Refused(2, ("--state", "no roll there")))],  # no journal
+    "roll confirm": [Case(("--state", "{rollstate}", "--node", "1", "--went-down"),
+                          Refused(2, ("--state", "no roll there")))],
     "sandbox status": [Case((), W)],
     "sandbox up": [Case(("--kafka-home", "{home}", "--mode", "kraft", "--brokers", "3"), W)],  # already up: 0
     "sandbox start": [Case(("1",), Refused(1, ("broker 1 is already running",))),
@@ -138,8 +140,8 @@ CASES: dict[str, list[Case]] = {
     "sandbox down": [Case((), W)],
 }
 # the offline commands' order matters: kill 3 before start 3, everything before down
-OFFLINE_ORDER = ["completion", "history ingest", "history report", "roll status", "sandbox status", "sandbox up",
-                 "sandbox kill", "sandbox start", "sandbox bounce", "sandbox down"]
+OFFLINE_ORDER = ["completion", "history ingest", "history report", "roll status", "roll confirm", "sandbox status",
+                 "sandbox up", "sandbox kill", "sandbox start", "sandbox bounce", "sandbox down"]
 
 
 def command_tree() -> dict[str, list[str]]:
