@@ -348,3 +348,39 @@ def test_the_controllers_alone_cannot_list_the_brokers_a_roll_restarts(run_nozk:
                        "use --bootstrap-server")
         assert json.loads(r.stdout)["errors"][0]["code"] == "controllers_list_no_brokers"
     assert not (tmp_path / "roll" / "journal.ndjson").exists()
+
+
+# ------------------------------------------------------------------------------------------------ roll confirm
+def test_confirm_journals_the_operators_word_and_status_shows_it(run_nozk: Run, tmp_path: Path) -> None:
+    d = failed_roll(tmp_path / "roll").write()  # node 3's stop hook failed; kadmin never saw it go
+    r = run_nozk("roll", "confirm", "--state", str(d), "--node", "3", "--never-went-down", "-o", "json")
+    assert r.exit_code == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["command"] == "roll confirm" and doc["data"] == {"state_dir": str(d), "node": 3, "went_down": False,
+                                                                "phase_before": "stopping",
+                                                                "phase_after": "before_stop"}
+    assert "its hook runs again when the roll continues" in r.stderr
+    last = json.loads((d / "journal.ndjson").read_text().splitlines()[-1])
+    assert {k: last[k] for k in ("event", "node", "went_down")} == {"event": "confirmed", "node": 3,
+                                                                     "went_down": False}
+    code, data, _ = status(run_nozk, d)
+    assert {n["node"]: n["phase"] for n in data["nodes"]}[3] == "before_stop"
+    r = run_nozk("roll", "confirm", "--state", str(d), "--node", "3", "--went-down", "-o", "plain")
+    assert r.exit_code == 2 and "nothing to confirm" in r.stderr  # before its stop again: nothing to say
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    ((), "give --went-down or --never-went-down"),
+    (("--went-down", "--never-went-down"), "give --went-down or --never-went-down"),
+    (("--went-down", "--node", "9"), "--node 9: not a node of the roll"),
+    (("--went-down", "--node", "2"), "--node 2: it is done: there is nothing to confirm"),
+])
+def test_confirm_refuses_in_one_line(run_nozk: Run, tmp_path: Path, args: tuple[str, ...], says: str) -> None:
+    d = failed_roll(tmp_path / "roll").write()
+    before = (d / "journal.ndjson").read_bytes()
+    argv = ("--node", "3", *args) if "--node" not in args else args
+    r = run_nozk("roll", "confirm", "--state", str(d), *argv)
+    assert r.exit_code == 2, (r.stdout, r.stderr)
+    errors = [ln for ln in r.stderr.splitlines() if ln.startswith("kadmin: error: ")]
+    assert len(errors) == 1 and says in errors[0], r.stderr
+    assert (d / "journal.ndjson").read_bytes() == before  # nothing journaled
