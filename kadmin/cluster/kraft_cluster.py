@@ -339,17 +339,20 @@ class KraftCluster:
             else:
                 got = min_isr_under(pcfg, None, replicas)
             value, source, problem = got
+            min_isr_unread = problem is not None
             if p.error_code and p.error_code != 5:  # 5 LEADER_NOT_AVAILABLE: no leader, not a read error
                 problem = f"DescribeTopicPartitions: {error_name(p.error_code)}"
+                min_isr_unread = False
             if topic_problem[name] is not None:
                 problem = topic_problem[name]
+                min_isr_unread = False
             out.append(PartitionState(
                 topic=name, partition=key[1], replicas=replicas, isr=tuple(p.isr_nodes),
                 leader=leader, leader_epoch=int(p.leader_epoch), partition_epoch=None,
                 adding_replicas=adding, removing_replicas=removing, min_isr=value, topic_id=topic_id[name],
                 problem=problem, min_isr_source=source, min_isr_config=pcfg,
                 elr=elr_of(getattr(p, "eligible_leader_replicas", None)),
-                last_known_elr=elr_of(getattr(p, "last_known_elr", None))))
+                last_known_elr=elr_of(getattr(p, "last_known_elr", None)), min_isr_unread=min_isr_unread))
         out.sort(key=lambda s: (s.topic, s.partition))
         return PartitionScan(partitions=out, live=live, problems=problems)
 

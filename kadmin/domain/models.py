@@ -186,3 +186,7 @@ class PartitionState:
     deleting: bool = False
     elr: tuple[int, ...] | None = None
     last_known_elr: tuple[int, ...] | None = None
+    # `problem` is only that its min.insync.replicas could not be read (the partition itself was): a verdict needs
+    # the value only when the ISR is short of a replica (with every replica in sync, no min ISR Kafka enforces,
+    # min(min ISR, replica count), is missed)
+    min_isr_unread: bool = False

@@ -133,16 +133,29 @@ def plainly_healthy(p: PartitionState, live: Set[int]) -> bool:
             and isr >= len(p.replicas) and isr >= min(p.min_isr, max(1, len(p.replicas))))
 
 
+def min_isr_moot(p: PartitionState) -> bool:
+    """Its problem is only an unread min.insync.replicas, and every replica is in the ISR (none being added): no
+    min ISR Kafka enforces (min(min ISR, replica count), KAFKA-15583) is missed, whatever the value. A check
+    reading configs while a broker stops (its levels unreachable) is then not blinded for such a partition."""
+    return p.min_isr_unread and not p.adding_replicas and len(set(p.isr)) >= len(p.replicas) > 0
+
+
+def min_isr_unknown_only(p: PartitionState) -> bool:
+    """Its one problem is an unread min ISR that matters (the ISR is short of a replica): nothing says whether it
+    is under min ISR, so a check can neither pass it nor call it CRITICAL: UNKNOWN (unless offline)."""
+    return p.min_isr_unread and not min_isr_moot(p)
+
+
 def finding(p: PartitionState, live: Set[int]) -> Finding | None:
     """What is wrong with one partition (None: nothing, or its topic is queued for deletion)."""
     if p.deleting or plainly_healthy(p, live):
         return None
     reasons = []
-    if p.problem:
+    if p.problem and not min_isr_moot(p):
         reasons.append(p.problem)
     if is_offline(p, live):
         reasons.append("offline" if p.leader is None or p.leader < 0 else f"leader {p.leader} is not live")
-    if p.leader is not None and len(p.isr) < effective_min_isr(p):
+    if p.leader is not None and not p.min_isr_unread and len(p.isr) < effective_min_isr(p):
         reasons.append(f"under min ISR ({len(p.isr)} < {effective_min_isr(p)})")
     if is_under_replicated(p):
         reasons.append(f"under-replicated (ISR {len(p.isr)} of {replication_factor(p)})")
@@ -159,9 +172,14 @@ def findings(partitions: Iterable[PartitionState], live: Set[int],
 
 
 def partition_health(p: PartitionState, live: Set[int]) -> Health:
-    """One partition's part of the verdict (OK for a topic queued for deletion)."""
+    """One partition's part of the verdict (OK for a topic queued for deletion). A partition whose only problem is
+    an unread min ISR is judged on what is known: CRITICAL offline; else, with every replica in sync, as if read
+    (min_isr_moot); else WARNING here, and the check says UNKNOWN (min_isr_unknown_only): never OK, never a
+    CRITICAL page for a partition that may be fine."""
     if p.deleting:
         return Health.OK
+    if p.min_isr_unread and not is_offline(p, live):
+        return Health.WARNING if is_under_replicated(p) else Health.OK
     if p.problem or is_offline(p, live) or is_under_min_isr(p, live):
         return Health.CRITICAL
     return Health.WARNING if is_under_replicated(p) else Health.OK
@@ -187,6 +205,7 @@ class CheckSummary:
     findings: list[Finding]
     partitions: int  # how many were read, deleting ones included
     deleting: list[str]  # topics queued for deletion, sorted
+    unknown: int = 0  # partitions whose verdict an unread min ISR keeps from being known (min_isr_unknown_only)
 
 
 def check_summary(partitions: Iterable[PartitionState], live: Set[int],
@@ -195,7 +214,7 @@ def check_summary(partitions: Iterable[PartitionState], live: Set[int],
     (a stream: each partition is dropped once judged, so a million of them need no list)."""
     found = [Finding(t, None, (why,)) for t, why in sorted(unreadable.items())]
     worst = Health.CRITICAL if unreadable else Health.OK
-    count = 0
+    count = unknown = 0
     deleting: set[str] = set()
     for p in partitions:
         count += 1
@@ -206,9 +225,11 @@ def check_summary(partitions: Iterable[PartitionState], live: Set[int],
         if f is None:  # nothing wrong: partition_health() is OK
             continue
         found.append(f)
+        if min_isr_unknown_only(p) and not is_offline(p, live):
+            unknown += 1
         if worst != Health.CRITICAL:
             worst = max(worst, partition_health(p, live))
-    return CheckSummary(worst, found, count, sorted(deleting))
+    return CheckSummary(worst, found, count, sorted(deleting), unknown)
 
 
 @dataclass(frozen=True)

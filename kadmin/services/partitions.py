@@ -243,7 +243,7 @@ def check(cluster: Partitions, progress: Progress | None = None, min_isr_default
         if hidden:
             health = rules.Health.CRITICAL
     verdict = Verdict(int(health))
-    if unread and health != rules.Health.CRITICAL:
+    if (unread or summary_of.unknown) and health != rules.Health.CRITICAL:
         verdict = Verdict.UNKNOWN
     deleting = summary_of.deleting
     count = summary_of.partitions
@@ -265,7 +265,9 @@ def check(cluster: Partitions, progress: Progress | None = None, min_isr_default
         Verdict.CRITICAL: f"CRITICAL: {bad} of {plural(count, 'partition')} need attention "
         f"(offline, under min ISR or unreadable){unreadable}"
         + (f"; {plural(len(problems), 'problem')} reading znodes" if problems else "") + blind,
-        Verdict.UNKNOWN: f"UNKNOWN: cannot show every partition was seen{blind} "
+        Verdict.UNKNOWN: (f"UNKNOWN: cannot show every partition was seen{blind} " if unread else
+                          f"UNKNOWN: the min.insync.replicas of {plural(summary_of.unknown, 'partition')} short of "
+                          "a replica could not be read ") +
         f"({len(found)} of {plural(count, 'partition')} seen need attention)",
     }[verdict]
     # The monitoring convention: 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN. Problems reading znodes are named in

@@ -296,8 +296,8 @@ def assert_checks(checks: Poller[Checked], since: float, kind: str) -> list[int]
     allowed = (OK, WARNING) if kind == "zk" else (OK, WARNING, UNKNOWN)
     codes = [r for t, r in checks.results() if t >= since]
     assert codes, "no partitions check ran during the roll"
-    assert all(r in allowed for r in codes), (f"partitions check during the roll: {codes}",
-                                              [getattr(r, "said", r) for r in codes if r not in allowed])
+    said = "\n---\n".join(str(getattr(r, "said", r)) for r in codes if r not in allowed)
+    assert all(r in allowed for r in codes), f"partitions check during the roll: {codes}; what it said:\n{said}"
     return codes
 
 

@@ -173,3 +173,27 @@ def test_the_plainly_healthy_fast_path_never_hides_a_finding(replicas, isr, lead
     assert summary.health == (rules.Health.OK if deleting else full)
     assert bool(summary.findings) == (not deleting and rules.finding(p, LIVE) is not None)
     assert rules.health([p], LIVE) == summary.health
+
+
+def test_an_unread_min_isr_is_judged_on_what_is_known():
+    """A partition read whole whose min.insync.replicas could not be read (its leader's levels unreachable: a broker
+    stopping while the check reads the configs) is never a CRITICAL page unless it is offline: with every replica
+    in sync no min ISR Kafka enforces is missed (OK); short of a replica, the check cannot know (UNKNOWN, never OK);
+    any other problem (its state unreadable) stays CRITICAL (issue 34 §2b, seen in a KRaft roll under load)."""
+    live = {1, 2, 3}
+    why = "min.insync.replicas unknown: broker 1's min.insync.replicas: cannot reach 127.0.0.1:9092"
+
+    def p(isr, leader=1, unread=True, problem=why):
+        return PartitionState("t", 0, (1, 2, 3), tuple(isr), leader, min_isr=2, problem=problem,
+                              min_isr_unread=unread)
+
+    full, short, offline = p((1, 2, 3)), p((1, 2)), p((2, 3), leader=-1)
+    assert rules.finding(full, live) is None and rules.partition_health(full, live) == rules.Health.OK
+    assert rules.partition_health(short, live) == rules.Health.WARNING
+    assert rules.finding(short, live).reasons == (why, "under-replicated (ISR 2 of 3)")
+    assert rules.partition_health(offline, live) == rules.Health.CRITICAL
+    assert rules.partition_health(p((1, 2, 3), unread=False, problem="no state znode"), live) == rules.Health.CRITICAL
+    summary = rules.check_summary([full, short], live)
+    assert (summary.health, summary.unknown, len(summary.findings)) == (rules.Health.WARNING, 1, 1)
+    assert rules.check_summary([full], live).unknown == 0
+    assert rules.check_summary([short, offline], live).health == rules.Health.CRITICAL

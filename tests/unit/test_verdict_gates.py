@@ -407,3 +407,30 @@ def test_topic_znode_partitions_are_read_as_kafkas_rules_say(partitions, adding)
     else:
         got = znodes.decode_topic(raw)
         assert (got["partitions"], got["adding"], got["removing"]) == (want, want_adding, {})
+
+
+def test_check_of_an_unread_min_isr_is_ok_with_every_replica_in_sync_else_unknown_never_critical():
+    """Issue 34 §2b: a KRaft `partitions check` polled during a roll said CRITICAL ("broker 1's min.insync.replicas:
+    cannot reach ...") for partitions that were neither offline nor under min ISR: broker 1 stopped between the
+    pages and the configs. With every replica in sync the value cannot matter; short of one, it is UNKNOWN."""
+    from kadmin.cluster.base import PartitionStream
+    from kadmin.exit_codes import Verdict
+    from kadmin.services import partitions as svc
+
+    why = "min.insync.replicas unknown: broker 1's min.insync.replicas: cannot reach 127.0.0.1:1"
+
+    class Stopping:
+        def __init__(self, isr):
+            self.isr = isr
+
+        def coverage(self, brokers=None):
+            return None
+
+        def iter_partitions(self, topics=None, progress=None, min_isr_default=None):
+            p = PartitionState("a", 0, (1, 2, 3), self.isr, 1, min_isr=2, problem=why, min_isr_unread=True)
+            return PartitionStream(iter([p]), frozenset({1, 2, 3}), [], {})
+
+    r = svc.check(Stopping((1, 2, 3)))  # type: ignore[arg-type]
+    assert (r.exit_code, r.data.findings) == (Verdict.OK, ())
+    r = svc.check(Stopping((1, 2)))  # type: ignore[arg-type]
+    assert r.exit_code == Verdict.UNKNOWN and "min.insync.replicas of 1 partition short of a replica" in r.message

@@ -204,7 +204,7 @@ class ZkPartitions(ZkReads):
                 isr=st["isr"], leader=st["leader"], leader_epoch=st["leader_epoch"],
                 partition_epoch=node.stat.version, controller_epoch=st["controller_epoch"],
                 leader_recovery_state=st["leader_recovery_state"], problem=problem,
-                min_isr=mi, min_isr_source=mi_source,
+                min_isr=mi, min_isr_source=mi_source, min_isr_unread=problem is not None,
             )
 
     def _min_isr_from_brokers(self, topics: list[str], live: frozenset[int], default: int,
