@@ -472,8 +472,10 @@ class Batch:
                     raise self.fail(n, step, "gate_not_met", f"the {step} hook an earlier run started (pid {st.pid}) "
                                     f"is still running after {self.opts.step_timeout:g} s: let it end or kill it, "
                                     "then run the same command again")
-            if st.state in ("absent", "not_begun"):
-                continue  # it never ran: its stage runs it
+            if st.state in ("absent", "not_begun"):  # it never ran: its stage runs it (a stop: after its gates)
+                self.r.say(f"node {n.id}: its --{step.replace('_', '-')} hook never began (the run before ended "
+                           "first, its status file says): it runs now, as for the first time")
+                continue
             said = hooks.describe_status(st, f"--{step.replace('_', '-')}")
             detail: dict[str, Any] = {"recovered": True, "watched": False}
             if st.state == "ended" and st.code == 0:
