@@ -28,6 +28,7 @@ class ExitCode(IntEnum):
     UNSUPPORTED = 8
     HOOK_FAILED = 9  # a command kadmin ran for the operator (a `roll` hook) failed
     INTERNAL = 70  # EX_SOFTWARE (sysexits.h): a bug in kadmin, never an answer about the cluster
+    OUTPUT_LOST = 74  # EX_IOERR (sysexits.h): stdout's reader closed the pipe before all of it was written
     INTERRUPTED = 130
 
 
@@ -44,6 +45,11 @@ class Verdict(IntEnum):
 CHECK_COMMANDS = ("partitions check", "quorum check")
 """The commands whose job is a verdict for a monitoring system. `cluster check-id` and `brokers can-stop`
 are gates for scripts (a mismatch or an unsafe stop is a plain "no", exit 1), not monitoring checks."""
+
+GATE_COMMANDS = (*CHECK_COMMANDS, "brokers can-stop", "brokers wait", "cluster check-id", "roll run")
+"""The commands whose exit code is a verdict a script acts on: it stands whatever becomes of stdout (a reader that
+closed the pipe, `| true`, never turns a "no" into a 0, nor a "yes" into an error). Every other command whose
+output could not be written all exits OUTPUT_LOST (74) when it would have exited 0."""
 
 DESCRIPTIONS: dict[ExitCode, str] = {
     ExitCode.OK: "success; the condition holds",
@@ -71,6 +77,11 @@ DESCRIPTIONS: dict[ExitCode, str] = {
     ExitCode.INTERNAL: (
         "internal error: a bug in kadmin (one line on stderr naming the exception; the traceback with -v)"
     ),
+    ExitCode.OUTPUT_LOST: (
+        "output lost: stdout's reader closed the pipe before all of it was written (`| head`, `| true`); said "
+        "on stderr. Never from a gate (`brokers can-stop`, `brokers wait`, `cluster check-id`, the check verbs, "
+        "`roll run`): its exit code is its verdict whatever becomes of stdout"
+    ),
     ExitCode.INTERRUPTED: "interrupted (Ctrl-C); a stream ended by Ctrl-C (`brokers watch`) is still printed",
 }
 
@@ -95,6 +106,7 @@ STATUS: dict[ExitCode, str] = {
     ExitCode.HOOK_FAILED: "error",
     ExitCode.UNSUPPORTED: "error",
     ExitCode.INTERNAL: "error",
+    ExitCode.OUTPUT_LOST: "error",
     ExitCode.INTERRUPTED: "interrupted",
 }
 """The JSON envelope's `status` of every command but the check verbs, by exit code."""

@@ -15,7 +15,7 @@ try:  # Ctrl-C while Python loads kadmin (the console script imports this module
 
     from kadmin import __version__
     from kadmin.cli.help import HelpCommand, HelpGroup
-    from kadmin.exit_codes import CHECK_COMMANDS, Verdict
+    from kadmin.exit_codes import CHECK_COMMANDS, ExitCode, Verdict
 except KeyboardInterrupt:
     raise SystemExit(130) from None
 
@@ -35,6 +35,35 @@ GROUPS: dict[str, tuple[str, str]] = {
     "sandbox": ("kadmin.cli.sandbox",
                 "A local playground: real ZooKeeper with emulated brokers, or real Kafka (--kafka-home)."),
 }
+
+
+def _stdout_id() -> tuple[int, int, int] | None:
+    import os
+
+    try:
+        st = os.fstat(1)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino, st.st_rdev
+
+
+def _null_id() -> tuple[int, int, int] | None:
+    import os
+
+    try:
+        st = os.stat(os.devnull)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino, st.st_rdev
+
+
+def _help_lost_stdout(before: tuple[int, int, int] | None) -> bool:
+    """Help (or a usage text) met a reader that closed the pipe: Click and Typer then wrap stdout in
+    PacifyFlushWrapper and exit 1, rich's console points fd 1 at /dev/null and exits 1. How either is told."""
+    if type(sys.stdout).__name__ == "PacifyFlushWrapper":  # click's, or the copy Typer vendors
+        return True
+    now = _stdout_id()
+    return before is not None and now != before and now == _null_id()
 
 
 def json_asked(argv: Sequence[str]) -> bool:
@@ -291,6 +320,7 @@ def completion(
 
 
 def main() -> None:
+    before = _stdout_id()
     try:
         app(prog_name="kadmin")  # Typer turns a Ctrl-C inside a command into exit 130
     except KeyboardInterrupt:  # one outside it (between start-up and parsing, or while exiting)
@@ -299,6 +329,11 @@ def main() -> None:
         code = e.code
     else:
         return
+    if code == 1 and _help_lost_stdout(before):  # help (or a usage text) to a reader that closed the pipe
+        import os
+
+        os.write(2, b"kadmin: output lost: stdout's reader closed the pipe before all of it was written (exit 74)\n")
+        code = int(ExitCode.OUTPUT_LOST)
     from kadmin.cli.process_exit import exit_now
 
     exit_now(code)  # outside the handler: a fallback to sys.exit holds no traceback of this one

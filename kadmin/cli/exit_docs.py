@@ -130,4 +130,4 @@ COMMANDS: dict[str, Codes] = {
 }
 
 # Every command can also return these (and any code no row above names).
-EVERY_COMMAND: tuple[X, ...] = (X.USAGE, X.INTERRUPTED)
+EVERY_COMMAND: tuple[X, ...] = (X.USAGE, X.INTERRUPTED, X.OUTPUT_LOST)

@@ -9,6 +9,7 @@ importing Typer). Neither this module nor the fast path imports typer or click (
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import math
 import sys
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from kadmin import interrupts
 from kadmin.config import MAX_TIMEOUT, ConnectionSettings, Sourced, forget_secrets, resolve, scrub
 from kadmin.errors import KadminError, UsageError
-from kadmin.exit_codes import CHECK_COMMANDS, ExitCode, Verdict, verdict
+from kadmin.exit_codes import CHECK_COMMANDS, GATE_COMMANDS, ExitCode, Verdict, verdict
 from kadmin.results import Result
 
 if TYPE_CHECKING:
@@ -222,7 +223,12 @@ def run_guarded(inv: Invocation, body: Callable[[], int], *, check: bool = False
 
     A Ctrl-C that came after the command's change was committed was deferred (kadmin/interrupts.py):
     the committed result is reported, with its own exit code, and a note says so.
+
+    stdout's reader closing the pipe (`| head`) changes no gate's exit code (GATE_COMMANDS: the verdict stands);
+    any other command that would have exited 0 exits OUTPUT_LOST (74), saying so on stderr.
     """
+    from kadmin.render import OutputLost
+
     code: int
     try:
         with interrupts.deferring():
@@ -231,11 +237,10 @@ def run_guarded(inv: Invocation, body: Callable[[], int], *, check: bool = False
                 inv.renderer.note("interrupted after the change was committed: the result above is what happened")
     except KeyboardInterrupt:
         code = _interrupted(inv)
-    except BrokenPipeError:  # the reader went away: nothing more to say (a check's verdict was not delivered)
-        from kadmin.render import reader_gone
-
-        reader_gone(inv.renderer.out)
-        code = int(Verdict.UNKNOWN) if check else 0
+    except (BrokenPipeError, OutputLost) as e:  # the reader went away while the body still wrote
+        if isinstance(e, BrokenPipeError):
+            inv.renderer.lost()
+        code = int(Verdict.UNKNOWN) if check else int(ExitCode.OUTPUT_LOST)  # no verdict was reached
     except Exception as e:  # noqa: BLE001 - never a traceback unless asked for
         if interrupts.interrupted():  # a library swallowed the Ctrl-C and failed instead: still an interrupt
             code = _interrupted(inv)
@@ -256,4 +261,8 @@ def run_guarded(inv: Invocation, body: Callable[[], int], *, check: bool = False
     finally:
         inv.close()
         forget_secrets()
+    if inv.renderer.output_lost and inv.command not in GATE_COMMANDS and code in (0, ExitCode.OUTPUT_LOST):
+        code = int(ExitCode.OUTPUT_LOST)
+        with contextlib.suppress(OSError):
+            inv.renderer.note("output lost: stdout's reader closed the pipe before all of it was written (exit 74)")
     return verdict(code) if check else code

@@ -182,9 +182,14 @@ def run(
     r = inv.renderer
     progress = RollProgress(r, sys.stderr)
 
+    from kadmin.render import OutputLost
+
     def emit(ev: dict[str, Any]) -> None:
-        if r.fmt == "ndjson":
-            r.stream_event(ev)
+        if r.fmt == "ndjson" and not r.output_lost:
+            try:
+                r.stream_event(ev)
+            except OutputLost:  # the NDJSON reader went away: the roll goes on (the journal holds every event)
+                progress.say("the NDJSON stream's reader went away: the roll goes on; DIR/journal.ndjson has it all")
         progress.update(ev)
 
     opts = svc.Options(req, hooks, step_timeout, settle, _allow(allow_unavailable))

@@ -88,11 +88,22 @@ def reader_gone(out: IO[str]) -> None:
         os.close(devnull)
 
 
+class OutputLost(Exception):
+    """stdout's reader closed the pipe while a stream was being written: the stream stops (run_guarded: exit 74,
+    or a gate's own verdict)."""
+
+
 class Renderer:
     def __init__(self, fmt: str, out: IO[str] | None = None, err: IO[str] | None = None) -> None:
         self.out = out or sys.stdout
         self.err = err or sys.stderr
         self.fmt = resolve(fmt, self.out.isatty())
+        self.output_lost = False  # stdout's reader closed the pipe before all was written
+
+    def lost(self) -> None:
+        """The reader of stdout went away: nothing more can reach it (its descriptor now points at /dev/null)."""
+        reader_gone(self.out)
+        self.output_lost = True
 
     # -- diagnostics -------------------------------------------------------------
     # Messages may quote the cluster's data (a znode's path or content): control characters are escaped.
@@ -115,6 +126,15 @@ class Renderer:
             self.warn(w)
         for e in result.errors:
             self.warn(e.message)
+        try:
+            self._emit_data(result, shown)
+        except BrokenPipeError:  # the reader went away: the message on stderr and the exit code still stand
+            self.lost()
+        if result.message:
+            self.note(result.message)
+        return result.exit_code
+
+    def _emit_data(self, result: Result[D], shown: views.View | None) -> None:
         if self.fmt == "json":
             doc = envelope(result.command, result.status, result.exit_code, json_data(result.data), result.errors)
             print(dumps(doc, indent=2), file=self.out, flush=True)
@@ -126,9 +146,6 @@ class Renderer:
             self.out.flush()
         elif shown is not None:
             self._print_view(shown)
-        if result.message:
-            self.note(result.message)
-        return result.exit_code
 
     def emit_error(self, command: str | None, code: str, message: str, exit_code: int, *, check: bool = False,
                    label: str = "error", hint: str = "") -> int:
@@ -141,7 +158,7 @@ class Renderer:
             try:
                 print(dumps(doc, indent=2), file=self.out, flush=True)
             except BrokenPipeError:  # the reader went away: the line on stderr and the exit code still stand
-                reader_gone(self.out)
+                self.lost()
         return exit_code
 
     def _print_view(self, view: views.View) -> None:
@@ -176,12 +193,27 @@ class Renderer:
 
     # -- streams -----------------------------------------------------------------
     def stream_event(self, event: Mapping[str, Any]) -> None:
-        """One JSON object on its own line (`roll run -o ndjson`), flushed at once for a script that follows."""
-        print(dumps(dict(event)), file=self.out, flush=True)
+        """One JSON object on its own line (`roll run -o ndjson`), flushed at once for a script that follows.
+        OutputLost when the reader went away (nothing more is written after)."""
+        if self.output_lost:
+            raise OutputLost
+        try:
+            print(dumps(dict(event)), file=self.out, flush=True)
+        except BrokenPipeError:
+            self.lost()
+            raise OutputLost from None
 
     def stream_item(self, item: D, view: Callable[[list[D]], views.View], *, first: bool) -> None:
         """One item of a streamed result (watch), shown as `view` shows a list of one item; the header line
-        comes with the first. `json` collects them for the envelope instead."""
+        comes with the first. `json` collects them for the envelope instead. OutputLost when the reader went
+        away: the stream stops."""
+        try:
+            self._stream_item(item, view, first=first)
+        except BrokenPipeError:
+            self.lost()
+            raise OutputLost from None
+
+    def _stream_item(self, item: D, view: Callable[[list[D]], views.View], *, first: bool) -> None:
         if self.fmt == "ndjson":
             print(dumps(json_data(item)), file=self.out, flush=True)
         elif self.fmt != "json":

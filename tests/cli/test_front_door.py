@@ -81,3 +81,19 @@ def test_pydantic_wording_never_reaches_a_user(args: tuple[str, ...], said: str)
                        env=ENV, timeout=120)
     assert r.returncode in (2, 3) and said in r.stderr, r.stderr
     assert "Input should" not in r.stderr and "Value error" not in r.stderr
+
+
+@pytest.mark.parametrize("args", [("--help",), ("brokers", "--help"), ("brokers", "list", "--help"),
+                                  ("completion", "bash")])
+def test_output_a_closed_pipe_cut_short_is_exit_74_said_on_stderr(args: tuple[str, ...]) -> None:
+    """Issue 34 §1: help (Typer and rich answer a closed pipe with exit 1) and any other output that is no gate's
+    verdict: never 0 silently, never 1; 74 (EX_IOERR), one line saying so."""
+    rc, err = piped_to_true(*args)
+    assert rc == 74, err
+    assert err.strip() == "kadmin: output lost: stdout's reader closed the pipe before all of it was written (exit 74)"
+
+
+def test_help_to_a_reader_that_takes_it_all_is_0() -> None:
+    r = subprocess.run([sys.executable, "-m", "kadmin", "--help"], capture_output=True, text=True, env=ENV,
+                       timeout=120)
+    assert r.returncode == 0 and r.stderr == "", r.stderr

@@ -230,3 +230,46 @@ def test_unmap_deletes_a_garbage_mapping(run, fleet, kz):
     assert kz.exists("/brokers/hosts/h")
     r = run("ids", "unmap", "h")
     assert r.exit_code == 0 and "invalid mapping" in r.stderr and not kz.exists("/brokers/hosts/h")
+
+
+# ------------------------------------------------------------------------------------------------ issue 34 §1
+def piped(zk: str, *args: str, reader: str = "true") -> tuple[int, int, str]:
+    """`kadmin ARGS | READER` in a real pipe (bash, pipefail): (kadmin's exit code, the pipeline's, stderr)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("KADMIN_")}, "KADMIN_ZOOKEEPER": zk}
+    line = " ".join([sys.executable, "-m", "kadmin", *args])
+    r = subprocess.run(["bash", "-c", f"set -o pipefail; e=$(mktemp); {line} 2>$e | {reader}; "
+                        's=("$?" "${PIPESTATUS[0]}"); echo "${s[1]} ${s[0]}"; cat $e; rm -f $e'],
+                       capture_output=True, text=True, env=env, timeout=120)
+    codes, _, err = r.stdout.partition("\n")
+    own, pipeline = map(int, codes.split())
+    return own, pipeline, err
+
+
+@pytest.mark.parametrize("out", [("-o", "json"), ("-o", "plain"), ("-o", "ndjson")])
+def test_a_gates_verdict_survives_a_reader_that_closed_the_pipe(run, three, zk, out):
+    """`set -o pipefail; kadmin brokers can-stop 3 -o json | true`: the verdict (1: unsafe) is the exit code, not
+    0; a safe verdict stays 0; a check's verdict stays its verdict (not UNKNOWN); a command that is no gate and
+    could not write its output exits 74 and says so."""
+    put_topic(three, "two", {0: [1, 3]}, min_isr="2")  # stopping 3 (or 1) leaves "two" under min ISR 2
+    assert run("brokers", "can-stop", "3").exit_code == 1 and run("brokers", "can-stop", "2").exit_code == 0
+    for args, verdict in [(("brokers", "can-stop", "3"), 1), (("brokers", "can-stop", "2"), 0),
+                          (("partitions", "check"), 0), (("brokers", "wait", "2", "--registered"), 0)]:
+        own, pipeline, err = piped(zk, *args, *out)
+        assert (own, pipeline) == (verdict, verdict), (args, out, own, pipeline, err)
+        assert "Traceback" not in err and "output lost" not in err, err
+    kz = three
+    kz.set("/brokers/topics/two/partitions/0/state", state(1, [1]))  # under min ISR: CRITICAL
+    own, _, err = piped(zk, "partitions", "check", *out)
+    assert own == 2, err
+    own, pipeline, err = piped(zk, "brokers", "list", *out)  # no gate: its output is what it is for
+    assert (own, pipeline) == (74, 74), err
+    assert "output lost: stdout's reader closed the pipe" in err and "Traceback" not in err, err
+
+
+def test_a_reader_that_took_it_all_changes_nothing(run, three, zk):
+    own, pipeline, err = piped(zk, "brokers", "list", "-o", "json", reader="cat >/dev/null")
+    assert (own, pipeline) == (0, 0) and "output lost" not in err, err
