@@ -354,7 +354,13 @@ class KraftCluster:
                 elr=elr_of(getattr(p, "eligible_leader_replicas", None)),
                 last_known_elr=elr_of(getattr(p, "last_known_elr", None)), min_isr_unread=min_isr_unread))
         out.sort(key=lambda s: (s.topic, s.partition))
-        return PartitionScan(partitions=out, live=live, problems=problems)
+        # a topic asked for by name that the brokers would not describe (TOPIC_AUTHORIZATION_FAILED, ...): its
+        # partitions are unknown, so every verdict that could depend on them blocks (as an unreadable znode does)
+        described = {t.name for t, _ in answers}
+        unreadable = {e.topic: e.message for e in problems
+                      if e.topic and e.code not in ("not_found", "reassignments_unknown") and e.partition is None
+                      and e.topic not in described and e.message.startswith("DescribeTopicPartitions")}
+        return PartitionScan(partitions=out, live=live, problems=problems, unreadable=unreadable)
 
     def watch_states(
         self, keys: Sequence[tuple[str, int]], timeout: float | None,

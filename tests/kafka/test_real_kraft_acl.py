@@ -284,3 +284,43 @@ def test_broker_3_back_wait_in_sync(acl: Acl) -> None:
             assert 3 in isr(f), (key, f)
     assert got["carol"].code == 0
     assert got["alice"].code == 1
+
+
+def test_a_named_topic_the_principal_may_not_describe_is_never_safe(acl: Acl) -> None:
+    """Issue 34 §2: `brokers can-stop 3 --topic hidden` as alice, who may not Describe `hidden`: Kafka answers
+    TOPIC_AUTHORIZATION_FAILED for the named topic, and the verdict was "safe (all 0 partitions)". It is not safe,
+    naming what it could not read; `partitions check --topic hidden` agrees (CRITICAL), as it did."""
+    for args in (("brokers", "can-stop", "3", "--topic", "hidden"),
+                 ("brokers", "can-stop", "1", "--topic", "vis-a", "--topic", "hidden", "--min-isr-default", "2")):
+        got = acl.kadmin("alice", *args)
+        assert got.code == 1 and got.data["safe"] is False, got.text
+        assert [(b["topic"], b["partition"]) for b in got.data["blocking"]] == [("hidden", None)], got.text
+        assert "TOPIC_AUTHORIZATION_FAILED" in got.data["blocking"][0]["reason"], got.text
+    assert acl.kadmin("admin", "brokers", "can-stop", "1", "--topic", "hidden").code == 0  # the truth: 1 hosts none
+    got = acl.kadmin("alice", "partitions", "check", "--topic", "hidden")
+    assert got.code == 2 and got.data["findings"][0]["topic"] == "hidden", got.text
+
+
+def piped(acl: Acl, user: str, *args: str) -> tuple[int, str]:
+    """`kadmin ARGS -o json | true` as `user`, in a real pipe: (kadmin's own exit code, its stderr)."""
+    argv = [sys.executable, "-m", "kadmin", *args, "--bootstrap-server", acl.k.bootstrap(skip=acl.down),
+            "--command-config", str(acl.k.client_config(user)), "-o", "json"]
+    line = " ".join(f"'{a}'" for a in argv)
+    r = subprocess.run(["bash", "-c", f"e=$(mktemp); {line} 2>$e | true; echo ${{PIPESTATUS[0]}}; cat $e; rm $e"],
+                       capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+    code, _, err = r.stdout.partition("\n")
+    return int(code), err
+
+
+def test_a_verdict_survives_a_reader_that_closed_the_pipe(acl: Acl) -> None:
+    """Issue 34 §1 on real Kafka with SASL and the StandardAuthorizer: `set -o pipefail; kadmin brokers can-stop 3
+    -o json | true` exits the verdict (alice: 1, not 0), a check its verdict (not UNKNOWN), and a command that is
+    no gate, whose output is what it is for, 74."""
+    for user, args in [("alice", ("brokers", "can-stop", "3")), ("admin", ("brokers", "can-stop", "1")),
+                       ("admin", ("partitions", "check")), ("alice", ("partitions", "check"))]:
+        truth = acl.kadmin(user, *args).code
+        code, err = piped(acl, user, *args)
+        assert code == truth, (user, args, code, truth, err)
+        assert "output lost" not in err and "Traceback" not in err, err
+    code, err = piped(acl, "admin", "brokers", "list")
+    assert code == 74 and "output lost" in err, err
