@@ -126,8 +126,10 @@ def load_contexts(path: Path) -> dict[str, Any]:
         return {}
     import tomllib  # only with a contexts file: most runs have none (issue 13 §2)
 
-    try:
-        doc = tomllib.loads(path.read_text())
+    try:  # checked as a named file is (a FIFO there would hang every command; a device, read forever)
+        doc = tomllib.loads(read_input(path, "").decode())
+    except InputRefused as e:
+        raise ConfigError(f"{path}: {e.reason}") from e
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise ConfigError(f"{path}: not valid TOML: {e}") from e
     except OSError as e:

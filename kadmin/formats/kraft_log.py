@@ -35,10 +35,12 @@ their file (the one place this module touches a file). Entry points: `iter_batch
 from __future__ import annotations
 
 import contextlib
+import errno
 import gzip
 import mmap
 import os
 import re
+import stat
 import struct
 import zlib
 from collections.abc import Callable, Iterator, Mapping
@@ -594,8 +596,12 @@ def iter_records(buf: Buffer, decoder: Decoder, start: int = 0, on_damage: OnDam
 
 def _iter_file(path: str | os.PathLike[str], decoder: Decoder, on_damage: OnDamage | None,
                crc: Crc32c | None) -> Iterator[MetadataRecord]:
-    with open(path, "rb") as f:
-        if os.fstat(f.fileno()).st_size == 0:
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))  # a FIFO never blocks the open
+    with open(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", os.fspath(path))
+        if st.st_size == 0:
             return
         mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     try:

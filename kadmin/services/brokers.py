@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from kadmin.domain.models import Broker, Registered
 from kadmin.domain.znodes import INT32_MAX, INT64_MAX, INT64_MIN, loads_strict, show_value
 from kadmin.errors import ConditionNotMet, ConfigError, NotFound, UsageError
 from kadmin.exit_codes import ExitCode
-from kadmin.inputs import read_input
+from kadmin.inputs import check_input, read_input
 from kadmin.results import Problem, Result
 
 if TYPE_CHECKING:
@@ -403,6 +404,8 @@ def read_registrations(path: Path) -> tuple[dict[int, Registration], list[str], 
         raise UsageError(f"--metadata-dir {path}: cannot read: {e.strerror}") from e
     snapshots = sorted((sid, n) for n in names if (sid := kraft_log.snapshot_id(n)) is not None)
     segments = sorted((b, n) for n in names if (b := kraft_log.segment_base_offset(n)) is not None)
+    for _, n in [*snapshots, *segments]:  # a FIFO named like a segment would hang the read: refused first
+        check_input(part / n, "--metadata-dir", limit=sys.maxsize)
     snap_end = 0
     snapshot_name = None
     last_offset = None

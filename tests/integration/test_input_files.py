@@ -162,3 +162,43 @@ def test_meta_properties_and_check_id_files(run, fleet, tmp_path):
                       "/dev/zero: not a regular file (a character device)\n")
     assert [f["error"] for f in doc["data"]["files"]] == ["not a regular file (a FIFO or pipe)",
                                                          "not a regular file (a character device)"]
+
+
+# ------------------------------------------------------------------------------------------------ issue 34 §5
+def unnamed(argv, env, timeout=60):
+    try:
+        return subprocess.run([sys.executable, "-m", "kadmin", *argv], capture_output=True, text=True,
+                              timeout=timeout, env=env, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{argv}: kadmin waited for a writer")
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_a_fifo_or_a_device_as_the_contexts_file_stops_no_command(tmp_path, kind):
+    """Issue 34 §5: `$XDG_CONFIG_HOME/kadmin/config.toml`, a file no flag names, is checked as a named one is: a
+    FIFO there hung every command (an open that waits for a writer), a device was read forever. Exit 3, one line."""
+    cfg = tmp_path / "kadmin" / "config.toml"
+    cfg.parent.mkdir()
+    if kind == "fifo":
+        os.mkfifo(cfg)
+    else:
+        cfg.symlink_to("/dev/zero")
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("KADMIN_")}, "XDG_CONFIG_HOME": str(tmp_path)}
+    for argv in (["brokers", "list", "--context", "prod"], ["partitions", "check", "--context", "prod"]):
+        p = unnamed(argv, env)
+        assert p.returncode == 3, (argv, p.stderr)
+        what = "a FIFO or pipe" if kind == "fifo" else "a character device"
+        assert the_error(p.stderr) == f"{cfg}: not a regular file ({what})", p.stderr
+
+
+def test_a_fifo_among_a_metadata_dirs_segments_hangs_nothing(tmp_path):
+    """`brokers list --metadata-dir DIR` reads the files of DIR/__cluster_metadata-0 it finds by name: one that is a
+    FIFO named like a segment is refused (exit 2, naming it), never opened for a writer that will not come."""
+    part = tmp_path / "__cluster_metadata-0"
+    part.mkdir()
+    seg = part / "00000000000000000000.log"
+    os.mkfifo(seg)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KADMIN_")}
+    p = unnamed(["brokers", "list", "--metadata-dir", str(tmp_path)], env)
+    assert p.returncode == 2, p.stderr
+    assert the_error(p.stderr) == f"--metadata-dir {seg}: not a regular file (a FIFO or pipe)", p.stderr
