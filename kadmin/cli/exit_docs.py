@@ -68,7 +68,7 @@ COMMANDS: dict[str, Codes] = {
                      X.CONFIG: "also `--epoch-gt` on a KRaft cluster or through `--bootstrap-server` alone, and "
                                "`--fenced`/`--gone` on Kafka 3.x KRaft (DescribeCluster below v2)"},
     "brokers watch": {X.OK: "the `--timeout` passed",
-                      X.CONDITION_NOT_MET: "`--count N`: fewer than N events before `--timeout`", **_READ},
+                      X.CONDITION_NOT_MET: "`--count N`: fewer than N events before `--timeout`", **_CONNECT},
     "cluster check-id": {X.OK: "every file belongs to this cluster",
                          X.CONDITION_NOT_MET: "a file belongs to another cluster",
                          X.USAGE: f"a file cannot be read{_INPUT}", **_CONNECT},
@@ -88,7 +88,7 @@ COMMANDS: dict[str, Codes] = {
     "ids missing": {X.OK: "", **_READ, X.CONFIG: _ZK_ONLY},
     "ids resolve": {X.OK: "", X.CONDITION_NOT_MET: "a human must decide (several missing ids, a conflict)",
                     **_READ, X.CONFIG: _ZK_ONLY},
-    "ids unmap": {X.OK: "", X.CONDITION_NOT_MET: "no such mapping, or it changed meanwhile", **_READ,
+    "ids unmap": {X.OK: "", X.CONDITION_NOT_MET: "no such mapping, or it changed meanwhile", **_CONNECT,
                   X.CONFIG: _ZK_ONLY},
     "partitions list": {X.OK: "", X.CONDITION_NOT_MET: "`--broker` names a broker neither registered nor assigned",
                         **_READ},

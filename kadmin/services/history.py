@@ -8,13 +8,16 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kadmin.domain.text import plural
 from kadmin.errors import ConditionNotMet, ConfigError, KadminError, Unsafe, UsageError
 from kadmin.exit_codes import ExitCode
 from kadmin.payloads_ops import IngestDamage, Ingested, NothingIngested, ReportRow, report_row
 from kadmin.results import Progress, Result
+
+if TYPE_CHECKING:  # annotations only: pyspark loads when a history command runs
+    from pyspark.sql import SparkSession
 
 
 class _Spark:
@@ -24,9 +27,9 @@ class _Spark:
     def __init__(self, master: str) -> None:
         self.master = master
         self.owned = False
-        self.spark: Any = None
+        self.spark: SparkSession | None = None
 
-    def __enter__(self) -> Any:
+    def __enter__(self) -> SparkSession:
         try:
             from pyspark.sql import SparkSession
 
@@ -38,6 +41,7 @@ class _Spark:
             self.spark = active
         else:
             self.spark, self.owned = session(self.master), True
+        assert self.spark is not None
         return self.spark
 
     def __exit__(self, *exc: Any) -> None:

@@ -24,11 +24,12 @@ from kadmin.domain import partitions as prules
 from kadmin.domain import roll as dom
 from kadmin.domain.models import PartitionState, Registered
 from kadmin.domain.quorum import CheckLimits, QuorumState, leader_clock
-from kadmin.errors import KadminError
+from kadmin.errors import InvalidData, KadminError
 
 
-class Unreadable(KadminError):
-    """A read a roll's answer depends on was incomplete (a registration could not be parsed): no answer."""
+class Unreadable(InvalidData):
+    """A read a roll's answer depends on was incomplete (a registration could not be parsed): no answer (exit 5
+    for `roll plan`; a gate of a running roll asks again)."""
 
 
 @dataclass(frozen=True)

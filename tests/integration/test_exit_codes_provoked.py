@@ -612,7 +612,6 @@ CASES: dict[tuple[str, int], Case] = {
     ("brokers watch", 0): lambda c: ["brokers", "watch", "--timeout", EXPIRES, *c.w.healthy.z],
     ("brokers watch", 3): lambda c: ["brokers", "watch", "--timeout", EXPIRES],
     ("brokers watch", 4): lambda c: ["brokers", "watch", "--timeout", "5", *NOWHERE],
-    ("brokers watch", 5): lambda c: ["brokers", "watch", "--timeout", EXPIRES, *c.w.garbage.z],
     # cluster check-id
     ("cluster check-id", 0): lambda c: ["cluster", "check-id", meta_properties(c, CLUSTER_ID), *c.w.healthy.z],
     ("cluster check-id", 1): lambda c: ["cluster", "check-id", meta_properties(c, "another"), *c.w.healthy.z],
@@ -673,9 +672,6 @@ CASES: dict[tuple[str, int], Case] = {
     ("ids unmap", 1): lambda c: ["ids", "unmap", "box-none", *c.w.healthy.z],
     ("ids unmap", 3): lambda c: ["ids", "unmap", "box-a", *c.w.kraft],
     ("ids unmap", 4): lambda c: ["ids", "unmap", "box-a", *NOWHERE],
-    ("ids unmap", 5): lambda c: ["ids", "unmap", "box-a", *c.cluster(1).put("/brokers/ids/7", b"garbage")
-                                 .put("/brokers/hosts/box-bad", b"garbage")
-                                 .put("/brokers/hosts/box-a", b'{"version":0,"broker.id":7}').z],
     # partitions check: the monitoring convention
     ("partitions check", 0): lambda c: ["partitions", "check", *c.w.healthy.z],
     ("partitions check", 1): lambda c: ["partitions", "check", *c.w.missing.z],  # m-0 and m-1 under-replicated
@@ -748,15 +744,7 @@ CASES: dict[tuple[str, int], Case] = {
 }
 
 # Documented codes the command never returns: (command, code) -> (what its case returns instead, why).
-NEVER_RETURNED: dict[tuple[str, int], tuple[int, str]] = {
-    ("brokers watch", 5): (0, "the watch drops what it cannot read (a /brokers/ids child that is no id), and its "
-                              "result carries no errors"),
-    ("cluster id", 5): (1, "an unparsable /cluster/id is a plain KadminError(code='invalid_znode'), whose exit code "
-                           "is 1, not InvalidData (5)"),
-    ("ids unmap", 5): (0, "unmap reads the registrations and mappings but never reports what it could not parse"),
-    ("roll plan", 5): (1, "what a plan cannot parse makes the cluster unhealthy (said in the plan), and an unparsable "
-                          "/cluster/id is a plain KadminError(code='invalid_znode'), exit 1, as for `cluster id`"),
-}
+NEVER_RETURNED: dict[tuple[str, int], tuple[int, str]] = {}  # none left (issue 34 §6)
 
 # Documented codes no fast fixture can provoke: (command, code) -> why.
 UNPROVOKABLE: dict[tuple[str, int], str] = {}

@@ -23,7 +23,7 @@ from kadmin.cluster.base import BrokerListing, Znode
 from kadmin.cluster.zookeeper.session import WINDOW, ZkSession
 from kadmin.domain import znodes
 from kadmin.domain.models import Broker, Controller, Stat
-from kadmin.errors import AuthFailed, ClusterUnreachable, KadminError, WrongChroot
+from kadmin.errors import AuthFailed, ClusterUnreachable, InvalidData, KadminError, WrongChroot
 from kadmin.results import Problem
 
 SMALL_READS = 64  # at most this many unwatched reads go through kazoo's session; more, through the bulk reader
@@ -221,8 +221,8 @@ class ZkReads(ZkSession):
             return None
         try:
             return znodes.decode_cluster_id(node.data)
-        except znodes.ZnodeFormatError as e:
-            raise KadminError(f"/cluster/id: {e}", code="invalid_znode") from e
+        except znodes.ZnodeFormatError as e:  # malformed data: exit 5, as documented (issue 34 §6)
+            raise InvalidData(f"/cluster/id: {e}") from e
 
     def controller(self) -> tuple[Controller | None, list[Problem]]:
         node = self.get("/controller")
