@@ -20,6 +20,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -252,89 +253,127 @@ def _undo(saves: Mapping[int, Path]) -> str:
     return "; ".join(f"kadmin brokers undrain {i} --from {p}" for i, p in saves.items())
 
 
+@dataclass
+class _Drain:
+    """One drain's state as it goes through its steps (_drain): the brokers, the plan made from one reading, the
+    payload said so far, and what it has warned and noted."""
+
+    backend: LeadershipMoves
+    saves: Mapping[int, Path]
+    plan: dom.DrainPlan
+    before: dict[Key, tuple[int, ...]]
+    data: Drain
+    left: Callable[[], float]
+    sleep: Callable[[float], None]
+    clock: Callable[[], float]
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ids(self) -> list[int]:
+        return sorted(self.saves)
+
+    def result(self, message: str, exit_code: ExitCode = ExitCode.OK) -> Result[Drain]:
+        return Result(data=self.data, warnings=self.warnings + self.notes, exit_code=exit_code, message=message)
+
+
 def _drain(backend: LeadershipMoves, identity: ClusterIdentity, saves: Mapping[int, Path], *, dry_run: bool,
            force: bool, timeout: float, sleep: Callable[[float], None], clock: Callable[[], float],
            deadline: float | None) -> Result[Drain]:
-    deadline = clock() + timeout if deadline is None else deadline
+    """The steps of a drain: plan from one reading; refuse what is in flight (or stop at a dry run); save the
+    original order; read again and refuse what changed meanwhile (nothing sent); submit the reordering and the
+    election (a Ctrl-C from here is reported with the outcome); the verdict from a fresh reading."""
+    end = clock() + timeout if deadline is None else deadline
+    d = _plan_drain(backend, saves, dry_run, force, lambda: end - clock(), sleep, clock)
+    stop = _refuse_or_rehearse(d, dry_run, force)
+    if stop is not None:
+        return stop
+    _save_files(d, identity)
+    moved_meanwhile = _changed_since(backend, d.plan.reorder, d.before)
+    if moved_meanwhile:
+        for i in d.ids:
+            remove_file(saves[i])
+        return d.result(f"refused: {dom.keys_text(moved_meanwhile)} changed or started a reassignment since kadmin "
+                        "read them (another drain or reassignment is running); nothing was sent, try again",
+                        ExitCode.UNSAFE)
+    interrupts.arm()  # from here the cluster may change: a Ctrl-C is held back until the outcome is reported
+    submitted, refused, stopped = _reorder_and_elect(d)
+    if stopped is not None:
+        return _interrupted(backend, d.data, saves, d.warnings + d.notes, stopped)
+    return _drain_verdict(d, submitted, refused)
 
-    def left() -> float:
-        return deadline - clock()
 
+def _plan_drain(backend: LeadershipMoves, saves: Mapping[int, Path], dry_run: bool, force: bool,
+                left: Callable[[], float], sleep: Callable[[float], None], clock: Callable[[], float]) -> _Drain:
+    """The plan from one reading of the partitions, and the payload it says."""
     ids = sorted(saves)
-    (who, it, s), first = _who(ids), ids[0]
     parts = backend.partitions()
     plan = dom.plan_drain(parts, ids, skip_in_flight=force)
     before = {p.key: p.replicas for p in parts}
-    path = saves[first]
     data = Drain(
-        drain_version=dom.FILE_VERSION,
-        broker_id=first,
-        mode=backend.mode,
-        dry_run=dry_run,
-        file=None if dry_run else str(path),
-        hosted=len(plan.hosted),
-        led_before=len(dom.led_by(parts, ids)),
-        reorder=_reorders(plan.reorder, before),
-        elect=_keys(plan.elect),
-        in_flight=_keys(plan.in_flight),
-        skipped=_keys(plan.skipped),
-        only_isr=_keys(plan.only_isr),
-        sole_replica=_keys(plan.sole_replica),
-        refused=(),
-        remaining=(),
+        drain_version=dom.FILE_VERSION, broker_id=ids[0], mode=backend.mode, dry_run=dry_run,
+        file=None if dry_run else str(saves[ids[0]]), hosted=len(plan.hosted), led_before=len(dom.led_by(parts, ids)),
+        reorder=_reorders(plan.reorder, before), elect=_keys(plan.elect), in_flight=_keys(plan.in_flight),
+        skipped=_keys(plan.skipped), only_isr=_keys(plan.only_isr), sole_replica=_keys(plan.sole_replica),
+        refused=(), remaining=(),
     )
-    warnings = []
-    notes = []
+    d = _Drain(backend, saves, plan, before, data, left, sleep, clock)
+    who = ", ".join(map(str, ids))
     if plan.only_isr:
-        notes.append(ONLY_ISR_NOTE.format(id=", ".join(map(str, ids)), keys=dom.keys_text(plan.only_isr)))
+        d.notes.append(ONLY_ISR_NOTE.format(id=who, keys=dom.keys_text(plan.only_isr)))
     if plan.sole_replica:
-        notes.append(SOLE_REPLICA_NOTE.format(id=", ".join(map(str, ids)), keys=dom.keys_text(plan.sole_replica)))
+        d.notes.append(SOLE_REPLICA_NOTE.format(id=who, keys=dom.keys_text(plan.sole_replica)))
+    return d
+
+
+def _refuse_or_rehearse(d: _Drain, dry_run: bool, force: bool) -> Result[Drain] | None:
+    """A reassignment in flight refuses the drain (unless --force leaves those partitions alone); --dry-run stops
+    here, saying what it would do. None: go on."""
+    who = _who(d.ids)[0]
+    plan = d.plan
     if plan.in_flight and not force:
-        return Result(data=data, warnings=notes, exit_code=ExitCode.UNSAFE,
+        return Result(data=d.data, warnings=d.notes, exit_code=ExitCode.UNSAFE,
                       message=f"refused: a reassignment is in flight for {dom.keys_text(plan.in_flight)}, which "
                       f"{who} hosts; wait for it to finish, or use --force to leave those partitions "
                       "alone and drain the rest")
     if plan.skipped:
-        warnings.append(f"--force: left alone (a reassignment is in flight): {dom.keys_text(plan.skipped)}")
+        d.warnings.append(f"--force: left alone (a reassignment is in flight): {dom.keys_text(plan.skipped)}")
     if dry_run:
-        msg = (f"would reorder {len(plan.reorder)} of the {len(plan.hosted)} partitions {who} hosts "
-               f"(it goes last) and elect preferred leaders for {len(plan.elect)}; the original order would be saved "
-               f"to {path}")
-        return Result(data=data, warnings=warnings + notes, message=msg)
+        return d.result(f"would reorder {len(plan.reorder)} of the {len(plan.hosted)} partitions {who} hosts "
+                        f"(it goes last) and elect preferred leaders for {len(plan.elect)}; the original order "
+                        f"would be saved to {d.saves[d.ids[0]]}")
+    return None
+
+
+def _save_files(d: _Drain, identity: ClusterIdentity) -> None:
+    """Each broker's file, the original order of the partitions it hosts, written before anything is sent (all or
+    none: a failure removes those written)."""
     cluster_id, id_warning = _cluster_id(identity)
     if id_warning:
-        warnings.append(id_warning)
+        d.warnings.append(id_warning)
     written: list[Path] = []
     try:
-        for i in ids:
-            write_file(saves[i], dom.drain_file(i, plan, _now().isoformat(), {"mode": backend.mode,
-                                                                             "where": backend.where,
-                                                                             "id": cluster_id}))
-            written.append(saves[i])
+        for i in d.ids:
+            write_file(d.saves[i], dom.drain_file(i, d.plan, _now().isoformat(), {
+                "mode": d.backend.mode, "where": d.backend.where, "id": cluster_id}))
+            written.append(d.saves[i])
     except KadminError:
         for w in written:
             remove_file(w)
         raise
-    # The plan was made from a reading; another drain or reassignment may have moved these partitions since.
-    # Read them again just before submitting: anything changed or in flight now is refused (exit 7), so the
-    # saved file holds what was there and nothing overwrites someone else's reassignment.
-    moved_meanwhile = _changed_since(backend, plan.reorder, before)
-    if moved_meanwhile:
-        for w in written:
-            remove_file(w)
-        return Result(data=data, warnings=warnings + notes, exit_code=ExitCode.UNSAFE,
-                      message=f"refused: {dom.keys_text(moved_meanwhile)} changed or started a reassignment since "
-                      "kadmin read them (another drain or reassignment is running); nothing was sent, try again")
-    # From here the cluster may change: a Ctrl-C is held back until the outcome is reported
-    # (kadmin/interrupts.py); the waits stop early and say what holds then. The file is already saved.
-    interrupts.arm()
+
+
+def _reorder_and_elect(d: _Drain) -> tuple[dict[Key, tuple[int, ...]], dict[Key, str], str | None]:
+    """Submit the reordering, wait for it, elect the preferred leaders, and read the leaders again until the brokers
+    lead nothing they can give up (electing again what has not moved): (what was submitted, what the cluster
+    refused, when a Ctrl-C stopped it or None)."""
+    backend, plan, ids, left, sleep, clock = d.backend, d.plan, d.ids, d.left, d.sleep, d.clock
     refused = backend.reassign(plan.reorder)
     submitted = {k: v for k, v in plan.reorder.items() if k not in refused}
     if not _wait_reassigned(backend, list(submitted), left, sleep) and not interrupts.pending():
-        warnings.append("the reordering was not complete before the deadline")
+        d.warnings.append("the reordering was not complete before the deadline")
     if interrupts.pending():
-        return _interrupted(backend, data, saves, warnings + notes,
-                            "after the reordering was submitted and before the election")
+        return submitted, refused, "after the reordering was submitted and before the election"
     refused.update(_elect(backend, [k for k in plan.elect if k not in refused], left, sleep))
     _wait_election_free(backend, _within(left, clock, ELECTED_WAIT), sleep)  # then read the leaders
     stuck = plan.stuck
@@ -348,38 +387,35 @@ def _drain(backend: LeadershipMoves, identity: ClusterIdentity, saves: Mapping[i
             backend.elect_preferred(again)
 
     _poll(backend, left, done, reelect, sleep, clock)
-    if interrupts.pending():
-        return _interrupted(backend, data, saves, warnings + notes, "after the election was asked")
-    # The verdict comes from a fresh reading taken now, reassignments in flight included: never "leads none"
-    # from an earlier reading, nor while another reassignment is rewriting these partitions.
-    final = backend.partitions()
+    return submitted, refused, "after the election was asked" if interrupts.pending() else None
+
+
+def _drain_verdict(d: _Drain, submitted: Mapping[Key, tuple[int, ...]], refused: Mapping[Key, str]) -> Result[Drain]:
+    """The verdict from a fresh reading taken now, reassignments in flight included: never "leads none" from an
+    earlier reading, nor while another reassignment is rewriting these partitions, nor while a partition it may
+    lead could not be read."""
+    ids, saves = d.ids, d.saves
+    (who, it, s) = _who(ids)
+    final = d.backend.partitions()
     remaining = dom.led_by(final, ids)
     foreign = _not_as_submitted(final, submitted)
-    unknown = [u for u in backend.unknown if u.concerns(ids)]
-    data = dataclasses.replace(
-        data, refused=_refusals({k: v for k, v in refused.items() if k in set(remaining) or k in plan.reorder}),
+    unknown = [u for u in d.backend.unknown if u.concerns(ids)]
+    d.data = dataclasses.replace(
+        d.data, refused=_refusals({k: v for k, v in refused.items() if k in set(remaining) or k in d.plan.reorder}),
         remaining=_keys(remaining), led_after=len(remaining), changed_by_others=_keys(foreign))
-    moved = max(0, data.led_before - len(remaining))
-    said = f"moved {plural(moved, 'leadership')} off {who}"
+    said = f"moved {plural(max(0, d.data.led_before - len(remaining)), 'leadership')} off {who}"
     kept = f"the original order is saved in {_files(saves)}"
     if foreign:
-        return Result(data=data, warnings=warnings + notes, exit_code=ExitCode.CONDITION_NOT_MET,
-                      message=f"{said}, but another reassignment changed {dom.keys_text(foreign)} during the drain "
-                      f"(not in the order kadmin submitted, or moving now): {who} lead{s} "
-                      f"{len(remaining)} partition(s) now and may lead more; {kept}")
+        return d.result(f"{said}, but another reassignment changed {dom.keys_text(foreign)} during the drain (not in "
+                        f"the order kadmin submitted, or moving now): {who} lead{s} {len(remaining)} partition(s) "
+                        f"now and may lead more; {kept}", ExitCode.CONDITION_NOT_MET)
     if remaining:
-        return Result(data=data, warnings=warnings + notes,
-                      exit_code=ExitCode.CONDITION_NOT_MET,
-                      message=f"{said}; {it} still lead{s} "
-                      f"{len(remaining)} partition(s): {dom.keys_text(remaining)}; {kept}")
+        return d.result(f"{said}; {it} still lead{s} {len(remaining)} partition(s): {dom.keys_text(remaining)}; "
+                        f"{kept}", ExitCode.CONDITION_NOT_MET)
     if unknown:  # never "leads none" while a partition it may lead could not be read
-        return Result(data=data, warnings=warnings + notes, exit_code=ExitCode.PARTIAL,
-                      message=f"{said}; {it} lead{s} none of the partitions kadmin "
-                      f"could read, but {_unknown_text(unknown)}, so {it} may lead "
-                      f"them; {kept}")
-    return Result(data=data, warnings=warnings + notes,
-                  message=f"{said}; {it} now lead{s} none; {kept} "
-                  f"(undo: {_undo(saves)})")
+        return d.result(f"{said}; {it} lead{s} none of the partitions kadmin could read, but "
+                        f"{_unknown_text(unknown)}, so {it} may lead them; {kept}", ExitCode.PARTIAL)
+    return d.result(f"{said}; {it} now lead{s} none; {kept} (undo: {_undo(saves)})")
 
 
 def _unknown_text(unknown: list[dom.Unknown]) -> str:
@@ -504,9 +540,18 @@ def _undrain(backend: LeadershipMoves, sources: Mapping[int, Path], saved: Mappi
         return Result(data=data, warnings=warnings,
                       message=f"would restore the saved order of {len(plan.restore)} partition(s) and elect "
                       f"preferred leaders for {len(plan.elect)}")
+    # As in drain: the plan was made from a reading; someone may have reordered these partitions since. Read them
+    # again just before submitting: anything changed or in flight now is refused, nothing sent (issue 34 §4).
+    moved_meanwhile = _changed_since(backend, plan.restore, before)
+    if moved_meanwhile:
+        return Result(data=data, warnings=warnings, exit_code=ExitCode.UNSAFE,
+                      message=f"refused: {dom.keys_text(moved_meanwhile)} changed or started a reassignment since "
+                      "kadmin read them (another drain or reassignment is running); nothing was sent, try again")
     interrupts.arm()  # as in drain: from here a Ctrl-C is reported with the outcome
     final, lagging, targets, refused, stopped = _restore(backend, plan, preferred, warnings, left, sleep, clock)
     by_key = {p.key: p for p in final}
+    # ... and the verdict holds the order too, read after the election: what it submitted, not someone else's
+    foreign = _not_as_submitted(final, {k: v for k, v in plan.restore.items() if k not in refused})
     data = dataclasses.replace(
         data, refused=_refusals({k: v for k, v in refused.items() if k in set(lagging)}),
         not_preferred=tuple(NotPreferred(t, p, preferred=targets[(t, p)], leader=by_key[(t, p)].leader,
@@ -520,6 +565,11 @@ def _undrain(backend: LeadershipMoves, sources: Mapping[int, Path], saved: Mappi
                       f"{'the same command' if len(ids) == 1 else 'these commands'}: {_undo(sources)}")
     unknown = [u for u in backend.unknown if (u.topic, u.partition) in saved
                or (u.partition is None and any(t == u.topic for t, _ in saved))]
+    if foreign:
+        return Result(data=data, warnings=warnings, exit_code=ExitCode.CONDITION_NOT_MET,
+                      message=f"another reassignment changed {dom.keys_text(foreign)} during the undrain (not in the "
+                      f"saved order, or moving now): the original order is not in place there; {source} still holds "
+                      "it")
     if lagging:
         out_of_sync = [k for k in lagging if targets[k] not in by_key[k].isr]
         waits = " and ".join(f"`kadmin brokers wait {i} --in-sync`" for i in ids)
@@ -566,7 +616,7 @@ def _restore(backend: LeadershipMoves, plan: dom.UndrainPlan, preferred: Mapping
             backend.elect_preferred(again)
 
     _poll(backend, left, lambda now: not behind(now), reelect, sleep, clock)
-    final = backend.partitions(in_flight=False)  # the verdict from a reading taken now
+    final = backend.partitions()  # the verdict from a reading taken now, reassignments in flight included
     stopped = "after the election was asked" if interrupts.pending() else None
     return final, behind(final), targets, refused, stopped
 

@@ -24,7 +24,7 @@ from kadmin.domain import partitions as prules
 from kadmin.domain import roll as dom
 from kadmin.domain.models import PartitionState, Registered
 from kadmin.domain.quorum import CheckLimits, QuorumState, leader_clock
-from kadmin.errors import InvalidData, KadminError
+from kadmin.errors import InvalidData
 
 
 class Unreadable(InvalidData):

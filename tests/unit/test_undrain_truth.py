@@ -1,0 +1,105 @@
+"""`brokers undrain` cannot be fooled by someone reordering in between (issue 34 §4): it reads again just before it
+submits and refuses what changed (nothing sent), and its verdict holds the saved order, read after the election.
+
+The cluster is an in-memory LeadershipMoves (the seam the drain services see): a reassignment reorders at once, an
+election puts the first in-sync replica first; `meddle` runs someone else's reordering at a chosen read."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+
+from kadmin.domain.drain import Key, PartitionView, Unknown
+from kadmin.exit_codes import ExitCode
+from kadmin.services import drain as dsvc
+
+
+class Moves:
+    mode = "protocol"
+    where = "memory"
+
+    def __init__(self, parts: dict[Key, tuple[int, ...]]) -> None:
+        self.replicas = dict(parts)
+        self.leaders = {k: r[0] for k, r in parts.items()}
+        self.unknown: tuple[Unknown, ...] = ()
+        self.reads = 0
+        self.meddle: dict[int, Callable[[], None]] = {}  # read number -> what someone else does just before it
+        self.submitted: list[dict[Key, tuple[int, ...]]] = []
+
+    def partitions(self, in_flight: bool = True) -> list[PartitionView]:
+        self.reads += 1
+        if self.reads in self.meddle:
+            self.meddle[self.reads]()
+        return [PartitionView(t, p, r, r, self.leaders[(t, p)]) for (t, p), r in sorted(self.replicas.items())]
+
+    def reassign(self, plan: Mapping[Key, tuple[int, ...]]) -> dict[Key, str]:
+        self.submitted.append(dict(plan))
+        self.replicas.update(plan)
+        return {}
+
+    def reassigned(self, keys: Iterable[Key]) -> bool:
+        return True
+
+    def elect_preferred(self, keys: Iterable[Key]) -> dict[Key, str]:
+        for k in keys:
+            self.leaders[k] = self.replicas[k][0]
+        return {}
+
+    def election_free(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        pass
+
+
+class Identity:
+    source = "memory"
+
+    def cluster_id(self) -> str | None:
+        return "C"
+
+
+def drained(tmp_path: Path) -> tuple[Moves, Path]:
+    """Broker 1 drained from t-0 [1,2,3] and t-1 [1,3,2]: the file holds the original order."""
+    m = Moves({("t", 0): (1, 2, 3), ("t", 1): (1, 3, 2)})
+    f = tmp_path / "drain-1.json"
+    r = dsvc.drain(m, Identity(), 1, save=f, dry_run=False, force=False, timeout=5, sleep=lambda s: None)
+    assert int(r.exit_code) == 0, r.message
+    assert m.replicas == {("t", 0): (2, 3, 1), ("t", 1): (3, 2, 1)}
+    return m, f
+
+
+def undrain(m: Moves, f: Path) -> object:
+    m.reads = 0
+    return dsvc.undrain(m, Identity(), 1, f, dry_run=False, force=False, timeout=5, sleep=lambda s: None)
+
+
+def test_an_undrain_restores_the_saved_order(tmp_path: Path) -> None:
+    m, f = drained(tmp_path)
+    r = undrain(m, f)
+    assert int(r.exit_code) == 0, r.message  # type: ignore[attr-defined]
+    assert m.replicas == {("t", 0): (1, 2, 3), ("t", 1): (1, 3, 2)} and m.leaders == {("t", 0): 1, ("t", 1): 1}
+
+
+def test_someone_reordering_between_the_read_and_the_submit_is_refused_nothing_sent(tmp_path: Path) -> None:
+    """Before: undrain submitted from its first reading, over the other reordering, and said it restored the order."""
+    m, f = drained(tmp_path)
+    submitted = len(m.submitted)
+    m.meddle[2] = lambda: m.replicas.update({("t", 0): (3, 2, 1)})  # someone reorders t-0 after undrain's first read
+    r = undrain(m, f)
+    assert int(r.exit_code) == ExitCode.UNSAFE, r.message  # type: ignore[attr-defined]
+    assert "t-0 changed or started a reassignment since kadmin read them" in r.message  # type: ignore[attr-defined]
+    assert len(m.submitted) == submitted and m.replicas[("t", 0)] == (3, 2, 1)  # nothing sent
+
+
+def test_someone_reordering_after_the_election_makes_the_verdict_say_so(tmp_path: Path) -> None:
+    """Someone reorders t-1 (keeping its leader) once undrain has elected: the verdict, read after, does not say
+    'restored': exit 1, naming the partition, the file still holding the order."""
+    (tmp_path / "probe").mkdir()
+    probe, probe_file = drained(tmp_path / "probe")
+    undrain(probe, probe_file)  # an undisturbed undrain: its last read is the verdict's
+    m, f = drained(tmp_path)
+    m.meddle[probe.reads] = lambda: m.replicas.update({("t", 1): (1, 2, 3)})  # its leader kept, its order not
+    r = undrain(m, f)
+    assert int(r.exit_code) == ExitCode.CONDITION_NOT_MET, r.message  # type: ignore[attr-defined]
+    assert "another reassignment changed t-1 during the undrain" in r.message  # type: ignore[attr-defined]
