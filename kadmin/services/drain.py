@@ -201,7 +201,10 @@ def _elect(backend: LeadershipMoves, keys: list[Key], left: Callable[[], float],
            sleep: Callable[[float], None]) -> dict[Key, str]:
     if not keys:
         return {}
-    if not _wait_election_free(backend, left, sleep):
+    free = _wait_election_free(backend, left, sleep)
+    if interrupts.pending():  # a Ctrl-C while the election znode was read: nothing more is sent (issue 34 §4)
+        return {}
+    if not free:
         return {k: "ELECTION_IN_PROGRESS (another preferred-replica election did not finish)" for k in keys}
     return backend.elect_preferred(keys)
 
@@ -375,6 +378,8 @@ def _reorder_and_elect(d: _Drain) -> tuple[dict[Key, tuple[int, ...]], dict[Key,
     if interrupts.pending():
         return submitted, refused, "after the reordering was submitted and before the election"
     refused.update(_elect(backend, [k for k in plan.elect if k not in refused], left, sleep))
+    if interrupts.pending():
+        return submitted, refused, "after the reordering was submitted and before the election"
     _wait_election_free(backend, _within(left, clock, ELECTED_WAIT), sleep)  # then read the leaders
     stuck = plan.stuck
 
@@ -383,7 +388,8 @@ def _reorder_and_elect(d: _Drain) -> tuple[dict[Key, tuple[int, ...]], dict[Key,
 
     def reelect(now: list[PartitionView]) -> None:
         again = [k for k in dom.led_by(now, ids) if k not in stuck and k not in refused]
-        if again and _wait_election_free(backend, _within(left, clock, ELECTED_WAIT), sleep):
+        if again and _wait_election_free(backend, _within(left, clock, ELECTED_WAIT), sleep) \
+                and not interrupts.pending():
             backend.elect_preferred(again)
 
     _poll(backend, left, done, reelect, sleep, clock)
@@ -603,6 +609,9 @@ def _restore(backend: LeadershipMoves, plan: dom.UndrainPlan, preferred: Mapping
         now = backend.partitions(in_flight=False)
         return now, _behind(now, targets), targets, refused, "after the order was restored and before the election"
     refused.update(_elect(backend, [k for k in plan.elect if k not in refused], left, sleep))
+    if interrupts.pending():
+        now = backend.partitions(in_flight=False)
+        return now, _behind(now, targets), targets, refused, "after the order was restored and before the election"
     _wait_election_free(backend, _within(left, clock, ELECTED_WAIT), sleep)  # as in drain
     targets = {k: v for k, v in preferred.items() if k not in refused or k in plan.already}
 
@@ -612,7 +621,8 @@ def _restore(backend: LeadershipMoves, plan: dom.UndrainPlan, preferred: Mapping
     def reelect(now: list[PartitionView]) -> None:
         by_key = {p.key: p for p in now}
         again = [k for k in behind(now) if targets[k] in by_key[k].isr]
-        if again and _wait_election_free(backend, _within(left, clock, ELECTED_WAIT), sleep):
+        if again and _wait_election_free(backend, _within(left, clock, ELECTED_WAIT), sleep) \
+                and not interrupts.pending():
             backend.elect_preferred(again)
 
     _poll(backend, left, lambda now: not behind(now), reelect, sleep, clock)

@@ -103,3 +103,36 @@ def test_someone_reordering_after_the_election_makes_the_verdict_say_so(tmp_path
     r = undrain(m, f)
     assert int(r.exit_code) == ExitCode.CONDITION_NOT_MET, r.message  # type: ignore[attr-defined]
     assert "another reassignment changed t-1 during the undrain" in r.message  # type: ignore[attr-defined]
+
+
+def test_a_ctrl_c_while_the_election_znode_is_read_sends_no_election(tmp_path: Path) -> None:
+    """ZooKeeper mode asks whether /admin/preferred_replica_election is free before it asks for an election. A
+    Ctrl-C that arrives during that read (held back: the reordering was already sent) stopped nothing: the
+    election was still sent. Now nothing more is sent after a Ctrl-C, drain or undrain; the outcome says so."""
+    import os
+    import signal
+
+    from kadmin import interrupts
+
+    class Reading(Moves):
+        elections = 0
+
+        def election_free(self) -> bool:
+            os.kill(os.getpid(), signal.SIGINT)  # the operator's Ctrl-C lands while the znode is read
+            return True
+
+        def elect_preferred(self, keys: Iterable[Key]) -> dict[Key, str]:
+            self.elections += 1
+            return super().elect_preferred(keys)
+
+    m = Reading({("t", 0): (1, 2, 3)})
+    with interrupts.deferring():
+        r = dsvc.drain(m, Identity(), 1, save=tmp_path / "d.json", dry_run=False, force=False, timeout=5,
+                       sleep=lambda s: None)
+    assert int(r.exit_code) == ExitCode.INTERRUPTED and m.elections == 0, r.message
+    assert "before the election" in r.message
+    m.leaders[("t", 0)] = 2
+    with interrupts.deferring():
+        r = dsvc.undrain(m, Identity(), 1, tmp_path / "d.json", dry_run=False, force=False, timeout=5,
+                         sleep=lambda s: None)
+    assert int(r.exit_code) == ExitCode.INTERRUPTED and m.elections == 0, r.message
