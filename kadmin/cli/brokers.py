@@ -332,7 +332,8 @@ def drain(
     stops before the election: exit 130 naming the undrain command that restores the order. The broker
     stays a preferred leader nowhere, so Kafka's automatic leader rebalance does not move leaders back;
     undrain does. Drains stack: a drain of another broker made after this one saves this one's order as
-    its original, so undo stacked drains last first (undone first first, the first broker stays drained).
+    its original, so undo stacked drains last first; the file records the order each drain set, and an
+    undrain that is not the last one refuses (exit 7) naming the file to undo first.
     """
     from kadmin.services.drain import drain as run
 
@@ -362,9 +363,12 @@ def undrain(
     Then the leaders are read again, every 0.1 s growing to 1 s, until each saved partition is led
     by its preferred replica or --timeout passes (exit 1 naming the others: a preferred replica
     that is not in sync cannot be elected; run `kadmin brokers wait ID --in-sync` first). Exit 7 when a
-    reassignment is in flight for a saved partition (unless --force). A file saved on another cluster
-    (exit 3) or for another broker (exit 2) is refused unless --force. Ctrl-C after the order was sent
-    stops before the election (exit 130: run the same command again to finish).
+    reassignment is in flight for a saved partition (unless --force), when the partitions changed since
+    they were read (nothing sent), or when a later drain is stacked on this one (its file named: undo it
+    first). The verdict holds the saved order, read after the election (exit 1 naming what another
+    reassignment changed). A file saved on another cluster (exit 3) or for another broker (exit 2) is
+    refused unless --force. Ctrl-C after the order was sent stops before the election (exit 130: run the
+    same command again to finish); none is sent after a Ctrl-C.
     """
     from kadmin.services.drain import read_file
     from kadmin.services.drain import undrain as run

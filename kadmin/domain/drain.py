@@ -148,7 +148,10 @@ def drain_file(broker_id: int, plan: DrainPlan, created: str, cluster: Mapping[s
         "broker_id": broker_id,
         "created": created,
         "cluster": dict(cluster),
-        "partitions": [{"topic": p.topic, "partition": p.partition, "replicas": list(p.replicas)}
+        # "set": the order this drain leaves (reordered or not): an undrain that finds another order there knows a
+        # later drain (or a reassignment) came after it, and that one is undone first (stacked drains)
+        "partitions": [{"topic": p.topic, "partition": p.partition, "replicas": list(p.replicas),
+                        "set": list(plan.reorder.get(p.key, p.replicas))}
                        for p in plan.hosted if p.key not in plan.skipped and broker_id in p.replicas],
     }
 
@@ -184,6 +187,7 @@ class SavedDrain:
     broker_id: int
     cluster_id: str | None
     order: dict[Key, tuple[int, ...]]
+    set_order: dict[Key, tuple[int, ...]] = field(default_factory=dict)  # what the drain left (files since issue 34)
 
 
 def parse_drain_file(doc: Any, broker_id: int) -> dict[Key, tuple[int, ...]]:
@@ -209,6 +213,7 @@ def parse_saved_drain(doc: Any) -> SavedDrain:
     if cluster_id is not None and not isinstance(cluster_id, str):
         raise BadDrainFile("\"cluster\".\"id\" is not a string")
     out: dict[Key, tuple[int, ...]] = {}
+    set_order: dict[Key, tuple[int, ...]] = {}
     parts = doc.get("partitions")
     if not isinstance(parts, list):
         raise BadDrainFile("\"partitions\" is not a list")
@@ -220,7 +225,12 @@ def parse_saved_drain(doc: Any) -> SavedDrain:
             raise BadDrainFile(f"partitions[{i}] is not {{\"topic\": str, \"partition\": int, \"replicas\": "
                                "[distinct ints]}")
         out[(p["topic"], p["partition"])] = tuple(p["replicas"])
-    return SavedDrain(doc["broker_id"], cluster_id, out)
+        if "set" in p:
+            left = p["set"]
+            if not (isinstance(left, list) and all(type(r) is int for r in left) and set(left) == set(p["replicas"])):
+                raise BadDrainFile(f"partitions[{i}].set is not its replicas in another order")
+            set_order[(p["topic"], p["partition"])] = tuple(left)
+    return SavedDrain(doc["broker_id"], cluster_id, out, set_order)
 
 
 @dataclass
@@ -233,14 +243,18 @@ class UndrainPlan:
     in_flight: list[Key] = field(default_factory=list)
     skipped: list[Key] = field(default_factory=list)
     elect: list[Key] = field(default_factory=list)  # every saved partition whose saved order now applies
+    # in neither the saved order nor the order the drain set: reordered after it (a later drain stacked on it)
+    stacked: list[Key] = field(default_factory=list)
 
     def preferred(self, saved: Mapping[Key, tuple[int, ...]]) -> dict[Key, int]:
         return {k: saved[k][0] for k in self.elect}
 
 
 def plan_undrain(saved: Mapping[Key, tuple[int, ...]], parts: Iterable[PartitionView], broker_id: int,
-                 skip_in_flight: bool = False) -> UndrainPlan:
-    """Put back each saved order whose replica set is still the same set (no data moves)."""
+                 skip_in_flight: bool = False, set_order: Mapping[Key, tuple[int, ...]] | None = None
+                 ) -> UndrainPlan:
+    """Put back each saved order whose replica set is still the same set (no data moves). With `set_order` (what
+    the drain left), a partition in neither order was reordered after the drain: `stacked`."""
     now = {p.key: p for p in parts}
     plan = UndrainPlan(broker_id)
     for key in sorted(saved):
@@ -259,6 +273,8 @@ def plan_undrain(saved: Mapping[Key, tuple[int, ...]], parts: Iterable[Partition
         if tuple(p.replicas) == saved[key]:
             plan.already.append(key)
         else:
+            if set_order and key in set_order and tuple(p.replicas) != set_order[key]:
+                plan.stacked.append(key)
             plan.restore[key] = saved[key]
         plan.elect.append(key)
     return plan

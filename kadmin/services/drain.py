@@ -480,7 +480,7 @@ def undrain(backend: LeadershipMoves, identity: ClusterIdentity, broker_id: int,
         warnings.append(f"--force: {source} is the drain file of broker {loaded.broker_id}, not {broker_id}")
     _same_cluster(loaded, identity, source, force, warnings)
     return _undrain(backend, {broker_id: source}, loaded.order, warnings, dry_run=dry_run, force=force, sleep=sleep,
-                    clock=clock, deadline=deadline)
+                    clock=clock, deadline=deadline, set_order=loaded.set_order)
 
 
 def undrain_together(backend: LeadershipMoves, identity: ClusterIdentity, sources: Mapping[int, Path], *,
@@ -492,25 +492,29 @@ def undrain_together(backend: LeadershipMoves, identity: ClusterIdentity, source
     deadline = clock() + timeout
     warnings: list[str] = []
     saved: dict[Key, tuple[int, ...]] = {}
+    set_order: dict[Key, tuple[int, ...]] = {}
     for i in sorted(sources):
         loaded = read_file(sources[i], i)
         _same_cluster(loaded, identity, sources[i], False, warnings)
         for k, v in loaded.order.items():
             saved.setdefault(k, v)
+        for k, v in loaded.set_order.items():
+            set_order.setdefault(k, v)
     return _undrain(backend, sources, saved, warnings, dry_run=False, force=False, sleep=sleep, clock=clock,
-                    deadline=deadline)
+                    deadline=deadline, set_order=set_order)
 
 
 def _undrain(backend: LeadershipMoves, sources: Mapping[int, Path], saved: Mapping[Key, tuple[int, ...]],
              warnings: list[str], *, dry_run: bool, force: bool, sleep: Callable[[float], None],
-             clock: Callable[[], float], deadline: float) -> Result[Undrain]:
+             clock: Callable[[], float], deadline: float,
+             set_order: Mapping[Key, tuple[int, ...]] | None = None) -> Result[Undrain]:
     def left() -> float:
         return deadline - clock()
 
     ids = sorted(sources)
     broker_id, source, (who, _, s) = ids[0], sources[ids[0]], _who(ids)
     parts = backend.partitions()
-    plan = dom.plan_undrain(saved, parts, broker_id, skip_in_flight=force)
+    plan = dom.plan_undrain(saved, parts, broker_id, skip_in_flight=force, set_order=set_order)
     before = {p.key: p.replicas for p in parts}
     preferred = plan.preferred(saved)
     data = Undrain(
@@ -540,6 +544,15 @@ def _undrain(backend: LeadershipMoves, sources: Mapping[int, Path], saved: Mappi
         return Result(data=data, warnings=warnings, exit_code=ExitCode.UNSAFE,
                       message=f"refused: a reassignment is in flight for {dom.keys_text(plan.in_flight)}; wait for "
                       "it to finish, or use --force to leave those partitions alone")
+    stacked_on = _stacked_on(sources, plan, saved, set_order or {}, {p.key: p.replicas for p in parts})
+    if stacked_on and not force:  # a later drain came after this one: undone first, or its broker stays drained
+        keys, later = stacked_on
+        first = f"undo {' and '.join(str(p) for p in later)} first" if later else \
+            "undo the drain (or reassignment) that came after it first"
+        return Result(data=data, warnings=warnings, exit_code=ExitCode.UNSAFE,
+                      message=f"refused: {dom.keys_text(keys)} were reordered after this drain (a later drain "
+                      f"stacked on it): restoring {source} now would leave that drain's broker drained; {first} "
+                      "(--force restores this order anyway)")
     if plan.skipped:
         warnings.append(f"--force: left alone (a reassignment is in flight): {dom.keys_text(plan.skipped)}")
     if dry_run:
@@ -629,6 +642,46 @@ def _restore(backend: LeadershipMoves, plan: dom.UndrainPlan, preferred: Mapping
     final = backend.partitions()  # the verdict from a reading taken now, reassignments in flight included
     stopped = "after the election was asked" if interrupts.pending() else None
     return final, behind(final), targets, refused, stopped
+
+
+def _stacked_on(sources: Mapping[int, Path], plan: dom.UndrainPlan, saved: Mapping[Key, tuple[int, ...]],
+                set_order: Mapping[Key, tuple[int, ...]], now: Mapping[Key, tuple[int, ...]]
+                ) -> tuple[list[Key], list[Path]] | None:
+    """Whether another drain is stacked on this one: for the partitions reordered since this drain (plan.stacked),
+    the drain files beside `sources` (and in the default drain directory) that set the order in place now. One
+    whose original order is this drain's order came after it (stacked: undone first, or this undrain would leave
+    its broker drained once it is undone). One whose original is this drain's original ran beside it (both read the
+    same order): undoing either first restores the same original, so it blocks nothing. Where no file says which,
+    the undrain cannot tell: stacked, unnamed. None: not stacked."""
+    if not plan.stacked:
+        return None
+    dirs = {p.parent for p in sources.values()} | {default_dir()}
+    own = {p.resolve() for p in sources.values()}
+    made_now: dict[Key, list[tuple[Path, dom.SavedDrain]]] = {}
+    for d in sorted(dirs):
+        try:
+            names = sorted(d.glob("*.json"))
+        except OSError:
+            continue
+        for f in names:
+            if f.resolve() in own:
+                continue
+            try:
+                other = dom.parse_saved_drain(loads_strict(read_input(f, "")))
+            except (OSError, ValueError, KadminError):
+                continue
+            for k in plan.stacked:
+                if other.set_order.get(k) == now.get(k):
+                    made_now.setdefault(k, []).append((f, other))
+    keys: list[Key] = []
+    later: list[Path] = []
+    for k in plan.stacked:
+        makers = made_now.get(k, [])
+        if makers and all(o.order.get(k) == saved[k] for _, o in makers):
+            continue  # drained beside this one, from the same original: no harm either way
+        keys.append(k)
+        later += [f for f, o in makers if o.order.get(k) == set_order.get(k) and f not in later]
+    return (keys, later) if keys else None
 
 
 def _behind(now: list[PartitionView], targets: Mapping[Key, int]) -> list[Key]:

@@ -173,7 +173,9 @@ def test_drain_file_round_trip_and_refusals(tmp_path: Path) -> None:
     plan = dom.plan_drain([pv("t", 0, [1, 2, 3]), pv("t", 1, [2, 3, 1])], 1)
     f = tmp_path / "sub" / "d.json"
     write_file(f, dom.drain_file(1, plan, "2026-01-01T00:00:00+00:00", {"mode": "zookeeper", "id": "abc"}))
-    assert read_file(f, 1) == dom.SavedDrain(1, "abc", {("t", 0): (1, 2, 3), ("t", 1): (2, 3, 1)})
+    # the original order, and the order the drain set (broker 1 last: what a later undrain expects to find)
+    assert read_file(f, 1) == dom.SavedDrain(1, "abc", {("t", 0): (1, 2, 3), ("t", 1): (2, 3, 1)},
+                                             {("t", 0): (2, 3, 1), ("t", 1): (2, 3, 1)})
     assert [p.name for p in f.parent.iterdir()] == ["d.json"]  # no temporary file left beside it
     with pytest.raises(UsageError, match="exists"):  # never overwrites an original order
         write_file(f, {})
@@ -183,7 +185,9 @@ def test_drain_file_round_trip_and_refusals(tmp_path: Path) -> None:
     doc = json.loads(f.read_text())
     for bad, msg in ((dict(doc, version=2), "version 2 is not supported"), ({"x": 1}, "not a kadmin drain file"),
                      (dict(doc, partitions=[{"topic": "t", "partition": "0", "replicas": [1]}]), r"partitions\[0\]"),
-                     (dict(doc, partitions=[{"topic": "t", "partition": 0, "replicas": [1, 1]}]), "distinct")):
+                     (dict(doc, partitions=[{"topic": "t", "partition": 0, "replicas": [1, 1]}]), "distinct"),
+                     (dict(doc, partitions=[{"topic": "t", "partition": 0, "replicas": [1, 2], "set": [1, 3]}]),
+                      "set is not its replicas")):
         g = tmp_path / f"bad-{len(msg)}.json"
         g.write_text(json.dumps(bad))
         with pytest.raises(UsageError, match=msg):

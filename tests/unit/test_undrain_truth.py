@@ -136,3 +136,40 @@ def test_a_ctrl_c_while_the_election_znode_is_read_sends_no_election(tmp_path: P
         r = dsvc.undrain(m, Identity(), 1, tmp_path / "d.json", dry_run=False, force=False, timeout=5,
                          sleep=lambda s: None)
     assert int(r.exit_code) == ExitCode.INTERRUPTED and m.elections == 0, r.message
+
+
+def test_stacked_drains_are_undone_last_first_the_wrong_order_refused_naming_the_file(tmp_path: Path) -> None:
+    """Two drains stacked on t-0 (broker 1, then broker 2): undoing the first one first put back its order over the
+    second's and left broker 2 leading... as before it was drained? No: broker 2 stayed drained for good once its own
+    undrain found the order changed. The drain file records the order it set, so an undrain that is not the last
+    one refuses (exit 7, nothing sent) and names the file that comes first; last first restores both."""
+    m = Moves({("t", 0): (1, 2, 3), ("u", 0): (1, 3)})
+    d1, d2 = tmp_path / "d1.json", tmp_path / "d2.json"
+    for broker, f in ((1, d1), (2, d2)):
+        r = dsvc.drain(m, Identity(), broker, save=f, dry_run=False, force=False, timeout=5, sleep=lambda s: None)
+        assert int(r.exit_code) == 0, r.message
+    assert m.replicas[("t", 0)] == (3, 1, 2)
+    sent = len(m.submitted)
+    r = undrain(m, d1)
+    assert int(r.exit_code) == ExitCode.UNSAFE, r.message  # type: ignore[attr-defined]
+    assert "t-0 were reordered after this drain" in r.message and f"undo {d2} first" in r.message  # type: ignore[attr-defined]
+    assert len(m.submitted) == sent and m.replicas[("t", 0)] == (3, 1, 2)
+    m.reads = 0
+    r = dsvc.undrain(m, Identity(), 2, d2, dry_run=False, force=False, timeout=5, sleep=lambda s: None)
+    assert int(r.exit_code) == 0, r.message
+    assert int(undrain(m, d1).exit_code) == 0  # type: ignore[attr-defined]
+    assert m.replicas == {("t", 0): (1, 2, 3), ("u", 0): (1, 3)} and m.leaders[("t", 0)] == 1
+
+
+def test_drains_run_beside_each_other_from_one_original_undo_in_either_order(tmp_path: Path) -> None:
+    """Two drains that both read the original order (they overlapped; the last to write set the order in place):
+    each file's original is the true original, so undoing either first restores it, and neither is refused."""
+    m = Moves({("t", 0): (1, 2, 3)})
+    d1, d2 = tmp_path / "d1.json", tmp_path / "d2.json"
+    r = dsvc.drain(m, Identity(), 1, save=d1, dry_run=False, force=False, timeout=5, sleep=lambda s: None)
+    assert int(r.exit_code) == 0
+    m.replicas[("t", 0)] = (1, 2, 3)  # d2 read the original before d1's order landed ...
+    r = dsvc.drain(m, Identity(), 2, save=d2, dry_run=False, force=False, timeout=5, sleep=lambda s: None)
+    assert int(r.exit_code) == 0 and m.replicas[("t", 0)] == (1, 3, 2)  # ... and wrote last
+    assert int(undrain(m, d1).exit_code) == 0  # type: ignore[attr-defined]
+    assert m.replicas[("t", 0)] == (1, 2, 3)
