@@ -328,8 +328,10 @@ def drain(
     were read (another drain or reassignment is running; nothing was sent, the file is removed). The
     verdict comes from a fresh reading: exit 1 naming what the broker still leads, e.g. a partition
     whose only in-sync replica it is (`only_isr`: no one else may lead it), or the partitions another
-    reassignment changed during the drain (`changed_by_others`). Ctrl-C after the reordering was sent
-    stops before the election: exit 130 naming the undrain command that restores the order. The broker
+    reassignment changed during the drain (`changed_by_others`). Never "leads none" past what kadmin
+    cannot see: on KRaft, a partition the broker hosts (its log dirs list it) in a topic the principal may
+    not Describe, or a broker whose log dirs could not be listed, makes it exit 5 naming them. Ctrl-C
+    after the reordering was sent stops before the election: exit 130 naming the undrain command that restores the order. The broker
     stays a preferred leader nowhere, so Kafka's automatic leader rebalance does not move leaders back;
     undrain does. Drains stack: a drain of another broker made after this one saves this one's order as
     its original, so undo stacked drains last first; the file records the order each drain set, and an

@@ -243,6 +243,11 @@ class LeadershipMoves(Protocol):
     # Whether a new election may be asked for now (ZooKeeper: /admin/preferred_replica_election is gone)
     def election_free(self) -> bool: ...
 
+    # What the last partitions() could not show of what `brokers` host (KRaft: their log dirs list partitions of
+    # topics the principal may not Describe, which Metadata leaves out; or the log dirs could not be listed):
+    # a verdict on what they lead must not take them as none (ZooKeeper lists every topic: none)
+    def unseen(self, brokers: Sequence[int]) -> list[Unknown]: ...
+
     def close(self) -> None: ...
 
 

@@ -405,7 +405,7 @@ def _drain_verdict(d: _Drain, submitted: Mapping[Key, tuple[int, ...]], refused:
     final = d.backend.partitions()
     remaining = dom.led_by(final, ids)
     foreign = _not_as_submitted(final, submitted)
-    unknown = [u for u in d.backend.unknown if u.concerns(ids)]
+    unknown = [u for u in d.backend.unknown if u.concerns(ids)] + d.backend.unseen(ids)
     d.data = dataclasses.replace(
         d.data, refused=_refusals({k: v for k, v in refused.items() if k in set(remaining) or k in d.plan.reorder}),
         remaining=_keys(remaining), led_after=len(remaining), changed_by_others=_keys(foreign))

@@ -8,6 +8,7 @@ Principals (ACLs made with Kafka's own AclCommand):
   lists every partition a broker hosts), no DescribeConfigs on the Cluster (the brokers' min ISR is hidden).
 - bob: Describe on every topic, no DescribeConfigs at all, nothing on the Cluster.
 - carol: Describe and DescribeConfigs on every topic and on the Cluster: restricted, yet entitled to the truth.
+- erin: alice's ACLs and Alter on the Cluster (she may reorder and elect), for drains that cannot see `hidden`.
 - dave: Alter on the Cluster only (what a controller asks of DescribeCluster), no DescribeConfigs; for the quorum's
   controller.quorum.fetch.timeout.ms, which the controller (3000) and the brokers (2500) set apart from Kafka's
   default, read through the brokers and through the controller's SASL listener (--bootstrap-controller).
@@ -106,6 +107,10 @@ def acl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Acl]:
         k.acl("--add", "--allow-principal", "User:carol", "--operation", "Describe", "--operation", "DescribeConfigs",
               "--cluster")
         k.acl("--add", "--allow-principal", "User:dave", "--operation", "Alter", "--cluster")
+        k.acl("--add", "--allow-principal", "User:erin", "--operation", "Describe", "--operation", "DescribeConfigs",
+              "--topic", "vis-", "--resource-pattern-type", "prefixed")
+        k.acl("--add", "--allow-principal", "User:erin", "--operation", "Describe", "--operation", "Alter",
+              "--cluster")
         a = Acl(k)
         a.wait("every partition fully in sync", lambda got: all(
             len(isr(f)) == len(f["Replicas"].split(",")) for f in got.values()))
@@ -324,3 +329,23 @@ def test_a_verdict_survives_a_reader_that_closed_the_pipe(acl: Acl) -> None:
         assert "output lost" not in err and "Traceback" not in err, err
     code, err = piped(acl, "admin", "brokers", "list")
     assert code == 74 and "output lost" in err, err
+
+
+def test_a_drain_never_says_leads_none_past_what_it_cannot_see(acl: Acl) -> None:
+    """Issue 34 §2: a drain reads Metadata for every topic, which leaves out the topics the principal may not
+    Describe. erin (alice's view, and Alter on the Cluster) drains broker 3, which leads `hidden` (its only replica):
+    she cannot see it, so her drain must
+    not say broker 3 leads nothing: exit 5 naming what it could not see (broker 3's log dirs list it). The super
+    user's drain of 3 says what is true: it still leads hidden-0 (its only replica: nothing to move to)."""
+    saved = acl.k.base / "erin-drain-3.json"
+    got = acl.kadmin("erin", "brokers", "drain", "3", "--save", str(saved), "--timeout", "120")
+    assert got.code == 5, got.text
+    assert "could not read" in got.stderr and "hidden-0" in got.stderr, got.text
+    assert "now leads none" not in got.stderr and "may lead them" in got.stderr, got.text
+    back = acl.kadmin("admin", "brokers", "undrain", "3", "--from", str(saved), "--timeout", "120")
+    assert back.code in (0, 5), back.text
+    saved_admin = acl.k.base / "admin-drain-3.json"
+    truth = acl.kadmin("admin", "brokers", "drain", "3", "--save", str(saved_admin), "--timeout", "120")
+    assert truth.code == 1 and ("hidden", 0) in {(r["topic"], r["partition"]) for r in truth.data["remaining"]}, \
+        truth.text
+    assert acl.kadmin("admin", "brokers", "undrain", "3", "--from", str(saved_admin), "--timeout", "120").code == 0

@@ -34,7 +34,7 @@ from kadmin.sandbox import realkafka
 from tests.support.kafka import tool, wait_for
 
 USERS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret", "carol": "carol-secret",
-         "dave": "dave-secret"}
+         "dave": "dave-secret", "erin": "erin-secret"}
 CONTROLLER = 3001
 ACL_COMMAND = "org.apache.kafka.tools.AclCommand"
 AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"

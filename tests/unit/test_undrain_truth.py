@@ -48,6 +48,9 @@ class Moves:
     def election_free(self) -> bool:
         return True
 
+    def unseen(self, brokers: Iterable[int]) -> list[Unknown]:
+        return []
+
     def close(self) -> None:
         pass
 
