@@ -326,16 +326,17 @@ def drain(
     cluster's id; the partitions are read again just before anything is sent. Exit 7 when a reassignment
     is in flight for a partition the broker hosts (unless --force), or the partitions changed since they
     were read (another drain or reassignment is running; nothing was sent, the file is removed). The
-    verdict comes from a fresh reading: exit 1 naming what the broker still leads, e.g. a partition
-    whose only in-sync replica it is (`only_isr`: no one else may lead it), or the partitions another
+    verdict comes from a fresh reading: exit 1 naming what the broker still leads, e.g. a partition whose
+    only in-sync replica it is (`only_isr`: no one else may lead it), or the partitions another
     reassignment changed during the drain (`changed_by_others`). Never "leads none" past what kadmin
     cannot see: on KRaft, a partition the broker hosts (its log dirs list it) in a topic the principal may
     not Describe, or a broker whose log dirs could not be listed, makes it exit 5 naming them. Ctrl-C
-    after the reordering was sent stops before the election: exit 130 naming the undrain command that restores the order. The broker
-    stays a preferred leader nowhere, so Kafka's automatic leader rebalance does not move leaders back;
-    undrain does. Drains stack: a drain of another broker made after this one saves this one's order as
-    its original, so undo stacked drains last first; the file records the order each drain set, and an
-    undrain that is not the last one refuses (exit 7) naming the file to undo first.
+    after the reordering was sent stops before the election: exit 130 naming the undrain command that
+    restores the order. The broker stays a preferred leader nowhere, so Kafka's automatic leader rebalance
+    does not move leaders back; undrain does. Drains stack: a drain of another broker made after this one
+    saves this one's order as its original, so undo stacked drains last first; the file records the order
+    each drain set, and an undrain that is not the last one refuses (exit 7) naming the file to undo
+    first.
     """
     from kadmin.services.drain import drain as run
 
