@@ -248,8 +248,8 @@ def main() -> int:
         raw = [sys.executable, __file__, "--window", str(args.window), "--raw", f"{host}:{port}", CHROOT,
                str(args.partitions)]
         for name, cmd, raw_cmd, ok in (
-            ("partitions check", ["partitions", "check", "-o", "json"], [*raw, "1"], (0, 1, 2)),
-            ("ids missing", ["ids", "missing", "-o", "json"], [*raw, "0"], (0,)),
+            ("partitions check", ["partitions", "check", "-o", "json", "--timeout", "900"], [*raw, "1"], (0, 1, 2)),
+            ("ids missing", ["ids", "missing", "-o", "json", "--timeout", "900"], [*raw, "0"], (0,)),
         ):
             got = measure([*KADMIN, *cmd, "-z", connect], ok, args.runs)
             base = measure(raw_cmd, (0,), args.runs)

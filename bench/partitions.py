@@ -246,7 +246,7 @@ def main() -> int:
         print(f"partitions list -o json: median {wall:.2f} s, {rows:,} rows"
               f"{'' if rows == n else f'  <-- expected {n:,}'}", flush=True)
         res["list"] = {"median_s": round(wall, 3), "rows": rows}
-        wall, rc, doc = timed3(["partitions", "check", "-o", "json"], connect, (0, 1, 2))
+        wall, rc, doc = timed3(["partitions", "check", "-o", "json", "--timeout", "900"], connect, (0, 1, 2))
         print(f"partitions check -o json: median {wall:.2f} s, exit {rc} ({doc['data']['status']}, "
               f"{len(doc['data']['findings'])} findings){'' if rc == 1 else '  <-- expected 1'}", flush=True)
         res["check"] = {"median_s": round(wall, 3), "exit_code": rc, "findings": len(doc["data"]["findings"])}

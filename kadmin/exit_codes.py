@@ -59,7 +59,10 @@ DESCRIPTIONS: dict[ExitCode, str] = {
     ),
     ExitCode.USAGE: "usage error: bad option, argument or input file",
     ExitCode.CONFIG: "configuration error: no cluster given, unknown context, wrong chroot, missing ZooKeeper",
-    ExitCode.UNREACHABLE: "cluster unreachable or authentication failed",
+    ExitCode.UNREACHABLE: (
+        "cluster unreachable or authentication failed, or the command's deadline passed before it had its "
+        "answers (its --timeout; without one, 3 × --connect-timeout: docs/connecting.md)"
+    ),
     ExitCode.PARTIAL: "partial result: some data could not be read or parsed (named on stderr)",
     ExitCode.REJECTED: "rejected by the cluster (stale broker epoch, not controller after retries)",
     ExitCode.UNSAFE: (
@@ -90,7 +93,8 @@ VERDICT_DESCRIPTIONS: dict[Verdict, str] = {
     Verdict.WARNING: "some finding needs attention (e.g. an under-replicated partition, a lagging voter)",
     Verdict.CRITICAL: "some finding is critical (e.g. an offline partition, no quorum leader)",
     Verdict.UNKNOWN: (
-        "no verdict: usage error, configuration error, cluster unreachable, or internal error (Ctrl-C exits 130)"
+        "no verdict: usage error, configuration error, cluster unreachable or too slow to answer within the "
+        "check's deadline (3 × --connect-timeout), or internal error (Ctrl-C exits 130)"
     ),
 }
 

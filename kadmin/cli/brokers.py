@@ -139,8 +139,8 @@ def watch(
     r = inv.renderer
     events: list[BrokerEvent] = []
     code = ExitCode.OK
-    stream = svc.watch(inv.backend(deadline).registrations, count=count, timeout=gates.left(deadline), initial=initial,
-                       on_note=r.note, asked=timeout)
+    stream = svc.watch(inv.backend(deadline, open_ended=True).registrations, count=count,
+                       timeout=gates.left(deadline), initial=initial, on_note=r.note, asked=timeout)
     try:
         for ev in stream:
             r.stream_item(ev, views.broker_events, first=not events)

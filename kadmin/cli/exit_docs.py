@@ -26,9 +26,11 @@ _INPUT = ", is not a regular file (a directory, FIFO, socket or device) or is ov
 # (`kadmin.exit_codes.Verdict`) instead of the general table; this says what WARNING and CRITICAL mean for each.
 CHECKS: dict[str, str] = {
     "partitions check": "WARNING (1): some partitions under-replicated; CRITICAL (2): some offline or under "
-                        "min ISR, or a partition's state or its leader's min ISR could not be read, or (KRaft) a "
-                        "partition a broker's log dirs list is not visible to the principal; UNKNOWN (3) also when "
-                        "(KRaft) a broker's log dirs could not be listed, so not every partition could be seen",
+                        "min ISR, or a partition's state could not be read, or (KRaft) a partition a broker's log "
+                        "dirs list is not visible to the principal; UNKNOWN (3) also when (KRaft) a broker's log "
+                        "dirs could not be listed, so not every partition could be seen, or when only a "
+                        "partition's min ISR could not be read and it is short of a replica (with every replica "
+                        "in sync it is OK)",
     "quorum check": "WARNING (1): a member down, a lagging voter or observer, a ZooKeeper member on an older "
                     "zxid epoch; CRITICAL (2): no leader, no majority of voters up, a zombie leader (KIP-595), "
                     "or `--restart NODE` would leave no caught-up majority",

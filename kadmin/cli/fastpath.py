@@ -82,6 +82,7 @@ CONNECTION: dict[str, tuple[str, str, Convert]] = {
     "--command-config": ("command_config", VALUE, _text),
     "--connect-timeout": ("connect_timeout", VALUE, _seconds),
     "--context": ("context", VALUE, _text),
+    "--timeout": ("timeout", VALUE, _seconds),  # the command's deadline (wait's own, in its options, wins)
 }
 COMMON: dict[str, tuple[str, str, Convert]] = {
     "--output": ("output", VALUE, _output),
@@ -195,9 +196,9 @@ def parse(argv: Sequence[str], environ: Mapping[str, str]) -> Parsed | None:
             kwargs[param] = seen.get(param, default)
         connection: dict[str, Any] = {}
         sources: dict[str, str] = {}
+        if "timeout" in seen and "timeout" not in gate.defaults:  # the deadline of a gate without its own
+            connection["timeout"], sources["timeout"] = seen["timeout"], "flag"
         for param in CONNECTION_KEYS:
-            if param == "timeout":
-                continue  # the deprecated connection --timeout: not read here
             if param in seen:
                 connection[param], sources[param] = seen[param], "flag"
                 continue

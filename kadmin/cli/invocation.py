@@ -13,6 +13,7 @@ import contextlib
 import importlib.util
 import math
 import sys
+import time
 import traceback
 from collections.abc import Callable, Mapping
 from enum import StrEnum
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from kadmin import interrupts
 from kadmin.config import MAX_TIMEOUT, ConnectionSettings, Sourced, forget_secrets, resolve, scrub
-from kadmin.errors import KadminError, UsageError
+from kadmin.errors import KadminError
 from kadmin.exit_codes import CHECK_COMMANDS, GATE_COMMANDS, ExitCode, Verdict, verdict
 from kadmin.results import Result
 
@@ -89,9 +90,8 @@ def topic_filter(patterns: list[str] | None) -> TopicFilter | None:
     return TopicFilter(tuple(patterns))
 
 
-# The connection options' parameter names -> their settings keys (kadmin/config.py), in the order they are
-# taken: `timeout` (the connection timeout's deprecated old name) after `connect_timeout`, so that a flag
-# beats KADMIN_CONNECT_TIMEOUT.
+# The connection options' parameter names -> their settings keys (kadmin/config.py). `--timeout`, the command's
+# deadline (a parameter named `timeout`), is not one of them: run_command hands it to the Invocation.
 CONNECTION_KEYS: dict[str, str] = {
     "zookeeper": "zookeeper",
     "zk_auth": "zk-auth",
@@ -104,7 +104,6 @@ CONNECTION_KEYS: dict[str, str] = {
     "bootstrap_controller": "bootstrap-controller",
     "command_config": "command-config",
     "connect_timeout": "connect-timeout",
-    "timeout": "connect-timeout",
     "context": "context",
 }
 FLAGS = frozenset({"zk_tls", "zk_tls_no_hostname_check"})  # on/off options: off leaves the context's value in force
@@ -117,7 +116,7 @@ class Invocation:
     """What a command body gets: settings, a renderer, and a lazily opened cluster."""
 
     def __init__(self, command: str, given: dict[str, Sourced | None], context: str | None, output: Output,
-                 verbose: bool) -> None:
+                 verbose: bool, timeout: float | None = None) -> None:
         from kadmin.render import Renderer  # the views and payloads load with a command that runs, not with --help
 
         self.command = command
@@ -127,6 +126,8 @@ class Invocation:
         self._context = context
         self._settings: ConnectionSettings | None = None
         self._backend: Backend | None = None
+        self.started = time.monotonic()  # the command's deadline counts from here (overall_deadline)
+        self.timeout = timeout  # --timeout, the command's deadline, on a command without one of its own
 
     @property
     def settings(self) -> ConnectionSettings:
@@ -144,11 +145,21 @@ class Invocation:
                     self.renderer.note(line)
         return self._settings
 
-    def backend(self, deadline: float | None = None) -> Backend:
+    def overall_deadline(self) -> float:
+        """The deadline (time.monotonic()) of a command without a deadline of its own: its --timeout, else
+        OVERALL × --connect-timeout, from when it started (docs/connecting.md, Deadlines)."""
+        from kadmin.cluster.connect import OVERALL
+
+        return self.started + (self.timeout if self.timeout is not None else OVERALL * self.settings.connect_timeout)
+
+    def backend(self, deadline: float | None = None, *, open_ended: bool = False) -> Backend:
         """The cluster's capabilities, in the mode the settings name (kadmin/cluster/connect.py decides it),
-        each opened on first use and closed with the invocation. `deadline` (time.monotonic()) bounds
-        connecting: a wait's --timeout covers reaching the cluster too. Lost and regained connections are
-        said on stderr."""
+        each opened on first use and closed with the invocation. `deadline` (time.monotonic()) bounds the
+        command, connecting included: no wait for an answer outlasts it (a wait's --timeout covers reaching
+        the cluster too); without one, overall_deadline(), unless `open_ended` (a watch without --timeout runs
+        until Ctrl-C). Lost and regained connections are said on stderr."""
+        if deadline is None and not open_ended:
+            deadline = self.overall_deadline()
         if self._backend is None:
             from kadmin.cluster.connect import open_backend
 
@@ -173,37 +184,21 @@ class Invocation:
             self._backend = None
 
 
-def _old_timeout(inv: Invocation, both: bool) -> None:
-    """`--timeout` on a command without a deadline of its own: the connection timeout's old name."""
-    if both:
-        raise UsageError("give --connect-timeout only: --timeout is its deprecated old name here")
-    inv.deprecated("--timeout", "use --connect-timeout (it is the time allowed to reach the cluster)")
-
-
 def run_command(full: str, fn: Callable[..., int], kwargs: dict[str, Any], connection: Mapping[str, Any],
                 source: Callable[[str], str], output: str, verbose: bool) -> int:
     """Run command `full` (`brokers max-epoch`): `fn(inv, **kwargs)` guarded (run_guarded), its exit code.
 
     `connection` holds the connection options given to it by parameter name (CONNECTION_KEYS; None or a flag
-    that is off: not given), `source(name)` says where one came from ("flag", "env KADMIN_ZOOKEEPER")."""
+    that is off: not given) and `timeout` (the command's --timeout, where it has no deadline of its own),
+    `source(name)` says where one came from ("flag", "env KADMIN_ZOOKEEPER")."""
     given: dict[str, Sourced | None] = {}
-    old_timeout: list[bool] = []  # --timeout given as the connection timeout; [True] with --connect-timeout
     for pname in CONNECTION_KEYS:
         value = connection.get(pname)
         if pname == "context" or value is None or (pname in FLAGS and not value):
             continue
-        key = CONNECTION_KEYS[pname]
-        if pname == "timeout":  # after connect_timeout: a flag, it beats KADMIN_CONNECT_TIMEOUT
-            old_timeout.append(getattr(given.get(key), "source", None) == "flag")
-        given[key] = Sourced(value, source(pname))
-    inv = Invocation(full, given, connection.get("context"), Output(output), verbose)
-
-    def body() -> int:
-        if old_timeout:
-            _old_timeout(inv, both=old_timeout[0])
-        return fn(inv, **kwargs)
-
-    return run_guarded(inv, body, check=full in CHECK_COMMANDS)
+        given[CONNECTION_KEYS[pname]] = Sourced(value, source(pname))
+    inv = Invocation(full, given, connection.get("context"), Output(output), verbose, connection.get("timeout"))
+    return run_guarded(inv, lambda: fn(inv, **kwargs), check=full in CHECK_COMMANDS)
 
 
 def _interrupted(inv: Invocation) -> int:

@@ -4,10 +4,11 @@
 --context), `-o/--output` and `-v/--verbose` to a command, and hands the command an Invocation.
 
 Two timeouts, both settable together: `--connect-timeout` (env KADMIN_CONNECT_TIMEOUT, context key
-connect-timeout; 10 s) is how long reaching the cluster may take, on every command; `--timeout` is a
-command's own deadline where it has one (brokers wait, watch, shutdown, drain, undrain), which
-covers connecting too and so can only shorten the first. On the other commands `--timeout` is the
-connection timeout's deprecated old name (hidden; it warns) until the next release.
+connect-timeout; 10 s) is how long one wait for an answer may take, on every command; `--timeout` is the
+command's deadline, connecting included (docs/connecting.md, Deadlines). Brokers wait, watch, shutdown,
+drain and undrain define their own `--timeout` (with its default and help); every other command that
+reaches the cluster gets DeadlineOpt, and without it ends within 3 × --connect-timeout (`roll run`, whose
+steps have their own timeouts, has none).
 
 The safety idiom of every command that changes the cluster (ids map/unmap/claim/gc, brokers
 shutdown/unregister/drain/undrain): it acts when run, with no confirmation prompt (scripts run
@@ -140,13 +141,16 @@ ZkTlsNoHostnameCheckOpt = Annotated[
 ]
 ConnectTimeoutOpt = Annotated[float | None, typer.Option("--connect-timeout", envvar="KADMIN_CONNECT_TIMEOUT",
                                                          metavar="SECONDS", parser=seconds,
-                                                         help="Give up reaching the cluster after this long "
-                                                         "(10 seconds unless set).",
+                                                         help="Give up on an answer after this long (10 "
+                                                         "seconds unless set); a command without a deadline "
+                                                         "of its own ends within 3 times this.",
                                                          rich_help_panel=CONN, show_default=False)]
-# Until 1.0 `--timeout` is still accepted, with a warning, as --connect-timeout on the commands that
-# have no deadline of their own; on brokers wait/watch/shutdown/drain/undrain it is that deadline.
-OldTimeoutOpt = Annotated[float | None, typer.Option("--timeout", metavar="SECONDS", parser=seconds, hidden=True,
-                                                     help="Deprecated: --connect-timeout.", show_default=False)]
+# The command's deadline, on every command that reaches the cluster; brokers wait/watch/shutdown/drain/undrain
+# define their own `--timeout` (with its own default and help).
+DeadlineOpt = Annotated[float | None, typer.Option("--timeout", metavar="SECONDS", parser=seconds,
+                                                   help="End within this long, connecting included (3 times "
+                                                   "--connect-timeout unless set).",
+                                                   rich_help_panel=CONN, show_default=False)]
 BootstrapOpt = Annotated[str | None, typer.Option("--bootstrap-server", "-b", envvar="KADMIN_BOOTSTRAP_SERVER",
                                                   metavar="HOST:PORT[,...]", help="Brokers of a KRaft cluster.",
                                                   rich_help_panel=CONN, show_default=False,
@@ -181,7 +185,6 @@ _CONNECTION_OPTS: dict[str, tuple[Any, Any]] = {
     "bootstrap_controller": (BootstrapCtlOpt, None),
     "command_config": (CommandConfigOpt, None),
     "connect_timeout": (ConnectTimeoutOpt, None),
-    "timeout": (OldTimeoutOpt, None),  # deprecated; left out where the command has its own
     "context": (ContextOpt, None),
 }
 # parameter name -> (settings key, annotation, default), in the order kadmin.cli.invocation takes them
@@ -200,9 +203,10 @@ def _source(ctx: typer.Context, name: str) -> str:
 
 
 def command(
-    app: typer.Typer, name: str, *, cluster: bool = True, **typer_kw: Any
+    app: typer.Typer, name: str, *, cluster: bool = True, deadline: bool = True, **typer_kw: Any
 ) -> Callable[[Callable[..., int]], Any]:
-    """Register `fn(inv, **own_params) -> exit code` as a command with the shared options.
+    """Register `fn(inv, **own_params) -> exit code` as a command with the shared options: with `cluster`, the
+    connection options and (with `deadline`, unless the command defines its own) `--timeout`, its deadline.
 
     A command named in exit_codes.CHECK_COMMANDS is a check verb: run_guarded gives it the monitoring
     codes (every exit that is no verdict becomes 3, UNKNOWN), and so does a parse error (app.py)."""
@@ -221,6 +225,11 @@ def command(
                 conn_names.append(pname)
                 extra.append(inspect.Parameter(pname, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=ann))
                 annotations[pname] = ann
+            if deadline and "timeout" not in own_names:  # those that have their own: wait/watch/drain...
+                conn_names.append("timeout")
+                extra.append(inspect.Parameter("timeout", inspect.Parameter.KEYWORD_ONLY, default=None,
+                                               annotation=DeadlineOpt))
+                annotations["timeout"] = DeadlineOpt
         for pname, (ann, default) in COMMON_PARAMS.items():
             extra.append(inspect.Parameter(pname, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=ann))
             annotations[pname] = ann

@@ -90,13 +90,14 @@ def _hooks(stop: str | None, start: str | None, restart: str | None, only_if: st
     return Hooks(stop, start, restart, only_if)
 
 
-def _opener(inv: Invocation) -> Any:
-    """A fresh backend each time it is called (a roll opens the cluster again for each batch)."""
+def _opener(inv: Invocation, deadline: float | None) -> Any:
+    """A fresh backend each time it is called (a roll opens the cluster again for each batch), its waits bounded
+    by `deadline` (`roll plan`'s overall one; `roll run` has --step-timeout for each step instead)."""
     from kadmin.cluster.connect import open_backend
 
     def open_() -> Any:
         return open_backend(inv.settings, inv.command, log=inv.renderer.note if inv.verbose else None,
-                            on_connection=inv.renderer.note)
+                            deadline=deadline, on_connection=inv.renderer.note)
 
     return open_
 
@@ -134,11 +135,11 @@ def plan(
         return out.code == 0
 
     opts = svc.Options(req, hooks, allow_unavailable=_allow(allow_unavailable))
-    result = svc.plan_backend(_opener(inv), opts, skip_check if only_if else None)
+    result = svc.plan_backend(_opener(inv, inv.overall_deadline()), opts, skip_check if only_if else None)
     return inv.emit(result, views.roll_plan)
 
 
-@command(app, "run")
+@command(app, "run", deadline=False)
 def run(
     inv: Invocation,
     state: StateOpt,
@@ -194,7 +195,7 @@ def run(
 
     opts = svc.Options(req, hooks, step_timeout, settle, _allow(allow_unavailable))
     with interrupts.like_ctrl_c(signal.SIGTERM, signal.SIGHUP), progress:
-        result = svc.run_backend(_opener(inv), state, opts, emit, progress.say)
+        result = svc.run_backend(_opener(inv, None), state, opts, emit, progress.say)
     if r.fmt == "ndjson":
         if result.message:
             r.note(result.message)

@@ -267,8 +267,9 @@ class BulkSession:
     @property
     def timeout(self) -> float:
         """How long one wait may last now."""
-        t = self._bound() if self._bound is not None else self._timeout
-        return t if self._closing is None else min(t, self._closing)
+        if self._closing is not None:  # closing: never the command's deadline (it may have passed: OutOfTime)
+            return min(self._timeout, self._closing)
+        return self._bound() if self._bound is not None else self._timeout
 
     @property
     def where(self) -> str:
@@ -508,7 +509,11 @@ class BulkSession:
         try:
             xid = self._xid + 1
             link.send(_LEN_XID.pack(8, xid) + _INT.pack(OP_CLOSE))
-            deadline = time.monotonic() + min(self.timeout, 2.0)
+            try:
+                wait = min(self.timeout, 2.0)
+            except KadminError:  # the command's time is up: the close is sent, its reply not waited for
+                wait = 0.0
+            deadline = time.monotonic() + wait
             buf = link.rest
             while (remaining := deadline - time.monotonic()) > 0:
                 buf += link.recv(remaining)

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from kadmin.cluster.base import Backend, Maker, Missing
+from kadmin.cluster.deadlines import OVERALL as OVERALL  # the CLI's overall deadline: × --connect-timeout
 from kadmin.config import ConnectionSettings, parse_auth
 from kadmin.errors import ConfigError, KadminError, UsageError, WrongChroot
 from kadmin.inputs import check_input
@@ -319,7 +320,7 @@ def _zk_cluster(settings: ConnectionSettings, log: Callable[[str], None] | None,
     if log:
         log(f"connected to ZooKeeper {cluster.connected_server() or conn.hosts} (session "
             f"0x{cluster.zk.client_id[0]:x}); each read waits at most {conn.timeout:g}s"
-            + ("" if deadline is None else ", and never past the command's --timeout"))
+            + ("" if deadline is None else ", and never past the command's deadline"))
     return cluster
 
 

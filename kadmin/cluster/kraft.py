@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from kadmin.cluster.base import ClusterDescription, KraftBroker, QuorumSetting, ShutdownReply
+from kadmin.cluster.deadlines import after_deadline, wait_bound
 from kadmin.cluster.kafka import ERROR_NAMES, bootstrap_reason, error_name, translate
 from kadmin.domain.addresses import host_port
 from kadmin.domain.quorum import QuorumState, ReplicaState
@@ -34,9 +35,6 @@ AUTH_ERRORS = {29, 30, 31, 58}  # topic/group/cluster authorization, SASL authen
 
 ZERO_UUID_TEXT = "AAAAAAAAAAAAAAAAAAAAAA"  # Uuid.ZERO_UUID.toString(): Kafka's "unknown"/"unassigned"
 
-# The deadlines (docs/connecting.md), as ZooKeeper's (kadmin/cluster/zookeeper/session.py): one wait for an answer
-# lasts at most --connect-timeout and never past the command's own deadline; once that has passed, LAST_LOOK.
-LAST_LOOK = 0.5  # s
 CONTROLLED_SHUTDOWN, DESCRIBE_QUORUM = 7, 55  # API keys that tell a ZooKeeper-mode broker (zookeeper_mode)
 GIVE_ZOOKEEPER = "give --zookeeper HOST:PORT[/chroot] (the brokers' zookeeper.connect)"
 ZK_QUORUM = GIVE_ZOOKEEPER + " to describe its ZooKeeper ensemble"
@@ -192,10 +190,9 @@ class KraftClient:
 
     # ------------------------------------------------------------------ deadlines and the request path
     def bound(self) -> float:
-        """How long one request may wait for its answer now: `timeout`, never past the deadline (then LAST_LOOK)."""
-        if self.deadline is None:
-            return self.timeout
-        return min(self.timeout, max(self.deadline - time.monotonic(), LAST_LOOK))
+        """How long one request may wait for its answer now (kadmin/cluster/deadlines.py): `timeout`, never past the
+        deadline (then LAST_LOOK, and OutOfTime once the last look's time is up)."""
+        return wait_bound(self.timeout, self.deadline, time.monotonic())
 
     def _who(self, address: str) -> str:
         if self.peer:
@@ -248,7 +245,15 @@ class KraftClient:
     def send_to(self, address: str, request: Any, until: float | None = None) -> Any:
         """Send `request` to the node at `address` (not a bootstrap address: a broker's advertised one), within
         bound() and `until` (time.monotonic())."""
-        return self._send(address, request, until)
+        try:
+            return self._send(address, request, until)
+        except NoAnswer as e:
+            raise self._late(e) from None
+
+    def _late(self, e: ClusterUnreachable) -> ClusterUnreachable:
+        """`e` (no answer in time), saying so when the wait was cut short by the command's deadline."""
+        said = after_deadline(self.deadline, time.monotonic())
+        return e if not said or said in e.message else NoAnswer(e.message + said)
 
     def send_each(self, requests: Mapping[str, Any]) -> dict[str, Any]:
         """Send each request to its node's address, all at once (a thread each), within one bound(): {address: the
@@ -276,7 +281,9 @@ class KraftClient:
         for address, request in requests.items():
             got = out.get(address)
             if got is None:
-                out[address] = NoAnswer(f"{self._who(address)} did not answer {api_name(request)} in time")
+                out[address] = self._late(NoAnswer(f"{self._who(address)} did not answer {api_name(request)} in time"))
+            elif isinstance(got, NoAnswer):
+                out[address] = self._late(got)
             elif isinstance(got, BaseException) and not isinstance(got, KadminError):
                 raise got
         return out
@@ -365,7 +372,8 @@ class KraftClient:
     def _none_answered(self, failures: list[ClusterUnreachable]) -> ClusterUnreachable:
         said = "; ".join(dict.fromkeys(f.message for f in failures)) or "no address left to ask"
         return ClusterUnreachable(f"no bootstrap {'controller' if self.controllers else 'server'} answered "
-                                  f"({', '.join(self.addresses)}): {said}")
+                                  f"({', '.join(self.addresses)}): {said}"
+                                  f"{after_deadline(self.deadline, time.monotonic())}")
 
     def send_to_controller(self, make: Any, not_controller: Callable[[Any], bool] | None = None) -> tuple[str, Any]:
         """Send a request only the controller serves (ListPartitionReassignments, ...) where Kafka takes it: a

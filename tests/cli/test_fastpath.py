@@ -24,8 +24,6 @@ from kadmin.cli.app import app
 from kadmin.cli.fastpath import COMMON, CONNECTION, ENVIRONMENT, FLAG, GATES, MULTI, parse
 from kadmin.sandbox.fleet import ThreadedFleet
 
-DEPRECATED = {"--timeout"}  # max-epoch's and can-stop's old name of --connect-timeout: left to Typer (it warns)
-
 
 def typer_command(name: str) -> Any:
     return typer.main.get_command(app).commands["brokers"].commands[name]  # type: ignore[attr-defined]
@@ -41,8 +39,7 @@ def test_the_table_is_the_typer_commands_own(name: str) -> None:
     gate = GATES[name]
     words = option_words(cmd)
     table = {**CONNECTION, **COMMON, **gate.options}
-    deprecated = DEPRECATED if "--timeout" not in gate.options else set()
-    assert set(words) - set(table) == deprecated  # the fast path reads every other option (not --help)
+    assert set(words) == set(table)  # the fast path reads every option (not --help)
     assert set(table) <= set(words)
     for word, (param, kind, _convert) in table.items():
         p = words[word]
@@ -66,6 +63,7 @@ LINES = [
     ["brokers", "max-epoch", f"--zookeeper={ZK}", "--output=plain", "-v"],
     ["brokers", "max-epoch", "-o", "JSON", "-z", ZK],
     ["brokers", "max-epoch", "-z", ZK, "--connect-timeout", "2.5", "--verbose"],
+    ["brokers", "max-epoch", "-z", ZK, "--timeout", "3", "--connect-timeout", "1"],
     ["brokers", "max-epoch", "-z", ZK, "--zk-tls", "--zk-tls-ca", "ca.pem", "--zk-tls-cert", "c.pem",
      "--zk-tls-key", "k.pem", "--zk-tls-no-hostname-check", "--zk-auth", "@auth"],
     ["brokers", "max-epoch", "-b", "h1:9092,h2:9092", "--command-config", "client.properties"],
@@ -84,7 +82,6 @@ LINES = [
     ["brokers", "max-epoch", "-z", ZK, "-z", ZK],
     ["brokers", "max-epoch", "-vo", "json"],
     ["brokers", "max-epoch", f"-z{ZK}"],
-    ["brokers", "max-epoch", "--timeout", "3"],
     ["brokers", "max-epoch", "--help"],
     ["brokers", "max-epoch", "--", "-z"],
     ["brokers", "max-epoch", "--nope"],

@@ -125,8 +125,10 @@ def test_zookeeper_that_stops_answering_mid_command_is_exit_4_within_the_deadlin
         assert f"ZooKeeper {zk.address}" in line and said.split(";")[0].strip("()").split(" ")[-1] in line, line
         if "unknown" in said:  # the create's reply was lost and nothing answers the read back: said as the create's
             assert line.endswith(f" s {said}"), line
-    else:  # within the bound, or a little less when the command's deadline had less left
+    else:  # within the bound, or a little less when the command's deadline had less left (and then says so)
         head = f"kadmin: error: ZooKeeper {zk.address} did not answer within "
+        line, cut, _which = line.partition("; the command's deadline passed (")
+        assert not cut or deadline == bound, line  # only a deadline shorter than --connect-timeout cuts a wait
         assert line.startswith(head) and line.endswith(f" s {said}"), line
         assert bound - 0.5 <= float(line[len(head):-len(f" s {said}")]) <= bound, line
     assert elapsed <= bound + GRACE, f"{argv} took {elapsed:.1f}s: bound {bound:g}s + {GRACE:g}s grace"
@@ -323,3 +325,48 @@ def test_a_kafka_tls_or_sasl_handshake_left_unanswered_costs_the_connect_timeout
     assert hung.address in line, line
     assert hung.accepted.is_set()
     assert elapsed <= CONNECT + GRACE, f"{argv} took {elapsed:.1f}s"
+
+
+# ------------------------------------------------------------------------------------ slow servers (issue 34 §3)
+SLOW = CONNECT * 0.4  # every answer this late: connecting (two round trips) and each request within --connect-timeout
+TOPICS = 30  # rounds of reads: the old code waited SLOW for each (9-11 s here; at 9 s a request, minutes)
+
+
+@pytest.mark.parametrize("argv, codes", [
+    (["partitions", "check"], {0, 3}),
+    (["brokers", "can-stop", "2"], {0, 4}),
+    (["brokers", "list"], {0, 4}),
+], ids=["partitions check", "can-stop", "list"])
+def test_zookeeper_answering_every_request_slowly_cannot_stretch_a_command(
+        run_nozk: Any, zk_server: Any, chroot: str, brokers: ThreadedFleet, argv: list[str], codes: set[int]) -> None:
+    """A proxy on loopback holds every ZooKeeper answer SLOW seconds, just under --connect-timeout: no wait for an
+    answer times out, and the old code ran for as many waits as the command made (a minute and more). Now a
+    command without --timeout ends within OVERALL × --connect-timeout plus GRACE: its verdict if it got there,
+    else the one line saying its time ran out (exit 4; the check UNKNOWN)."""
+    from kadmin.cluster.deadlines import OVERALL
+
+    for n in range(TOPICS):
+        brokers.create_topic(f"s{n}", {p: [1, 2, 3] for p in range(3)})
+    with Proxy(zk_server.connect_string, delay=SLOW) as slow:
+        r, elapsed = timed(run_nozk, *argv, "-z", slow.address + chroot, "--connect-timeout", str(CONNECT))
+    assert r.exit_code in codes, r.stderr
+    print(f"{argv}: exit {r.exit_code} after {elapsed:.1f} s")
+    if r.exit_code:
+        assert "the command's deadline passed" in r.stderr, r.stderr
+    assert elapsed <= OVERALL * CONNECT + GRACE, f"took {elapsed:.1f}s"
+
+
+@pytest.mark.parametrize("argv", [["partitions", "check"], ["brokers", "can-stop", "2"], ["brokers", "list"],
+                                  ["quorum", "check"]], ids=["partitions check", "can-stop", "list", "quorum check"])
+def test_a_bootstrap_server_answering_every_request_slowly_cannot_stretch_a_command(
+        run_nozk: Any, kraft: KraftServer, argv: list[str]) -> None:
+    """The same with the only bootstrap address behind the slow proxy (KRaft): within OVERALL × --connect-timeout
+    plus GRACE, whatever the number of requests."""
+    from kadmin.cluster.deadlines import OVERALL
+
+    with Proxy(kraft.address(1), delay=CONNECT / 4) as slow:  # connecting takes three round trips
+        r, elapsed = timed(run_nozk, *argv, "-b", slow.address, "--connect-timeout", str(CONNECT))
+    print(f"{argv}: exit {r.exit_code} after {elapsed:.1f} s")
+    if r.exit_code:
+        assert "the command's deadline passed" in r.stderr, r.stderr
+    assert elapsed <= OVERALL * CONNECT + GRACE, f"took {elapsed:.1f}s ({r.exit_code}: {r.stderr})"

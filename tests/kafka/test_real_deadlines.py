@@ -76,8 +76,8 @@ def allowance(*argv: str, env: dict[str, str] | None = None, ok: tuple[int, ...]
 
 def no_answer(stderr: str, server: str, bound: float, said: str) -> None:
     """stderr is the one line saying `server` did not answer within `bound` seconds (less when the command's
-    deadline had less left), then what it was asked (`said`, a regular expression)."""
-    line = stderr.strip()
+    deadline had less left, and then says so), then what it was asked (`said`, a regular expression)."""
+    line = stderr.strip().partition("; the command's deadline passed (")[0]
     head = f"kadmin: error: ZooKeeper {server} did not answer within "
     m = re.fullmatch(re.escape(head) + r"(\d+(?:\.\d+)?) s " + said, line)
     assert m is not None, stderr

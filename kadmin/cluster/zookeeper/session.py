@@ -21,6 +21,7 @@ from kazoo.retry import KazooRetry
 
 from kadmin import interrupts
 from kadmin.cluster.bulk import BulkReader, client_ssl_context, parse_hosts
+from kadmin.cluster.deadlines import after_deadline, wait_bound
 from kadmin.domain.addresses import host_port
 from kadmin.errors import AuthFailed, ClusterUnreachable, KadminError
 
@@ -67,10 +68,6 @@ class ZkConnection:
 
 REFUSED_AFTER = 0.3  # s: a session not up by then is checked for members that all refuse or do not resolve
 TLS_DIAGNOSIS = 1.0  # s: the handshakes that say why TLS failed, after --connect-timeout (inside the grace)
-# The deadlines (docs/connecting.md): one wait for ZooKeeper lasts at most --connect-timeout (ZkConnection.timeout)
-# and never past the command's own deadline (--timeout); once that has passed, a wait gets LAST_LOOK (the command's
-# last look: a verdict read after the deadline). KraftClient (kadmin/cluster/kraft.py) keeps the same rules.
-LAST_LOOK = 0.5  # s
 RETRY_PAUSE, RETRY_PAUSE_MAX = 0.05, 0.5  # s: before a request whose connection was lost is sent again
 LAST_CHANCE = 0.5  # s: after the bulk reader's member fell silent for a whole wait, to reach another member
 
@@ -130,9 +127,7 @@ class ZkSession:
     def bound(self) -> float:
         """How long one wait for ZooKeeper may last now: --connect-timeout, never past the command's deadline
         (once that has passed, LAST_LOOK: the command's last look)."""
-        if self.deadline is None:
-            return self.conn.timeout
-        return min(self.conn.timeout, max(self.deadline - self._clock(), LAST_LOOK))
+        return wait_bound(self.conn.timeout, self.deadline, self._clock())
 
     def _call(self, path: str, send: Callable[[], IAsyncResult], verb: str = "reading",
               until: float | None = None) -> Any:
@@ -191,7 +186,7 @@ class ZkSession:
         who = who or self.connected_server() or self.conn.hosts
         outcome = "; whether it was applied is unknown" if unknown else ""
         return ClusterUnreachable(f"ZooKeeper {who} did not answer within {seconds_text(waited)} s "
-                                  f"({verb} {path}{outcome})")
+                                  f"({verb} {path}{outcome}){after_deadline(self.deadline, self._clock())}")
 
     def start(self) -> Self:
         began = self._clock()
@@ -224,7 +219,8 @@ class ZkSession:
             if refused:
                 raise ClusterUnreachable(f"cannot connect to {self.conn.where}: {refused}") from e
             raise ClusterUnreachable(
-                f"cannot reach {self.conn.where} within {self.conn.timeout:g}s"
+                f"cannot reach {self.conn.where} within {seconds_text(self.conn.timeout)}s"
+                f"{after_deadline(self.deadline, self._clock())}"
             ) from e
         except AuthFailedError as e:
             self.zk.stop()
