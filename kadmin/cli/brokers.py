@@ -336,7 +336,9 @@ def drain(
     does not move leaders back; undrain does. Drains stack: a drain of another broker made after this one
     saves this one's order as its original, so undo stacked drains last first; the file records the order
     each drain set, and an undrain that is not the last one refuses (exit 7) naming the file to undo
-    first.
+    first. One at a time: drain and undrain take the cluster's leadership lease before they read
+    (docs/brokers.md) and wait for another kadmin's until --timeout, then exit 7 (nothing sent); a
+    principal that may not take it drains anyway, with a warning.
     """
     from kadmin.services.drain import drain as run
 
@@ -371,7 +373,8 @@ def undrain(
     first). The verdict holds the saved order, read after the election (exit 1 naming what another
     reassignment changed). A file saved on another cluster (exit 3) or for another broker (exit 2) is
     refused unless --force. Ctrl-C after the order was sent stops before the election (exit 130: run the
-    same command again to finish); none is sent after a Ctrl-C.
+    same command again to finish); none is sent after a Ctrl-C. It holds the cluster's leadership lease
+    as drain does (exit 7 when another kadmin keeps it past --timeout).
     """
     from kadmin.services.drain import read_file
     from kadmin.services.drain import undrain as run

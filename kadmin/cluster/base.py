@@ -20,6 +20,7 @@ from kadmin.results import Problem, Progress
 
 if TYPE_CHECKING:  # annotations only: a gate that reads registrations does not build the drain's or quorum's types
     from kadmin.domain.drain import Key, PartitionView, Unknown
+    from kadmin.domain.lease import Holder, LeaseTry
     from kadmin.domain.models import Broker, Controller, Coverage, Generation, PartitionState, Registered, Stat
     from kadmin.domain.quorum import QuorumState
 
@@ -247,6 +248,14 @@ class LeadershipMoves(Protocol):
     # topics the principal may not Describe, which Metadata leaves out; or the log dirs could not be listed):
     # a verdict on what they lead must not take them as none (ZooKeeper lists every topic: none)
     def unseen(self, brokers: Sequence[int]) -> list[Unknown]: ...
+
+    # The cluster's leadership lease (kadmin/domain/lease.py): one try to take it for `holder` (now_ms: the wall
+    # clock, for a stale one), and giving back the one taken (a warning when it could not be given back)
+    lease_where: str
+
+    def try_lease(self, holder: Holder, now_ms: int) -> LeaseTry: ...
+
+    def release_lease(self) -> str | None: ...
 
     def close(self) -> None: ...
 

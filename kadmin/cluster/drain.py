@@ -19,11 +19,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from kadmin.cluster.kafka import error_name
 from kadmin.domain.drain import Key, PartitionView, Unknown
+from kadmin.domain.lease import LEASE_TOPIC, LEASE_ZNODE, Holder, LeaseTry, holder_from_znode, mine_or_stale
 from kadmin.domain.znodes import loads_strict
-from kadmin.errors import ClusterUnreachable, KadminError, Rejected, Unsupported
+from kadmin.errors import AuthFailed, ClusterUnreachable, KadminError, Rejected, Unsupported
 
 if TYPE_CHECKING:
-    from kadmin.cluster.base import PartitionScan
+    from kadmin.cluster.base import PartitionScan, Znode
     from kadmin.cluster.kraft import KraftClient
 
 REASSIGN_ZNODE = "/admin/reassign_partitions"
@@ -32,6 +33,20 @@ ELECTION_NOT_NEEDED = 84
 REQUEST_TIMED_OUT = 7  # ElectLeaders: the election was asked for and not seen done within timeout_ms
 PREFERRED = 0  # ElectLeaders' election type
 NOT_CONTROLLER = 41
+TOPIC_ALREADY_EXISTS = 36
+AUTHORIZATION_FAILED = {29: "Create on the topic " + LEASE_TOPIC, 31: "Create on the cluster"}
+TOPIC = 2  # DescribeConfigs' resource type
+LEASE_TRIES = 3  # take, find it stale, delete it, take again: a few times at most per try
+
+
+def _utc(ms: int) -> str:
+    import datetime
+
+    return datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _held(other: Holder, where: str) -> LeaseTry:
+    return LeaseTry("held", f"by {other.who or 'another kadmin'} until {_utc(other.expires_ms)} ({where})")
 
 
 class AdminDrain:
@@ -82,6 +97,8 @@ class AdminDrain:
         ongoing = self.in_flight() if in_flight else set()
         out = []
         for t in meta.topics:
+            if t.name == LEASE_TOPIC:
+                continue  # kadmin's lease (kadmin/domain/lease.py): no partition to move
             if t.error_code:
                 raise KadminError(f"Metadata for topic {t.name}: {error_name(int(t.error_code))}")
             for p in t.partitions:
@@ -139,7 +156,7 @@ class AdminDrain:
         hidden: dict[Key, list[int]] = {}
         for b, keys in sorted(cov.hosted.items()):
             for k in keys:
-                if k not in seen:
+                if k not in seen and k[0] != LEASE_TOPIC:
                     hidden.setdefault(k, []).append(b)
         out = [Unknown(t, p, tuple(on), hidden_reason(t, on)) for (t, p), on in sorted(hidden.items())]
         out += [Unknown(f"(broker {b})", None, (b,), why) for b, why in sorted(cov.unread.items())]
@@ -147,6 +164,101 @@ class AdminDrain:
 
     def election_free(self) -> bool:
         return True  # ElectLeaders may be asked at any time
+
+    # ------------------------------------------------------------ the lease: the topic LEASE_TOPIC
+    lease_where = f"topic {LEASE_TOPIC}"
+    _lease: Any = None  # the topic id of the lease this drain took
+
+    def try_lease(self, holder: Holder, now_ms: int) -> LeaseTry:
+        """CreateTopics of the lease topic (its expiry in retention.ms, its token in retention.bytes); when it
+        exists, its holder from DescribeConfigs, and a stale one (or this holder's own) deleted by topic id."""
+        for _ in range(LEASE_TRIES):
+            code, text, topic_id = self._create_lease(holder)
+            if code == 0:
+                self._lease = topic_id
+                return LeaseTry("taken")
+            if code in AUTHORIZATION_FAILED:
+                return LeaseTry("denied", f"CreateTopics {LEASE_TOPIC}: {text} (it needs {AUTHORIZATION_FAILED[code]})")
+            if code != TOPIC_ALREADY_EXISTS:
+                return LeaseTry("denied", f"CreateTopics {LEASE_TOPIC}: {text}")
+            seen = self._lease_holder()
+            if isinstance(seen, str):
+                return LeaseTry("held", f"by another kadmin; {seen}")
+            if seen is None:
+                continue  # gone meanwhile
+            topic_id, other = seen
+            if not mine_or_stale(other, holder, now_ms):
+                return _held(other, self.lease_where)
+            self._delete_topic(topic_id)
+        return LeaseTry("held", f"the {self.lease_where} changed hands while kadmin tried to take it")
+
+    def release_lease(self) -> str | None:
+        if self._lease is None:
+            return None
+        topic_id, self._lease = self._lease, None
+        try:
+            self._delete_topic(topic_id)
+        except KadminError as e:
+            return f"the lease ({self.lease_where}) was not given back ({e.message}): it is free once it expires"
+        return None
+
+    def _create_lease(self, holder: Holder) -> tuple[int, str, Any]:
+        from kafka.protocol.admin.topics import CreateTopicsRequest as Req
+
+        brokers = len(self._send("Metadata", lambda: self._metadata([]), controller=False).brokers)
+
+        def make() -> Any:
+            t = Req.CreatableTopic
+            return Req(timeout_ms=self._timeout_ms(), validate_only=False, topics=[t(
+                name=LEASE_TOPIC, num_partitions=1, replication_factor=max(1, min(3, brokers)), assignments=[],
+                configs=[t.CreatableTopicConfig(name="retention.ms", value=str(holder.expires_ms)),
+                         t.CreatableTopicConfig(name="retention.bytes", value=str(holder.token))])])
+
+        try:
+            _, resp = self.client.send_to_controller(make)
+        except Rejected as e:
+            return -1, e.message, None
+        r = resp.topics[0]
+        text = error_name(int(r.error_code)) + (f" ({r.error_message})" if getattr(r, "error_message", None) else "")
+        return int(r.error_code), text, getattr(r, "topic_id", None)
+
+    @staticmethod
+    def _metadata(names: list[str]) -> Any:
+        from kafka.protocol.metadata.metadata import MetadataRequest
+
+        return MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=n) for n in names],
+                               allow_auto_topic_creation=False)
+
+    def _lease_holder(self) -> tuple[Any, Holder] | str | None:
+        """(topic id, holder) of the lease topic; None when it is gone; a text when it cannot be read."""
+        from kadmin.cluster.min_isr import describe_configs_request
+
+        meta = self._send("Metadata", lambda: self._metadata([LEASE_TOPIC]), controller=False)
+        t = meta.topics[0]
+        if t.error_code == 3:  # UNKNOWN_TOPIC_OR_PARTITION
+            return None
+        if t.error_code:
+            return f"Metadata of {LEASE_TOPIC}: {error_name(int(t.error_code))} (it needs Describe on the topic)"
+        _, resp = self.client.send_any(lambda: describe_configs_request([(TOPIC, LEASE_TOPIC)],
+                                                                        ("retention.ms", "retention.bytes")))
+        res = resp.results[0]
+        if res.error_code:
+            return f"DescribeConfigs of {LEASE_TOPIC}: {error_name(int(res.error_code))} (it needs DescribeConfigs)"
+        values = {c.name: c.value for c in res.configs}
+        try:
+            return t.topic_id, Holder(int(values["retention.bytes"]), int(values["retention.ms"]))
+        except (KeyError, TypeError, ValueError):
+            return f"{LEASE_TOPIC} holds no kadmin lease: delete the topic if no kadmin is moving leadership"
+
+    def _delete_topic(self, topic_id: Any) -> None:
+        """DeleteTopics of the lease topic by its id: one taken again meanwhile (a new id) is left alone."""
+        from kafka.protocol.admin.topics import DeleteTopicsRequest as Req
+
+        resp = self._send("DeleteTopics", lambda: Req(timeout_ms=self._timeout_ms(), topic_names=[LEASE_TOPIC],
+                                                      topics=[Req.DeleteTopicState(name=None, topic_id=topic_id)]))
+        for r in resp.responses:
+            if r.error_code not in (0, 3, 100):  # gone already, or a new id: not ours to delete
+                raise Rejected(f"DeleteTopics {LEASE_TOPIC}: {error_name(int(r.error_code))}")
 
     def elect_preferred(self, keys: Iterable[Key]) -> dict[Key, str]:
         """ElectLeaders (PREFERRED): {key: error name} except NONE and ELECTION_NOT_NEEDED."""
@@ -194,7 +306,11 @@ class ZkAdminZnodes(Protocol):
 
     def znode_exists(self, path: str) -> bool: ...
 
-    def create_znode(self, path: str, data: bytes) -> bool: ...
+    def create_znode(self, path: str, data: bytes, ephemeral: bool = False) -> bool: ...
+
+    def get(self, path: str) -> Znode | None: ...
+
+    def delete_znode(self, path: str, version: int) -> bool: ...
 
 
 def _doc(partitions: list[dict[str, Any]]) -> bytes:
@@ -270,6 +386,45 @@ class ZkDrain:
 
     def unseen(self, brokers: Sequence[int]) -> list[Unknown]:
         return []  # /brokers/topics lists every topic to whoever may read it: what it hosts is in the scan
+
+    # ------------------------------------------------------------ the lease: the ephemeral znode LEASE_ZNODE
+    lease_where = f"znode {LEASE_ZNODE}"
+    _lease: bytes | None = None  # what the lease znode this drain made holds
+
+    def try_lease(self, holder: Holder, now_ms: int) -> LeaseTry:
+        """Create the ephemeral lease znode; when it exists, its holder, and a stale one (or this holder's own)
+        deleted if still as read (its version)."""
+        data = holder.znode()
+        for _ in range(LEASE_TRIES):
+            try:
+                if self.cluster.create_znode(LEASE_ZNODE, data, ephemeral=True):
+                    self._lease = data
+                    return LeaseTry("taken")
+                node = self.cluster.get(LEASE_ZNODE)
+                if node is None:
+                    continue  # gone meanwhile
+                other = holder_from_znode(node.data)
+                if other is None:
+                    return LeaseTry("held", f"{self.lease_where} holds no kadmin lease: delete it if no kadmin is "
+                                    "moving leadership")
+                if not mine_or_stale(other, holder, now_ms):
+                    return _held(other, self.lease_where)
+                self.cluster.delete_znode(LEASE_ZNODE, node.stat.version)
+            except AuthFailed as e:
+                return LeaseTry("denied", e.message)
+        return LeaseTry("held", f"the {self.lease_where} changed hands while kadmin tried to take it")
+
+    def release_lease(self) -> str | None:
+        if self._lease is None:
+            return None
+        mine, self._lease = self._lease, None
+        try:
+            node = self.cluster.get(LEASE_ZNODE)
+            if node is not None and node.data == mine:
+                self.cluster.delete_znode(LEASE_ZNODE, node.stat.version)
+        except KadminError as e:
+            return f"the lease ({self.lease_where}) was not given back ({e.message}): it goes with the session"
+        return None
 
     def close(self) -> None:
         pass  # the ZkCluster is the invocation's, closed with it

@@ -18,23 +18,28 @@ import dataclasses
 import datetime
 import json
 import os
+import secrets
+import socket
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from kadmin import interrupts
 from kadmin.cluster.base import ClusterIdentity, LeadershipMoves
 from kadmin.domain import drain as dom
 from kadmin.domain.drain import Key, PartitionView
+from kadmin.domain.lease import MARGIN, POLL, TOKEN_MAX, Holder
 from kadmin.domain.text import plural
 from kadmin.domain.znodes import loads_strict
-from kadmin.errors import ConfigError, KadminError, UsageError
+from kadmin.errors import ConfigError, KadminError, Unsafe, UsageError
 from kadmin.exit_codes import ExitCode
 from kadmin.inputs import read_input
 from kadmin.payloads import Drain, MoveRefused, NotPreferred, Reorder, TopicPartition, Undrain
 from kadmin.results import Result
+
+R = TypeVar("R", Drain, Undrain)
 
 POLL_FIRST, POLL_GROWTH, POLL_MAX = 0.1, 1.5, 1.0
 QUICK_FIRST = 0.02  # s: the first pause between cheap questions (_wait_until)
@@ -232,13 +237,14 @@ def drain(backend: LeadershipMoves, identity: ClusterIdentity, broker_id: int, *
 
 def drain_together(backend: LeadershipMoves, identity: ClusterIdentity, saves: Mapping[int, Path], *,
                    timeout: float, sleep: Callable[[float], None] = time.sleep,
-                   clock: Callable[[], float] = time.monotonic) -> Result[Drain]:
+                   clock: Callable[[], float] = time.monotonic, token: int | None = None) -> Result[Drain]:
     """Drain several brokers as one (a roll's batch, about to stop together): one reordering with all of them
     last, one election, and for each broker its own file (the original order of the partitions it hosts, as
     `brokers drain` saves it: `undrain` restores each alone, `undrain_together` all at once). The data
-    describes the whole batch under the first broker's id and file; the message names every broker."""
+    describes the whole batch under the first broker's id and file; the message names every broker. `token`: the
+    lease's (a roll's, the same when it is resumed: the lease a killed run left is its own)."""
     return _drain(backend, identity, saves, dry_run=False, force=False, timeout=timeout, sleep=sleep, clock=clock,
-                  deadline=None)
+                  deadline=None, token=token)
 
 
 def _who(ids: Sequence[int]) -> tuple[str, str, str]:
@@ -280,14 +286,63 @@ class _Drain:
         return Result(data=self.data, warnings=self.warnings + self.notes, exit_code=exit_code, message=message)
 
 
+def _whoami() -> str:
+    return f"host {socket.gethostname()}, pid {os.getpid()}"
+
+
+def _leased(backend: LeadershipMoves, token: int | None, left: Callable[[], float], sleep: Callable[[float], None],
+            move: Callable[[list[str]], Result[R]]) -> Result[R]:
+    """`move(warnings)` holding the cluster's leadership lease (kadmin/domain/lease.py), given back when it ends
+    however it ends. Another kadmin's is waited for until the deadline, then refused (exit 7, nothing sent); one
+    kadmin may not take (a permission) is warned about and the move goes on without it."""
+    holder = Holder(token or secrets.randbelow(TOKEN_MAX) + 1,
+                    int((time.time() + max(left(), 0.0) + MARGIN) * 1000), _whoami())
+    warnings: list[str] = []
+    while True:
+        t = backend.try_lease(holder, int(time.time() * 1000))
+        if t.state == "taken":
+            break
+        if t.state == "denied":
+            warnings.append(f"no lease ({t.text}): another kadmin moving leadership at the same moment could "
+                            "reorder over this one unseen (docs/drain.md, One drain at a time)")
+            break
+        if left() <= POLL or interrupts.pending():
+            raise Unsafe(f"refused: another kadmin is moving leadership in this cluster (the lease is held {t.text})"
+                         "; nothing was sent, try again once it has ended")
+        sleep(min(POLL, left()))
+    try:
+        res = move(warnings)
+    finally:
+        given_back = backend.release_lease()
+    if given_back:
+        res.warnings.append(given_back)
+    return res
+
+
 def _drain(backend: LeadershipMoves, identity: ClusterIdentity, saves: Mapping[int, Path], *, dry_run: bool,
            force: bool, timeout: float, sleep: Callable[[float], None], clock: Callable[[], float],
-           deadline: float | None) -> Result[Drain]:
+           deadline: float | None, token: int | None = None) -> Result[Drain]:
+    """A drain holding the cluster's leadership lease from its first reading to its verdict (a dry run takes none):
+    _drain_steps."""
+    end = clock() + timeout if deadline is None else deadline
+
+    def left() -> float:
+        return end - clock()
+
+    def steps(warnings: list[str]) -> Result[Drain]:
+        return _drain_steps(backend, identity, saves, dry_run, force, left, sleep, clock, warnings)
+
+    return steps([]) if dry_run else _leased(backend, token, left, sleep, steps)
+
+
+def _drain_steps(backend: LeadershipMoves, identity: ClusterIdentity, saves: Mapping[int, Path], dry_run: bool,
+                 force: bool, left: Callable[[], float], sleep: Callable[[float], None], clock: Callable[[], float],
+                 warnings: list[str]) -> Result[Drain]:
     """The steps of a drain: plan from one reading; refuse what is in flight (or stop at a dry run); save the
     original order; read again and refuse what changed meanwhile (nothing sent); submit the reordering and the
     election (a Ctrl-C from here is reported with the outcome); the verdict from a fresh reading."""
-    end = clock() + timeout if deadline is None else deadline
-    d = _plan_drain(backend, saves, dry_run, force, lambda: end - clock(), sleep, clock)
+    d = _plan_drain(backend, saves, dry_run, force, left, sleep, clock)
+    d.warnings.extend(warnings)
     stop = _refuse_or_rehearse(d, dry_run, force)
     if stop is not None:
         return stop
@@ -485,7 +540,7 @@ def undrain(backend: LeadershipMoves, identity: ClusterIdentity, broker_id: int,
 
 def undrain_together(backend: LeadershipMoves, identity: ClusterIdentity, sources: Mapping[int, Path], *,
                      timeout: float, sleep: Callable[[float], None] = time.sleep,
-                     clock: Callable[[], float] = time.monotonic) -> Result[Undrain]:
+                     clock: Callable[[], float] = time.monotonic, token: int | None = None) -> Result[Undrain]:
     """Undrain several brokers as one (a roll's batch, back together): each broker's own drain file, their saved
     orders put back in one reordering (a partition in several files keeps the first file's order: the brokers
     were drained together, so the files agree), one election. The data is under the first broker's id and file."""
@@ -501,16 +556,29 @@ def undrain_together(backend: LeadershipMoves, identity: ClusterIdentity, source
         for k, v in loaded.set_order.items():
             set_order.setdefault(k, v)
     return _undrain(backend, sources, saved, warnings, dry_run=False, force=False, sleep=sleep, clock=clock,
-                    deadline=deadline, set_order=set_order)
+                    deadline=deadline, set_order=set_order, token=token)
 
 
 def _undrain(backend: LeadershipMoves, sources: Mapping[int, Path], saved: Mapping[Key, tuple[int, ...]],
              warnings: list[str], *, dry_run: bool, force: bool, sleep: Callable[[float], None],
              clock: Callable[[], float], deadline: float,
-             set_order: Mapping[Key, tuple[int, ...]] | None = None) -> Result[Undrain]:
+             set_order: Mapping[Key, tuple[int, ...]] | None = None, token: int | None = None) -> Result[Undrain]:
+    """An undrain holding the cluster's leadership lease from its first reading to its verdict (a dry run takes
+    none): _undrain_steps."""
     def left() -> float:
         return deadline - clock()
 
+    def steps(more: list[str]) -> Result[Undrain]:
+        return _undrain_steps(backend, sources, saved, warnings + more, dry_run=dry_run, force=force, sleep=sleep,
+                              clock=clock, left=left, set_order=set_order)
+
+    return steps([]) if dry_run else _leased(backend, token, left, sleep, steps)
+
+
+def _undrain_steps(backend: LeadershipMoves, sources: Mapping[int, Path], saved: Mapping[Key, tuple[int, ...]],
+                   warnings: list[str], *, dry_run: bool, force: bool, sleep: Callable[[float], None],
+                   clock: Callable[[], float], left: Callable[[], float],
+                   set_order: Mapping[Key, tuple[int, ...]] | None) -> Result[Undrain]:
     ids = sorted(sources)
     broker_id, source, (who, _, s) = ids[0], sources[ids[0]], _who(ids)
     parts = backend.partitions()

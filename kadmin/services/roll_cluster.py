@@ -117,6 +117,14 @@ def quorum_age_ms(q: QuorumState, node: int, now_ms: int) -> tuple[int | None, i
     return fetch, caught
 
 
+def _token(files: Mapping[int, Path]) -> int:
+    """The leadership lease's token of a roll: its journal's directory (where its drain files are), so a run
+    resumed after a kill takes back the lease the killed one held (kadmin/domain/lease.py)."""
+    from kadmin.domain.lease import token_of
+
+    return token_of(str(next(iter(files.values())).parent.resolve()))
+
+
 class BackendRollCluster:
     """RollCluster over a backend, opened afresh after `reopen` (`open_backend` makes a new one each call)."""
 
@@ -334,14 +342,14 @@ class BackendRollCluster:
         from kadmin.services import drain as dsvc
 
         b = self.b
-        res = dsvc.drain_together(b.leadership, b.identity, files, timeout=timeout)
+        res = dsvc.drain_together(b.leadership, b.identity, files, timeout=timeout, token=_token(files))
         return None if int(res.exit_code) == 0 else (res.message or res.status)
 
     def undrain(self, files: Mapping[int, Path], timeout: float) -> str | None:
         from kadmin.services import drain as dsvc
 
         b = self.b
-        res = dsvc.undrain_together(b.leadership, b.identity, files, timeout=timeout)
+        res = dsvc.undrain_together(b.leadership, b.identity, files, timeout=timeout, token=_token(files))
         return None if int(res.exit_code) == 0 else (res.message or res.status)
 
     def controlled_shutdown(self, node: int, epoch: int, timeout: float) -> str | None:

@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from kadmin.domain.lease import LEASE_TOPIC, LEASE_ZNODE
 from kadmin.sandbox.zkserver import Ensemble
 from tests.support.kafka import (
     KAFKA_4,
@@ -386,6 +387,16 @@ class KraftSandbox(Sandbox):
 
 
 
+def test_zk_two_drains_at_once_both_succeed_and_lead_nothing(kafka: RealCluster, tmp_path: Path) -> None:
+    """ZooKeeper mode through Kafka's admin znodes (--zookeeper only): the lease is an ephemeral znode, gone once
+    both have ended."""
+    topic = zk_topic(kafka, layout())
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KADMIN_")}
+    done = two_drains_at_once(kafka.home, kafka.bootstrap, ["-z", kafka.zk], env, topic, tmp_path)
+    assert not any("no lease" in err for _, _, err in done.values()), done
+    assert kafka.kz.exists(LEASE_ZNODE) is None
+
+
 @pytest.fixture(scope="module")
 def kraft(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KraftSandbox]:
     import signal
@@ -510,67 +521,54 @@ def replicas_of(st: Mapping[Key, tuple[int, list[int], list[int]]]) -> dict[Key,
     return {k: v[1] for k, v in st.items()}
 
 
-def test_kraft_two_drains_at_once_are_each_refused_or_truthful(kraft: KraftSandbox, tmp_path: Path) -> None:
-    """Drains of brokers 2 and 3 started together, each wanting every partition of an RF-3 topic in another
-    order: they cannot both succeed. Each is refused (7, its file removed: nothing was sent), or fails saying
-    another reassignment changed its partitions (1), or succeeds, and then what it said holds per
-    TopicCommand once both ended. Every file left restores the original order."""
+def two_drains_at_once(home: Path, bootstrap: str, conn: list[str], env: Mapping[str, str], topic: str,
+                       tmp_path: Path) -> dict[int, tuple[int, Any, str]]:
+    """Drains of brokers 2 and 3 started together (one process each), each wanting every partition of an RF-3
+    topic in another order. With the cluster's leadership lease one waits for the other and plans from what it
+    left: both succeed, and once both have ended neither broker leads anything, per TopicCommand. Before the
+    lease, one of two runs on 4.3.1 ended with `drain 2` exit 0 while broker 2 led 3 partitions: the other
+    drain, planned from an older reading, put it first again after drain 2 had verified. Then both are undone,
+    the later one first (it stacked on the other), and the original order is back."""
     import subprocess
     import sys
 
-    a = layout()
-    topic = kraft_topic(kraft, a)
-    before = replicas_of(topic_state(kraft.home, kraft.bootstrap))
+    before = replicas_of(topic_state(home, bootstrap, [topic]))
     files = {b: tmp_path / f"drain-{b}.json" for b in (2, 3)}
-    procs = {b: subprocess.Popen([sys.executable, "-m", "kadmin", "brokers", "drain", str(b), "--bootstrap-server",
-                                  kraft.bootstrap, "--save", str(files[b]), "--timeout", "20", "-o", "json"],
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=kraft.env,
+    procs = {b: subprocess.Popen([sys.executable, "-m", "kadmin", "brokers", "drain", str(b), *conn, "--save",
+                                  str(files[b]), "--timeout", "120", "-o", "json"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(env),
                                  stdin=subprocess.DEVNULL) for b in (2, 3)}
     done: dict[int, tuple[int, Any, str]] = {}
     for b, p in procs.items():
         out, err = p.communicate(timeout=300)
         done[b] = (p.returncode, json.loads(out) if out.strip() else {}, err)
-    assert {code for code, _, _ in done.values()} <= {0, 1, 7}, done
-    st = topic_state(kraft.home, kraft.bootstrap, [topic])
-    # what each drain that sent its reordering submitted: (topic, partition) -> the new order
-    sent = {b: {(r["topic"], r["partition"]): r["new_replicas"] for r in doc["data"]["reorder"]}
-            for b, (code, doc, _) in done.items() if code in (0, 1)}
-    for b, (code, doc, err) in done.items():
-        if code == 7:
-            assert not files[b].exists(), err  # refused before anything was sent: no file to undo with
-            assert "refused" in err, err
-        if code == 0:
-            # What it said held when it ended (its verdict is a fresh reading taken after its election). It still
-            # holds now, unless the other drain wrote after it had ended: AlterPartitionReassignments has no
-            # compare-and-set, so a drain that read just before this one submitted and sent just after it ended
-            # replaces its order (docs/commands.md, drain). Then the other drain's order is what is in place.
-            other = 5 - b
-            for key, (leader, replicas, _) in st.items():
-                if leader != b and replicas[-1] == b:
-                    continue
-                assert other in sent and sent[other].get(key) == replicas, (b, key, err, st, done[other][2])
-        if code == 1 and doc["data"].get("changed_by_others"):
-            assert "another reassignment changed" in err, err
-    # Every file left restores the original order. Drains that both read the original order (they overlapped)
-    # are undone in either order. A drain that began after the other had sent its order (a busy machine can run
-    # "at once" one after the other) saved that order as its original: drains then stack, and are undone last
-    # first, as an operator undoes stacked drains.
-    def saved(b: int) -> dict[Key, list[int]]:
+    assert [code for code, _, _ in done.values()] == [0, 0], done
+    st = topic_state(home, bootstrap, [topic])
+    led = {b: sorted(k for k, (leader, _, _) in st.items() if leader == b) for b in (2, 3)}
+    assert led == {2: [], 3: []}, (led, st, done)  # what each said ("leads none") holds once both have ended
+    assert all(r[-2:] in ([2, 3], [3, 2]) for r in replicas_of(st).values()), st
+    # the later drain saved the earlier one's order as its original: undone first, as stacked drains are
+    def original(b: int) -> dict[Key, list[int]]:
         return {(r["topic"], r["partition"]): r["replicas"] for r in json.loads(files[b].read_text())["partitions"]}
 
-    left = [b for b in (3, 2) if files[b].exists()]
-    stacked = [b for b in left if any(before.get(k) != r for k, r in saved(b).items())]
-    # a stacked drain's original is the other drain's order, partition for partition
-    assert len(stacked) < 2 and all(sent.get(5 - b, {}).get(k) == r for b in stacked for k, r in saved(b).items()
-                                    if before.get(k) != r), (stacked, sent, done)
-    for b in sorted(left, key=lambda b: b not in stacked):  # `left` holds only the files there are
-        code, _, err = kraft.json("brokers", "undrain", str(b), "--bootstrap-server", kraft.bootstrap, "--from",
-                                  str(files[b]))
-        assert code == 0, err
-    wait_state(kraft.home, kraft.bootstrap, None,
-               lambda now: all(replicas_of(now).get(k) == r for k, r in before.items()),
-               "the original order of every partition back")
-    wait_state(kraft.home, kraft.bootstrap, [topic], healthy({topic: a}), "the original leaders back")
+    later = [b for b in (2, 3) if any(k in before and before[k] != r for k, r in original(b).items())]
+    assert len(later) == 1, (later, done)
+    for b in (later[0], 5 - later[0]):
+        r = subprocess.run([sys.executable, "-m", "kadmin", "brokers", "undrain", str(b), *conn, "--from",
+                            str(files[b]), "--timeout", "120"], capture_output=True, text=True, env=dict(env),
+                           stdin=subprocess.DEVNULL, timeout=300)
+        assert r.returncode == 0, r.stderr
+    wait_state(home, bootstrap, [topic], lambda now: replicas_of(now) == before, "the original order back")
+    return done
+
+
+def test_kraft_two_drains_at_once_both_succeed_and_lead_nothing(kraft: KraftSandbox, tmp_path: Path) -> None:
+    topic = kraft_topic(kraft, layout())
+    done = two_drains_at_once(kraft.home, kraft.bootstrap, ["--bootstrap-server", kraft.bootstrap], kraft.env, topic,
+                              tmp_path)
+    assert not any("no lease" in err for _, _, err in done.values()), done  # the super user may take it
+    # the lease topic was given back: it is nowhere once both have ended
+    assert LEASE_TOPIC not in tool(kraft.home, TOPIC_COMMAND, "--bootstrap-server", kraft.bootstrap, "--list").stdout
 
 
 def test_kraft_ctrl_c_after_the_reordering_was_submitted_stops_before_the_election(

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from kadmin.domain.drain import Key, PartitionView, Unknown
+from kadmin.domain.lease import Holder, LeaseTry, mine_or_stale
 from kadmin.exit_codes import ExitCode
 from kadmin.services import drain as dsvc
 
@@ -18,7 +19,11 @@ class Moves:
     mode = "protocol"
     where = "memory"
 
-    def __init__(self, parts: dict[Key, tuple[int, ...]]) -> None:
+    lease_where = "memory"
+
+    def __init__(self, parts: dict[Key, tuple[int, ...]], lease: dict[str, Holder] | None = None) -> None:
+        self.lease = {} if lease is None else lease  # the cluster's lease: {"holder": Holder}, shared by "kadmins"
+        self.mine: Holder | None = None
         self.replicas = dict(parts)
         self.leaders = {k: r[0] for k, r in parts.items()}
         self.unknown: tuple[Unknown, ...] = ()
@@ -50,6 +55,19 @@ class Moves:
 
     def unseen(self, brokers: Iterable[int]) -> list[Unknown]:
         return []
+
+    def try_lease(self, holder: Holder, now_ms: int) -> LeaseTry:
+        other = self.lease.get("holder")
+        if other is not None and not mine_or_stale(other, holder, now_ms):
+            return LeaseTry("held", f"by {other.who}")
+        self.lease["holder"] = self.mine = holder
+        return LeaseTry("taken")
+
+    def release_lease(self) -> str | None:
+        if self.mine is not None and self.lease.get("holder") is self.mine:
+            del self.lease["holder"]
+        self.mine = None
+        return None
 
     def close(self) -> None:
         pass

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from kazoo.exceptions import (
+    BadVersionError,
     ConnectionLoss,
     NoAuthError,
     NodeExistsError,
@@ -111,9 +112,10 @@ class ZkReads(ZkSession):
         except Exception as e:  # noqa: BLE001
             raise self._translate(path, e) from e
 
-    def create_znode(self, path: str, data: bytes) -> bool:
+    def create_znode(self, path: str, data: bytes, ephemeral: bool = False) -> bool:
         """Create the persistent znode `path` holding `data` (its parents as needed, open ACL as kazoo's
-        default): True when this call created it, False when it existed already (someone else's).
+        default; `ephemeral`: it goes with this session, its parents stay): True when this call created it,
+        False when it existed already (someone else's).
 
         Not blindly retried: a create whose reply was lost (connection loss, time-out, session expiry) may
         have been applied, and a second create would then fail with NodeExists, which must not be read as
@@ -129,7 +131,8 @@ class ZkReads(ZkSession):
         lost: Exception | None = None
         for _ in range(CREATE_TRIES):
             try:
-                self._blocking(path, "creating", lambda: self.zk.create(path, data, makepath=True), until)
+                self._blocking(path, "creating", lambda: self.zk.create(path, data, makepath=True,
+                                                                        ephemeral=ephemeral), until)
                 return True
             except NodeExistsError:
                 if lost is None:
@@ -149,6 +152,24 @@ class ZkReads(ZkSession):
                 return now == data
         assert lost is not None
         raise self._translate_create(path, lost) from lost
+
+    def delete_znode(self, path: str, version: int) -> bool:
+        """Delete `path` if it is still at `version` (compare-and-delete): True when it is gone (deleted now, or
+        by someone else: a delete sent again after a lost reply finds nothing), False when it changed meanwhile.
+        Bounded and sent again after a lost connection, as a read is; errors translated."""
+        try:
+            self._call(path, lambda: self.zk.delete_async(path, version=version), "deleting")
+            return True
+        except NoNodeError:
+            return True
+        except BadVersionError:
+            return False
+        except KadminError:
+            raise
+        except NoAuthError as e:
+            raise AuthFailed(f"not authorized to delete {path} on {self.conn.where}: check --zk-auth") from e
+        except Exception as e:  # noqa: BLE001
+            raise self._translate(path, e) from e
 
     def _translate_create(self, path: str, e: Exception) -> KadminError:
         """`_translate` for a create: the same errors and exit codes, the message naming what was refused."""
