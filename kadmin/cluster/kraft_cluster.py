@@ -34,6 +34,7 @@ from kadmin.results import Problem, Progress
 PAGE_PARTITIONS = 2000  # DescribeTopicPartitions' ResponsePartitionLimit (Kafka's default)
 UNKNOWN_TOPIC_OR_PARTITION = 3
 LOG_DIRS_FIRST_WITH_ERROR = 3  # DescribeLogDirs v3+ (Kafka 3.0) says CLUSTER_AUTHORIZATION_FAILED; older: empty
+DESCRIBE_CLUSTER_WITH_FENCED = 2  # DescribeCluster v2+ (Kafka 4.0) lists fenced brokers; before, only live ones
 NEEDS_CLUSTER_DESCRIBE = ("the principal needs Describe on the Cluster resource to list the partitions a broker "
                           "hosts whatever the topic ACLs")
 # wait --in-sync on KRaft polls DescribeTopicPartitions: first after POLL_FIRST s, doubling up to POLL_MAX s
@@ -143,6 +144,8 @@ class KraftCluster:
         unread: dict[int, str] = {}
         refused: set[int] = set()
         wanted = sorted(where if brokers is None else set(brokers))
+        if brokers is None and desc.version < DESCRIBE_CLUSTER_WITH_FENCED:
+            unread.update(self._stopped_in_the_quorum(set(where)))
         # every broker asked at once: brokers that do not answer cost one --connect-timeout together
         answers = self.client.send_each({host_port(*where[b]): Req(topics=None) for b in wanted if b in where})
         for bid in wanted:
@@ -160,6 +163,25 @@ class KraftCluster:
                                + (NEEDS_CLUSTER_DESCRIBE if bid in refused else
                                   "kadmin must reach every broker's advertised address"))
         return Coverage(hosted, unread, frozenset(where), frozenset(refused))
+
+    def _stopped_in_the_quorum(self, listed: set[int]) -> dict[int, str]:
+        """Kafka 3.x (DescribeCluster before v2) lists no fenced or stopped broker, so one that hosts only topics the
+        principal may not Describe would be seen nowhere. The metadata quorum's observers are the brokers that
+        fetched the metadata log lately (the active controller forgets one after 5 minutes without a fetch, and
+        all of them when it changes): each one DescribeCluster does not list is a broker whose log dirs cannot be
+        listed. DescribeQuorum needs Describe on the Cluster, as DescribeLogDirs does: refused, the log dirs are
+        refused too (every broker unseen), so nothing is lost by going on; any other failure is raised."""
+        try:
+            q, _ = self.client.describe_quorum()
+        except AuthFailed:
+            return {}
+        except KadminError as e:
+            raise type(e)(f"{e.message} (DescribeQuorum: DescribeCluster v1 lists no stopped broker, and the quorum "
+                          "is how kadmin sees one)", code=e.code) from e
+        return {o.id: (f"broker {o.id} is not live: the metadata quorum lists it (it fetched the log lately) but "
+                       "DescribeCluster does not (before v2 it lists no fenced or stopped broker), so its log dirs "
+                       "cannot be listed and partitions only it hosts cannot be seen")
+                for o in q.observers if o.id >= 0 and o.id not in listed}
 
     @staticmethod
     def _log_dirs(resp: Any) -> frozenset[tuple[str, int]]:

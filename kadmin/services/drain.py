@@ -33,7 +33,7 @@ from kadmin.domain.drain import Key, PartitionView
 from kadmin.domain.lease import MARGIN, POLL, TOKEN_MAX, Holder
 from kadmin.domain.text import plural
 from kadmin.domain.znodes import loads_strict
-from kadmin.errors import ConfigError, KadminError, Unsafe, UsageError
+from kadmin.errors import ClusterUnreachable, ConfigError, KadminError, Unsafe, UsageError
 from kadmin.exit_codes import ExitCode
 from kadmin.inputs import read_input
 from kadmin.payloads import Drain, MoveRefused, NotPreferred, Reorder, TopicPartition, Undrain
@@ -312,8 +312,14 @@ def _leased(backend: LeadershipMoves, token: int | None, left: Callable[[], floa
         sleep(min(POLL, left()))
     try:
         res = move(warnings)
-    finally:
-        given_back = backend.release_lease()
+    except ClusterUnreachable:
+        # the cluster stopped answering: not asked again, past the deadline, to give the lease back (ZooKeeper's
+        # goes with the session; the topic expires at the holder's deadline + MARGIN)
+        raise
+    except BaseException:
+        backend.release_lease()
+        raise
+    given_back = backend.release_lease()
     if given_back:
         res.warnings.append(given_back)
     return res

@@ -80,6 +80,11 @@ class Acl:
                    "--command-config", str(self.k.client_config("admin")), "--describe").stdout
         return {key: f for key, f in parse_partition_lines(out).items() if key[0] in TOPICS}
 
+    def topics_of(self, topic: str) -> dict[tuple[str, int], dict[str, str]]:
+        out = tool(self.k.home, TOPIC_COMMAND, "--bootstrap-server", self.k.bootstrap(skip=self.down),
+                   "--command-config", str(self.k.client_config("admin")), "--describe", "--topic", topic).stdout
+        return parse_partition_lines(out)
+
     def wait(self, what: str, ok: Any) -> dict[tuple[str, int], dict[str, str]]:
         def attempt() -> dict[tuple[str, int], dict[str, str]] | None:
             got = self.topics()
@@ -352,3 +357,59 @@ def test_a_drain_never_says_leads_none_past_what_it_cannot_see(acl: Acl) -> None
         truth.text
     assert "no lease" not in truth.stderr, truth.text  # the super user takes it
     assert acl.kadmin("admin", "brokers", "undrain", "3", "--from", str(saved_admin), "--timeout", "120").code == 0
+
+
+def test_a_leader_that_is_registered_but_fenced_is_no_live_leader(acl: Acl, mocker: Any) -> None:
+    """docs/kraft.md's fenced-leader rule, on real 4.3.1. Kafka moves a fenced broker's leadership in the same
+    metadata batch as the fence, so one answer never shows a fenced leader; a broker whose metadata lags does,
+    until it catches up. That lagging answer is real Kafka's, taken just before broker 3 was fenced (the one edge
+    injected: when kadmin gets it); the live set is real Kafka's after the fence. kadmin must then call the
+    partition offline and under min ISR (`check` CRITICAL, `--offline`, `--under-min-isr`), never healthy, while
+    the stale answer names a leader."""
+    from kadmin.cluster.kraft_cluster import KraftCluster
+    from kadmin.domain import partitions as rules
+    from kadmin.services import partitions as psvc
+
+    tool(acl.k.home, TOPIC_COMMAND, "--bootstrap-server", acl.k.bootstrap(skip=acl.down), "--command-config",
+         str(acl.k.client_config("admin")), "--create", "--topic", "vis-fence", "--replica-assignment", "3:1:2")
+
+    def backend() -> Any:
+        return open_backend(ConnectionSettings({"bootstrap-server": Sourced(acl.k.bootstrap(skip=acl.down), "flag"),
+                                                "command-config": Sourced(str(acl.k.client_config("admin")), "flag")}),
+                            "check")
+
+    before = backend()
+    try:
+        def led_by_3_in_sync() -> Any:
+            answers, _ = before.partitions.describe_partitions(["vis-fence"])
+            p = answers[0][1] if answers else None
+            return answers if p is not None and p.leader_id == 3 and len(p.isr_nodes) == 3 else None
+        stale = wait_for(led_by_3_in_sync, 300, "vis-fence-0 led by 3, all in sync", interval=0.5)
+    finally:
+        before.close()
+    acl.k.pause(3)  # no heartbeats: the controller fences broker 3, and moves its leadership in the same batch
+    acl.down.add(3)
+    try:
+        def fenced() -> bool:
+            got = acl.kadmin("admin", "brokers", "list")
+            return got.code == 0 and any(b["id"] == 3 and b["state"] == "fenced" for b in got.data)
+        wait_for(fenced, 300, "broker 3 fenced", interval=0.5)
+        now = acl.topics_of("vis-fence")[("vis-fence", 0)]
+        assert now["Leader"] != "3", now  # Kafka's own view: the leadership moved with the fence
+        mocker.patch.object(KraftCluster, "describe_partitions", return_value=(stale, []))  # the lagging answer
+        after = backend()
+        try:
+            s = after.partitions.scan_partitions(["vis-fence"])
+            [p] = s.partitions
+            assert p.leader == 3 and 3 not in s.live, (p, s.live)  # a registered leader, fenced
+            assert rules.is_offline(p, s.live) and rules.is_under_min_isr(p, s.live)
+            res = psvc.check(after.partitions, wanted=rules.TopicFilter(("vis-fence",)))
+        finally:
+            after.close()
+        assert int(res.exit_code) == 2, res.message  # CRITICAL, never OK
+        [finding] = [f for f in res.data.findings if (f.topic, f.partition) == ("vis-fence", 0)]
+        assert finding.reasons == ("leader 3 is not live",), finding  # offline: its leader is not live
+    finally:
+        acl.k.resume(3)
+        acl.down.discard(3)
+        acl.k.wait_brokers([3])

@@ -37,6 +37,7 @@ USERS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret", 
          "dave": "dave-secret", "erin": "erin-secret"}
 CONTROLLER = 3001
 ACL_COMMAND = "org.apache.kafka.tools.AclCommand"
+ACL_COMMAND_3 = "kafka.admin.AclCommand"  # Kafka 3.x: the Scala one
 AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 
 
@@ -93,7 +94,8 @@ class SecureKraft:
 
     def acl(self, *args: str) -> None:
         """kafka-acls as the super user (Kafka's AclCommand)."""
-        tool(self.home, ACL_COMMAND, "--bootstrap-server", self.bootstrap(), "--command-config",
+        command = ACL_COMMAND_3 if self.version.startswith("3.") else ACL_COMMAND
+        tool(self.home, command, "--bootstrap-server", self.bootstrap(), "--command-config",
              str(self.client_config("admin")), *args)
 
     # ------------------------------------------------------------------ processes

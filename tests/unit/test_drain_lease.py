@@ -122,3 +122,22 @@ def test_a_lease_znode_kadmin_did_not_write_is_no_holder(data: bytes) -> None:
 def test_a_holders_znode_reads_back() -> None:
     h = Holder(123, 456, "host h, pid 1")
     assert holder_from_znode(h.znode()) == h
+
+
+def test_a_cluster_that_stopped_answering_is_not_asked_to_take_the_lease_back(tmp_path: Path) -> None:
+    """Giving the lease back to a cluster that just did not answer would wait another --connect-timeout past the
+    deadline: the error goes out at once (ZooKeeper's lease goes with the session, the topic expires)."""
+    from kadmin.errors import ClusterUnreachable
+
+    lease: dict[str, Holder] = {}
+
+    class Silent(Moves):
+        def reassign(self, plan: object) -> dict:  # type: ignore[override]
+            raise ClusterUnreachable("ZooKeeper did not answer within 2 s")
+
+        def release_lease(self) -> str | None:
+            pytest.fail("asked a silent cluster to take the lease back")
+
+    with pytest.raises(ClusterUnreachable):
+        dsvc.drain(Silent(dict(ORIGINAL), lease), Identity(), 1, save=tmp_path / "d1.json", dry_run=False,
+                   force=False, timeout=5, sleep=lambda s: None)
