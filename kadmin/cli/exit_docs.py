@@ -45,8 +45,9 @@ COMMANDS: dict[str, Codes] = {
                                "cluster through `--bootstrap-server` alone (use `--zookeeper`)"},
     "brokers drain": {X.OK: "the broker leads nothing", X.CONDITION_NOT_MET: "it still leads partitions (named), "
                       "or another reassignment changed its partitions during the drain",
-                      **_READ, X.UNSAFE: "a reassignment is in flight (`--force` overrides), or its partitions "
-                      "changed since they were read (nothing was sent)",
+                      **_READ, X.UNSAFE: "a reassignment is in flight (`--force` overrides), its partitions "
+                      "changed since they were read, or another kadmin kept the leadership lease until `--timeout` "
+                      "(nothing was sent)",
                       X.UNSUPPORTED: "the brokers do not serve the reassignment API (Kafka before 2.4)"},
     "brokers list": {X.OK: "", **_READ},
     "brokers max-epoch": {X.OK: "", X.CONDITION_NOT_MET: "no live broker", **_READ, X.CONFIG: _ZK_ONLY},
@@ -60,7 +61,9 @@ COMMANDS: dict[str, Codes] = {
     "brokers undrain": {X.OK: "", X.CONDITION_NOT_MET: "preferred leaders not all elected",
                         X.USAGE: "the drain file cannot be read, or is another broker's (`--force` overrides)",
                         **_READ, X.CONFIG: "the drain file was saved on another cluster (`--force` overrides)",
-                        X.UNSAFE: "a reassignment is in flight (`--force` overrides)",
+                        X.UNSAFE: "a reassignment is in flight (`--force` overrides), its partitions changed since "
+                        "they were read, a later drain is stacked on it, or another kadmin kept the leadership lease "
+                        "until `--timeout` (nothing was sent)",
                         X.UNSUPPORTED: "the brokers do not serve the reassignment API (Kafka before 2.4)"},
     "brokers unregister": {X.OK: "", X.CONDITION_NOT_MET: "the broker is not registered", **_CONNECT,
                            X.CONFIG: "also a ZooKeeper-mode cluster (UnregisterBroker is KRaft's)",
