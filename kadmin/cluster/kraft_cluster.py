@@ -27,6 +27,7 @@ from kadmin.cluster.min_isr import read_min_isr
 from kadmin.cluster.min_isr import source_name as source_name  # re-exported
 from kadmin.domain import partitions as rules
 from kadmin.domain.addresses import host_port
+from kadmin.domain.lease import LEASE_TOPIC
 from kadmin.domain.models import Controller, Coverage, MinIsrConfig, PartitionState, Registered
 from kadmin.errors import AuthFailed, ClusterUnreachable, KadminError, Rejected
 from kadmin.results import Problem, Progress
@@ -202,7 +203,8 @@ class KraftCluster:
             if d.error_code:
                 name = error_name(d.error_code)
                 raise Rejected(f"log dir {d.log_dir}: {name}", code=name.lower())
-            keys.update((t.name, int(p.partition_index)) for t in d.topics for p in t.partitions)
+            keys.update((t.name, int(p.partition_index)) for t in d.topics if t.name != LEASE_TOPIC
+                        for p in t.partitions)
         return frozenset(keys)
 
     # ------------------------------------------------------------------ partitions
@@ -236,6 +238,8 @@ class KraftCluster:
                     raise
                 address, resp = self._metadata(names)  # brokers before Kafka 3.8: one Metadata answer
             for t in resp.topics:
+                if t.name == LEASE_TOPIC and not names:
+                    continue  # kadmin's leadership lease (kadmin/domain/lease.py): no data, made and deleted by drains
                 if t.error_code == UNKNOWN_TOPIC_OR_PARTITION:
                     problems.append(Problem("not_found", f"topic {t.name} does not exist"))
                     continue
