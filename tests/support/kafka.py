@@ -356,10 +356,15 @@ class ZkModeBroker:
         `zk` is a started KazooClient on the chroot, or a connect string `HOSTS/CHROOT`. Fails at once
         if the process exits, showing its log.
         """
+        from kazoo.exceptions import ConnectionLoss, SessionExpiredError
+
         with _kazoo(zk) as k:
             deadline = time.monotonic() + timeout
             while True:
-                got = self.registration(k)
+                try:
+                    got = self.registration(k)
+                except (SessionExpiredError, ConnectionLoss):  # a test froze ZooKeeper past this client's session
+                    got = None  # timeout: kazoo makes a new session, and the next look asks again
                 if got is not None:
                     doc, stat = got
                     if doc.get("port") == self.port and (epoch_gt is None or stat.czxid > epoch_gt):
