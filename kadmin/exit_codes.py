@@ -94,7 +94,7 @@ VERDICT_DESCRIPTIONS: dict[Verdict, str] = {
     Verdict.CRITICAL: "some finding is critical (e.g. an offline partition, no quorum leader)",
     Verdict.UNKNOWN: (
         "no verdict: usage error, configuration error, cluster unreachable or too slow to answer within the "
-        "check's deadline (3 × --connect-timeout), or internal error (Ctrl-C exits 130)"
+        "check's deadline (its --timeout, else 3 × --connect-timeout), or internal error (Ctrl-C exits 130)"
     ),
 }
 
