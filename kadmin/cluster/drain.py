@@ -215,7 +215,7 @@ class AdminDrain:
                          t.CreatableTopicConfig(name="retention.bytes", value=str(holder.token))])])
 
         try:
-            _, resp = self.client.send_to_controller(make)
+            _, resp = self.client.send_to_controller(make, _topics_not_controller)
         except Rejected as e:
             return -1, e.message, None
         r = resp.topics[0]
@@ -255,7 +255,8 @@ class AdminDrain:
         from kafka.protocol.admin.topics import DeleteTopicsRequest as Req
 
         resp = self._send("DeleteTopics", lambda: Req(timeout_ms=self._timeout_ms(), topic_names=[LEASE_TOPIC],
-                                                      topics=[Req.DeleteTopicState(name=None, topic_id=topic_id)]))
+                                                      topics=[Req.DeleteTopicState(name=None, topic_id=topic_id)]),
+                          not_controller=_topics_not_controller)
         for r in resp.responses:
             if r.error_code not in (0, 3, 100):  # gone already, or a new id: not ours to delete
                 raise Rejected(f"DeleteTopics {LEASE_TOPIC}: {error_name(int(r.error_code))}")
@@ -284,6 +285,13 @@ class AdminDrain:
 
     def close(self) -> None:
         self.client.close()
+
+
+def _topics_not_controller(resp: Any) -> bool:
+    """A ZooKeeper-mode broker that is not the controller answers CreateTopics and DeleteTopics NOT_CONTROLLER per
+    topic (a KRaft broker forwards them)."""
+    results = [t.error_code for t in getattr(resp, "topics", None) or getattr(resp, "responses", None) or ()]
+    return bool(results) and all(c == NOT_CONTROLLER for c in results)
 
 
 def _election_not_controller(resp: Any) -> bool:

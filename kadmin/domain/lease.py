@@ -1,4 +1,4 @@
-"""One leadership move at a time per cluster (docs/drain.md, One drain at a time).
+"""One leadership move at a time per cluster (docs/brokers.md, One drain at a time).
 
 Every `brokers drain` and `undrain` (and `roll run`'s drains) takes the cluster's leadership lease before it reads
 the partitions and gives it back when it ends, so two of kadmin's own moves never interleave: the second waits

@@ -304,7 +304,7 @@ def _leased(backend: LeadershipMoves, token: int | None, left: Callable[[], floa
             break
         if t.state == "denied":
             warnings.append(f"no lease ({t.text}): another kadmin moving leadership at the same moment could "
-                            "reorder over this one unseen (docs/drain.md, One drain at a time)")
+                            "reorder over this one unseen (docs/brokers.md, One drain at a time)")
             break
         if left() <= POLL or interrupts.pending():
             raise Unsafe(f"refused: another kadmin is moving leadership in this cluster (the lease is held {t.text})"
