@@ -171,12 +171,15 @@ class KraftCluster:
         fetched the metadata log lately (the active controller forgets one after 5 minutes without a fetch, and
         all of them when it changes): each one DescribeCluster does not list is a broker whose log dirs cannot be
         listed. DescribeQuorum needs Describe on the Cluster, as DescribeLogDirs does: refused, the log dirs are
-        refused too (every broker unseen), so nothing is lost by going on; any other failure is raised."""
+        refused too (every broker unseen), so nothing is lost by going on. ZooKeeper-mode brokers (through
+        --bootstrap-server) have no quorum: none; any other failure is raised."""
         try:
             q, _ = self.client.describe_quorum()
         except AuthFailed:
             return {}
         except KadminError as e:
+            if e.code == "zookeeper_mode":  # ZooKeeper-mode brokers through --bootstrap-server: no quorum to ask
+                return {}
             raise type(e)(f"{e.message} (DescribeQuorum: DescribeCluster v1 lists no stopped broker, and the quorum "
                           "is how kadmin sees one)", code=e.code) from e
         return {o.id: (f"broker {o.id} is not live: the metadata quorum lists it (it fetched the log lately) but "
