@@ -34,6 +34,8 @@ REQUEST_TIMED_OUT = 7  # ElectLeaders: the election was asked for and not seen d
 PREFERRED = 0  # ElectLeaders' election type
 NOT_CONTROLLER = 41
 TOPIC_ALREADY_EXISTS = 36
+UNKNOWN_TOPIC_OR_PARTITION = 3
+UNKNOWN_TOPIC_ID = 100
 AUTHORIZATION_FAILED = {29: "Create on the topic " + LEASE_TOPIC, 31: "Create on the cluster"}
 TOPIC = 2  # DescribeConfigs' resource type
 LEASE_TRIES = 3  # take, find it stale, delete it, take again: a few times at most per try
@@ -168,6 +170,7 @@ class AdminDrain:
     # ------------------------------------------------------------ the lease: the topic LEASE_TOPIC
     lease_where = f"topic {LEASE_TOPIC}"
     _lease: Any = None  # the topic id of the lease this drain took
+    _lease_rf: int | None = None  # the lease topic's replication factor: min(3, brokers), read once per drain
 
     def try_lease(self, holder: Holder, now_ms: int) -> LeaseTry:
         """CreateTopics of the lease topic (its expiry in retention.ms, its token in retention.bytes); when it
@@ -209,12 +212,15 @@ class AdminDrain:
     def _create_lease(self, holder: Holder) -> tuple[int, str, Any]:
         from kafka.protocol.admin.topics import CreateTopicsRequest as Req
 
-        brokers = len(self._send("Metadata", lambda: self._metadata([]), controller=False).brokers)
+        if self._lease_rf is None:  # not again at each try while another kadmin holds the lease
+            brokers = len(self._send("Metadata", lambda: self._metadata([]), controller=False).brokers)
+            self._lease_rf = max(1, min(3, brokers))
+        rf = self._lease_rf
 
         def make() -> Any:
             t = Req.CreatableTopic
             return Req(timeout_ms=self._timeout_ms(), validate_only=False, topics=[t(
-                name=LEASE_TOPIC, num_partitions=1, replication_factor=max(1, min(3, brokers)), assignments=[],
+                name=LEASE_TOPIC, num_partitions=1, replication_factor=rf, assignments=[],
                 configs=[t.CreatableTopicConfig(name="retention.ms", value=str(holder.expires_ms)),
                          t.CreatableTopicConfig(name="retention.bytes", value=str(holder.token))])])
 
@@ -239,7 +245,7 @@ class AdminDrain:
 
         meta = self._send("Metadata", lambda: self._metadata([LEASE_TOPIC]), controller=False)
         t = meta.topics[0]
-        if t.error_code == 3:  # UNKNOWN_TOPIC_OR_PARTITION
+        if t.error_code == UNKNOWN_TOPIC_OR_PARTITION:
             return None
         if t.error_code:
             return f"Metadata of {LEASE_TOPIC}: {error_name(int(t.error_code))} (it needs Describe on the topic)"
@@ -262,7 +268,7 @@ class AdminDrain:
                                                       topics=[Req.DeleteTopicState(name=None, topic_id=topic_id)]),
                           not_controller=_topics_not_controller)
         for r in resp.responses:
-            if r.error_code not in (0, 3, 100):  # gone already, or a new id: not ours to delete
+            if r.error_code not in (0, UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID):  # gone, or a new id: not ours
                 raise Rejected(f"DeleteTopics {LEASE_TOPIC}: {error_name(int(r.error_code))}")
 
     def elect_preferred(self, keys: Iterable[Key]) -> dict[Key, str]:
