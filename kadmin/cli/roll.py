@@ -195,7 +195,7 @@ def run(
 
     opts = svc.Options(req, hooks, step_timeout, settle, _allow(allow_unavailable))
     with interrupts.like_ctrl_c(signal.SIGTERM, signal.SIGHUP), progress:
-        result = svc.run_backend(_opener(inv, None), state, opts, emit, progress.say)
+        result = svc.run_backend(_opener(inv, None), state, opts, emit, progress.say, progress)
     if r.fmt == "ndjson":
         if result.message:
             r.note(result.message)

@@ -334,8 +334,10 @@ def back(node: RollNode, step: str, traits: Traits, seen: NodeSeen, *, old_epoch
     fetch, caught = seen.fetch_age_ms, seen.caught_up_age_ms
     if not (seen.leads_quorum or (fetch is not None and caught is not None and fetch <= fetch_timeout_ms
                                   and caught <= fetch_timeout_ms)):
-        return (f"controller {node.id}: last fetch {fetch} ms ago, caught up {caught} ms ago "
-                f"(limit {fetch_timeout_ms} ms)")
+        if fetch is None:
+            return f"quorum leader {seen.quorum_leader} to hear from controller {node.id} (not heard from yet)"
+        return (f"quorum leader {seen.quorum_leader} to hear from controller {node.id}: its last fetch {fetch} ms "
+                f"ago, caught up {caught} ms ago (limit {fetch_timeout_ms} ms)")
     if not seen_stopped:
         return (f"controller {node.id} is caught up, but kadmin never saw it stopped (not fetching): a restart cannot "
                 "be told from none")

@@ -1,25 +1,58 @@
-"""`roll run`'s progress on stderr: a live table on a terminal (rich), one line per step elsewhere.
+"""`roll run`'s progress on stderr: a live view on a terminal (rich), one line per step elsewhere.
 
-On a terminal: one row per node (its current step, since when, what it waits for), finished nodes with their
-time; lines said meanwhile (a hook's output, a note) scroll above the table. Not on a terminal (a log, CI): one
-line per step that ends, `kadmin: roll: node 2 (broker): drain done (1.4 s)`, and the lines said meanwhile.
+On a terminal: one row per planned node from the start (pending, running, done, skipped, failed), the running
+step with its time ticking and what it waits for in words (the cluster's answer: "broker 3 back in the ISR of 12
+of 14 partitions", "quorum leader 3002 to hear from controller 3001"), or the last line of its running hook (the
+hooks' whole output is in DIR/hooks, never on the terminal); above the table the time so far and an estimate of
+the time left from the nodes done. kadmin's own lines (settings, notes) print above the view.
+
+Not on a terminal (a log, CI): one line per step that ends, `kadmin: roll: node 2 (broker): drain done (1.4 s)`,
+each hook's command as it begins, and kadmin's own lines; no hook output (it is in DIR/hooks).
 """
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import IO, Any
 
+from kadmin.payloads_ops import RollNodeResult
 from kadmin.render import Renderer, views
+
+REFRESH_PER_SECOND = 4
+_STATUS = {"in_progress": "running", "pending": "pending", "done": "done", "skipped": "skipped", "failed": "failed"}
+
+
+@dataclass
+class _Row:
+    role: str
+    status: str = "pending"  # pending, running, done, skipped, failed
+    step: str = ""
+    since: float = 0.0  # monotonic: when the running step began
+    seconds: float | None = None  # a finished step's (or node's) time
+    waiting: str = ""  # what the running step waits for
+    last: str = ""  # the running hook's last line
+
+
+def clock_text(seconds: float) -> str:
+    s = int(round(seconds))
+    return f"{s // 3600}h{s % 3600 // 60:02d}m{s % 60:02d}s" if s >= 3600 else \
+        f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
 
 
 class RollProgress:
-    def __init__(self, renderer: Renderer, err: IO[str]) -> None:
+    def __init__(self, renderer: Renderer, err: IO[str], clock: Any = time.monotonic) -> None:
         self.r = renderer
         self.err = err
+        self.clock = clock
         self.live_view = err.isatty()
-        self.rows: dict[int, dict[str, Any]] = {}
+        self.rows: dict[int, _Row] = {}
+        self.began = clock()
+        self.parallel = 1
+        self.node_seconds: list[float] = []  # the nodes done in this run: their time, for the estimate
+        self._lock = threading.Lock()  # hooks' lines arrive from their reader threads
         self._live: Any = None
         self._console: Any = None
 
@@ -29,53 +62,149 @@ class RollProgress:
             from rich.live import Live
 
             self._console = Console(file=self.err)
-            self._live = Live(self._table(), console=self._console, refresh_per_second=4, transient=False)
+            # the view itself is the renderable: each refresh draws it anew, so the running step's time ticks
+            self._live = Live(self, console=self._console, refresh_per_second=REFRESH_PER_SECOND, transient=False)
             self._live.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self._live is not None:
-            self._live.update(self._table())
+            self._live.refresh()
             self._live.stop()
             self._live = None
 
+    # ---------------------------------------------------------------- kadmin's own lines
     def say(self, message: str) -> None:
         text = f"kadmin: roll: {views.inert(message)}"
         if self._console is not None:
-            self._console.print(text, markup=False, highlight=False)
+            # wrapped by rich at the terminal's width: a soft-wrapped print would crop the view drawn with it
+            self._console.print(text, markup=False, highlight=False, overflow="fold")
         else:
             print(text, file=self.err, flush=True)
 
+    # ---------------------------------------------------------------- the engine's Watcher
+    def plan(self, nodes: Sequence[RollNodeResult]) -> None:
+        with self._lock:
+            for n in nodes:
+                row = self.rows.setdefault(n.node, _Row(n.role))
+                row.status = _STATUS.get(n.status, n.status)
+                row.step = n.step or ""
+                row.seconds = n.elapsed_s
+                row.since = self.clock()
+
+    def waiting(self, node: int, text: str) -> None:
+        with self._lock:
+            row = self.rows.get(node)
+            if row is not None:
+                row.waiting = text
+
+    def hook_started(self, node: int, hook: str, cmd: str) -> None:
+        with self._lock:
+            row = self.rows.get(node)
+            if row is not None:
+                row.last = f"$ {cmd}"
+        if not self.live_view:
+            role = row.role if row is not None else "node"
+            self.say(f"node {node} ({role}): {hook}: {cmd}")
+
+    def hook_output(self, node: int, hook: str, line: str) -> None:
+        with self._lock:
+            row = self.rows.get(node)
+            if row is not None:
+                row.last = f"{hook}: {line}"
+
+    # ---------------------------------------------------------------- the journal's events
     def update(self, ev: Mapping[str, Any]) -> None:
         kind, node = ev.get("event"), ev.get("node")
+        if kind == "roll_started" and isinstance(ev.get("parallel"), int):
+            self.parallel = max(1, int(ev["parallel"]))
         if kind == "step" and isinstance(node, int):
-            row = self.rows.setdefault(node, {"role": ev.get("role"), "since": time.monotonic(), "done": 0.0})
-            row.update(step=ev.get("step"), status=ev.get("status"), message=ev.get("message", ""))
-            if ev.get("status") == "started":
-                row["since"] = time.monotonic()
-            elif not self.live_view:
-                took = ev.get("elapsed_s")
+            with self._lock:
+                row = self.rows.setdefault(node, _Row(str(ev.get("role") or "")))
+                row.step, row.waiting = str(ev.get("step") or ""), ""
+                if ev.get("status") == "started":
+                    row.status, row.since, row.seconds = "running", self.clock(), None
+                    if ev.get("step") not in ("stop", "start", "restart", "only_if"):
+                        row.last = ""
+                else:
+                    row.seconds = _float(ev.get("elapsed_s"))
+                    row.status = "failed" if ev.get("status") == "failed" else "running"
+                    row.since = self.clock()
+            if ev.get("status") != "started" and not self.live_view:
                 extra = f": {ev['message']}" if ev.get("message") else ""
-                self.say(f"node {node} ({ev.get('role')}): {ev.get('step')} {ev.get('status')} ({took} s){extra}")
+                self.say(f"node {node} ({ev.get('role')}): {ev.get('step')} {ev.get('status')} "
+                         f"({ev.get('elapsed_s')} s){extra}")
         elif kind == "seen_stopped" and isinstance(node, int) and not self.live_view:
             self.say(f"node {node} ({ev.get('role')}): seen stopped ({ev.get('how')})")
         elif kind == "node_done" and isinstance(node, int):
-            self.rows.setdefault(node, {"role": ev.get("role"), "since": time.monotonic()})
-            self.rows[node].update(step="", status=ev.get("status"), done=ev.get("elapsed_s"), message="")
+            with self._lock:
+                row = self.rows.setdefault(node, _Row(str(ev.get("role") or "")))
+                row.status = "skipped" if ev.get("status") == "skipped" else "done"
+                row.step, row.waiting, row.last = "", "", ""
+                row.seconds = _float(ev.get("elapsed_s"))
+                if row.status == "done" and row.seconds is not None:
+                    self.node_seconds.append(row.seconds)
             if not self.live_view:
                 self.say(f"node {node} ({ev.get('role')}): {ev.get('status')} ({ev.get('elapsed_s')} s)")
         if self._live is not None:
-            self._live.update(self._table())
+            self._live.refresh()
 
-    def _table(self) -> Any:
-        from rich.table import Table
+    # ---------------------------------------------------------------- the view
+    def summary(self) -> str:
+        """The time so far, the nodes done, and the time left estimated from the nodes done in this run."""
+        now = self.clock()
+        with self._lock:
+            rows = list(self.rows.values())
+            took = list(self.node_seconds)
+        done = sum(1 for r in rows if r.status in ("done", "skipped"))
+        text = f"{clock_text(now - self.began)} so far; {done} of {len(rows)} node(s) done"
+        left = [r for r in rows if r.status not in ("done", "skipped")]
+        if took and left:
+            per = sum(took) / len(took)
+            running = sum(max(0.0, per - (now - r.since)) for r in left if r.status == "running")
+            pending = sum(1 for r in left if r.status == "pending")
+            estimate = running + per * pending / self.parallel
+            text += f"; about {clock_text(estimate)} left ({clock_text(per)} per node so far)"
+        elif left:
+            text += "; time left: after the first node"
+        return text
+
+    def cells(self) -> tuple[list[str], list[list[str]]]:
+        now = self.clock()
+        headers = ["NODE", "ROLE", "STATUS", "STEP", "SECONDS", "WAITING FOR"]
+        out = []
+        with self._lock:
+            for node, row in sorted(self.rows.items(), key=lambda kv: kv[0]):
+                if row.status == "running":
+                    secs = f"{now - row.since:.1f}"
+                else:
+                    secs = "-" if row.seconds is None else f"{row.seconds:.1f}"
+                what = row.waiting or row.last if row.status == "running" else ""
+                out.append([str(node), row.role, row.status, row.step or "-", secs, what or "-"])
+        return headers, out
+
+    def __rich__(self) -> Any:
+        from rich.console import Group
         from rich.text import Text
 
-        t = Table("NODE", "ROLE", "STEP", "STATUS", "SECONDS", "WAITING FOR", title="kadmin roll", header_style="bold")
-        for node, row in sorted(self.rows.items()):
-            busy = row.get("status") == "started"
-            secs = time.monotonic() - row["since"] if busy else row.get("done") or 0.0
-            t.add_row(*[Text(str(c)) for c in (node, row.get("role") or "", row.get("step") or "",
-                                               row.get("status") or "", f"{float(secs):.1f}",
-                                               row.get("message") or "")])
-        return t
+        headers, rows = self.cells()
+        if not rows:  # the plan not made yet
+            return Text(f"kadmin roll: {clock_text(self.clock() - self.began)} so far; reading the cluster")
+        return Group(Text(f"kadmin roll: {self.summary()}"), _table(headers, rows))
+
+
+def _table(headers: list[str], rows: list[list[str]]) -> Any:
+    from rich.table import Table
+    from rich.text import Text
+
+    t = Table(header_style="bold")
+    for h in headers:
+        # names and numbers never break; the words wrap, and a word too long for its column folds: nothing is elided
+        t.add_column(h, no_wrap=h != "WAITING FOR", overflow="fold")
+    for row in rows:
+        t.add_row(*[Text(views.cell(c)) for c in row])
+    return t
+
+
+def _float(v: Any) -> float | None:
+    return float(v) if isinstance(v, (int, float)) else None

@@ -431,6 +431,7 @@ class _InSyncWait:
         bid = self.broker_id
         if not self.waiting or self.hidden or self.refused:
             return
+        self.say_waiting()
         for changed in self.cluster.watch_states(sorted(self.waiting), timeout=self.left(),
                                                  settled=lambda isr: bid in isr):
             for key, isr in changed:
@@ -440,8 +441,12 @@ class _InSyncWait:
                 self.look(self.cluster.coverage([bid]))
             if not self.waiting or self.hidden or self.refused:
                 break
-            self.say(f"broker {bid} not yet in the ISR of {plural(len(self.waiting), 'partition')}: "
-                     f"{describe_keys(self.waiting)}")
+            self.say_waiting()
+
+    def say_waiting(self) -> None:
+        bid, n = self.broker_id, len(self.waiting)
+        self.say(f"broker {bid} back in the ISR of {self.hosted - n} of {plural(self.hosted, 'partition')}; "
+                 f"not yet in the ISR of {plural(n, 'partition')}: {describe_keys(self.waiting)}")
 
     def await_live(self) -> None:
         """In every ISR: it must also be live, and its log dirs seen."""

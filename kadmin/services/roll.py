@@ -24,7 +24,7 @@ from kadmin.payloads_ops import RollConfirm, RollPlan, RollPlanNode, RollReport
 from kadmin.results import Result
 from kadmin.services import roll_hooks as hooks
 from kadmin.services.roll_cluster import BackendRollCluster, RollCluster
-from kadmin.services.roll_engine import Emit, Options, Roller, select
+from kadmin.services.roll_engine import Emit, Options, Roller, Watcher, select
 from kadmin.services.roll_journal import Journal, now_iso
 from kadmin.services.roll_report import report
 
@@ -93,21 +93,22 @@ def status(directory: Path) -> Result[RollReport]:
 # ------------------------------------------------------------------------------------------------ run
 def run(cluster: RollCluster, directory: Path, opts: Options, emit: Emit, say: Callable[[str], None],
         clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
-        journal: Journal | None = None) -> Result[RollReport]:
+        journal: Journal | None = None, watcher: Watcher | None = None) -> Result[RollReport]:
     """Run (or continue) the roll in `directory`. `emit` hears each event once it is journaled (the NDJSON
-    stream and the progress view); `say` takes progress lines for stderr."""
+    stream and the progress view); `say` takes progress lines for stderr; `watcher` (the live view) hears what
+    the events do not carry: the plan, what a step waits for, the hooks' output."""
     hooks.check_templates(opts.hooks)
     journal = journal or Journal(directory)
     journal.lock()
     try:
-        return Roller(cluster, journal, opts, emit, say, clock, sleep).go()
+        return Roller(cluster, journal, opts, emit, say, clock, sleep, watcher).go()
     finally:
         journal.close()
 
 
 def run_backend(open_backend: Opener, directory: Path, opts: Options, emit: Emit,
-                say: Callable[[str], None]) -> Result[RollReport]:
-    return run(BackendRollCluster(open_backend), directory, opts, emit, say)
+                say: Callable[[str], None], watcher: Watcher | None = None) -> Result[RollReport]:
+    return run(BackendRollCluster(open_backend), directory, opts, emit, say, watcher=watcher)
 
 
 # ------------------------------------------------------------------------------------------------ confirm

@@ -84,7 +84,7 @@ class RollCluster(Protocol):
 
     def controlled_shutdown(self, node: int, epoch: int, timeout: float) -> str | None: ...
 
-    def in_sync(self, node: int, timeout: float) -> str | None: ...
+    def in_sync(self, node: int, timeout: float, on_status: Callable[[str], None] | None = None) -> str | None: ...
 
     def healthy(self) -> str | None: ...
 
@@ -325,10 +325,10 @@ class BackendRollCluster:
                     why.append(f"voter {v.id} was last heard from {fetch} ms ago (limit {fetch_timeout_ms} ms)")
         return "; ".join(why) or None
 
-    def in_sync(self, node: int, timeout: float) -> str | None:
+    def in_sync(self, node: int, timeout: float, on_status: Callable[[str], None] | None = None) -> str | None:
         from kadmin.services import partitions as psvc
 
-        res = psvc.wait_in_sync(self.b.partitions, node, timeout)
+        res = psvc.wait_in_sync(self.b.partitions, node, timeout, on_status)
         return None if int(res.exit_code) == 0 else (res.message or res.status)
 
     def healthy(self) -> str | None:

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from kadmin import interrupts
 from kadmin.domain import partitions as prules
@@ -31,7 +31,7 @@ from kadmin.domain.roll import STEP, RollNode
 from kadmin.domain.roll_events import NodeProgress, RollState
 from kadmin.errors import ClusterUnreachable, ConfigError, KadminError, UsageError
 from kadmin.exit_codes import ExitCode
-from kadmin.payloads_ops import RollFailure, RollReport
+from kadmin.payloads_ops import RollFailure, RollNodeResult, RollReport
 from kadmin.results import Result
 from kadmin.services import roll_hooks as hooks
 from kadmin.services.roll_cluster import RollCluster
@@ -95,14 +95,48 @@ def select(t: dom.Topology, req: dom.Request) -> tuple[RollNode, ...]:
     return dom.chosen(t, req.nodes, req.controllers)
 
 
+class Watcher(Protocol):
+    """Who shows the roll as it goes (the live view, kadmin/render/roll_progress.py): what the journal's events
+    do not carry. Nothing here is journaled; the roll goes on whatever the watcher does with it."""
+
+    def plan(self, nodes: Sequence[RollNodeResult]) -> None:
+        """Every planned node, as the journal stands when the run begins (pending, done, skipped...)."""
+
+    def waiting(self, node: int, text: str) -> None:
+        """What `node`'s running step waits for now, in words."""
+
+    def hook_started(self, node: int, hook: str, cmd: str) -> None:
+        """`node`'s `hook` (stop, start, restart, only-if) begins: `cmd` as rendered."""
+
+    def hook_output(self, node: int, hook: str, line: str) -> None:
+        """A line `node`'s running hook wrote (the whole output is in DIR/hooks)."""
+
+
+class Unwatched:
+    """No one watches: a roll run from code or a test."""
+
+    def plan(self, nodes: Sequence[RollNodeResult]) -> None:
+        pass
+
+    def waiting(self, node: int, text: str) -> None:
+        pass
+
+    def hook_started(self, node: int, hook: str, cmd: str) -> None:
+        pass
+
+    def hook_output(self, node: int, hook: str, line: str) -> None:
+        pass
+
+
 class Roller:
     """One `roll run` on one state directory (locked by the caller)."""
 
     def __init__(self, cluster: RollCluster, journal: Journal, opts: Options, emit: Emit,
                  say: Callable[[str], None], clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 sleep: Callable[[float], None] = time.sleep, watcher: Watcher | None = None) -> None:
         self.c, self.journal, self.opts = cluster, journal, opts
         self.emit_out, self.say, self.clock, self.sleep = emit, say, clock, sleep
+        self.watcher: Watcher = watcher or Unwatched()
         self.began = clock()
         self.state = RollState()
         self.traits = dom.Traits("epoch", False, False)
@@ -155,6 +189,8 @@ class Roller:
                 missing = e.message
             if missing is None:
                 return
+            if n is not None:
+                self.watcher.waiting(n.id, missing)
             if self.clock() + pause >= until:
                 raise StepFailed(reason, f"{what}: not met within {window:g} s: {missing}", None if n is None else n.id,
                                  step)
@@ -203,6 +239,7 @@ class Roller:
                                   else list(req.nodes), req.controllers, req.parallel, nodes, [n.id for n in nodes],
                                   self.opts.step_timeout, os.getpid(), req.batch_rule,
                                   list(self.opts.allow_unavailable), self.fetch_ms, source))
+        self.watcher.plan(report(self.state, self.journal.dir).nodes)
         self.say(f"{t.mode} cluster {cluster_id}: {len(nodes)} node(s) to restart, in this order (recomputed before "
                  f"each: the leader moves): {', '.join(f'{n.id} ({n.role})' for n in nodes)}")
         self.say_settings(source)
@@ -231,6 +268,7 @@ class Roller:
             if refused is not None:
                 return refused
         self.event(ev.RollResumed(now_iso(), os.getpid(), list(self.opts.allow_unavailable), self.fetch_ms, source))
+        self.watcher.plan(report(self.state, self.journal.dir).nodes)
         self.say_settings(source)
         return self.loop()
 
@@ -678,7 +716,7 @@ class Batch:
         """Run `step`'s hook of each of `todo` at once, journal each outcome, and return the failures by node. With
         `watch`, kadmin looks at the nodes while the hooks run and journals `seen_stopped` as it sees each go."""
         for n in todo:
-            self.r.say(f"node {n.id} ({n.role}): {step}: {self.cmds[(n.id, step)]}")
+            self.r.watcher.hook_started(n.id, step.replace("_", "-"), self.cmds[(n.id, step)])
             started = {"old_epoch": self.p(n).old_epoch} if step in ("stop", "restart") and \
                 self.p(n).old_epoch is not None else None
             self.r.step_event(n, step, "started", detail=started)
@@ -719,8 +757,10 @@ class Batch:
         return failures
 
     def run_hook(self, n: RollNode, step: str, cmd: str, attempt: int | None = None) -> hooks.HookOutcome:
-        return hooks.run(cmd, n, step.replace("_", "-"), self.opts.step_timeout, self.r.say,
-                         directory=self.r.journal.dir, attempt=attempt or self.p(n).attempts(step))
+        name = step.replace("_", "-")
+        return hooks.run(cmd, n, name, self.opts.step_timeout, self.r.say,
+                         directory=self.r.journal.dir, attempt=attempt or self.p(n).attempts(step),
+                         line=lambda text: self.r.watcher.hook_output(n.id, name, text))
 
     def join(self, ended: list[threading.Event], step: str, watched: list[RollNode],
              watches: dict[int, Watch]) -> bool:
@@ -909,7 +949,7 @@ class Batch:
     def wait_in_sync(self, n: RollNode) -> None:
         def check() -> str | None:
             left = max(1.0, self.r.until() - self.r.clock())
-            return self.r.c.in_sync(n.id, min(left, 30.0))
+            return self.r.c.in_sync(n.id, min(left, 30.0), lambda text: self.r.watcher.waiting(n.id, text))
 
         self.r.poll(check, self.r.until(), f"broker {n.id} in every ISR", n=n, step="wait_in_sync")
 

@@ -469,14 +469,15 @@ def _open_log(path: Path, header: str) -> tuple[int, int]:
 
 
 def run(cmd: str, node: RollNode, name: str, timeout: float, say: Callable[[str], None], *,
-        directory: Path | None, attempt: int = 1, env: Mapping[str, str] | None = None) -> HookOutcome:
+        directory: Path | None, attempt: int = 1, env: Mapping[str, str] | None = None,
+        line: Callable[[str], None] | None = None) -> HookOutcome:
     """Run `cmd` (rendered) for `node`, at most `timeout` seconds; its output appended to its log file under
-    `directory` (None: a temporary directory) and said line by line. `name`: "stop", "start", "restart" or
-    "only-if"."""
+    `directory` (None: a temporary directory) and each of its lines given to `line` (the live view), or said
+    when there is no `line`. `name`: "stop", "start", "restart" or "only-if"."""
     if directory is None:
         scratch = tempfile.mkdtemp(prefix="kadmin-hook-")
         try:
-            return run(cmd, node, name, timeout, say, directory=Path(scratch), attempt=attempt, env=env)
+            return run(cmd, node, name, timeout, say, directory=Path(scratch), attempt=attempt, env=env, line=line)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
     hook = name.replace("-", "_")
@@ -497,8 +498,9 @@ def run(cmd: str, node: RollNode, name: str, timeout: float, say: Callable[[str]
         os.close(fd)
     tail: deque[str] = deque(maxlen=TAIL_LINES)
     done = threading.Event()
-    reader = threading.Thread(target=_relay, args=(log, offset, done, tail, say, f"node {node.id} {name}"),
-                              daemon=True)
+    who = f"node {node.id} {name}"
+    relay = line or (lambda text: say(f"{who}: {text}"))
+    reader = threading.Thread(target=_relay, args=(log, offset, done, tail, relay), daemon=True)
     reader.start()
     interrupted = False
     code: int | None = None
@@ -523,15 +525,14 @@ def run(cmd: str, node: RollNode, name: str, timeout: float, say: Callable[[str]
     return HookOutcome(code, tuple(tail), time.monotonic() - start, interrupted)
 
 
-def _relay(path: Path, offset: int, done: threading.Event, tail: deque[str], say: Callable[[str], None],
-           who: str) -> None:
-    """Follow the log from `offset`: each complete line kept in `tail` and said (if not blank); once `done`,
+def _relay(path: Path, offset: int, done: threading.Event, tail: deque[str], relay: Callable[[str], None]) -> None:
+    """Follow the log from `offset`: each complete line kept in `tail` and relayed (if not blank); once `done`,
     what is left up to the end of the file, a last line without its newline included."""
     def line(raw: bytes) -> None:
         text = raw.decode(errors="replace").rstrip()
         tail.append(text)
         if text:
-            say(f"{who}: {text}")
+            relay(text)
 
     with contextlib.suppress(OSError, ValueError), open(path, "rb") as f:
         f.seek(offset)

@@ -40,7 +40,10 @@ acknowledgements, what the cluster says.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
+import re
+import shlex
 import subprocess
 import sys
 import time
@@ -74,6 +77,7 @@ from tests.support.roll import (
     write_hook,
 )
 from tests.support.sandbox import Sandbox, sandbox
+from tests.support.terminal import Terminal
 
 pytestmark = [pytest.mark.kafka, pytest.mark.integration, pytest.mark.slow]
 
@@ -393,6 +397,41 @@ def order_of(plan: Mapping[str, Any]) -> list[int]:
     return [int(n) for batch in plan["batches"] for n in batch]
 
 
+# ------------------------------------------------------------------------------------------------ the live view
+LIVE_HEAD = "kadmin roll: "
+
+
+def live_rows(frame: Sequence[str]) -> dict[int, dict[str, str]]:
+    """The live view's table in one frame: each node's cells by column, a cell's wrapped lines joined by spaces."""
+    lines = [line for line in frame if line.startswith(("│", "┃"))]
+    if not lines:
+        return {}
+    headers = [h.strip() for h in lines[0].strip("┃").split("┃")]
+    rows: dict[int, dict[str, str]] = {}
+    current: dict[str, str] | None = None
+    for line in lines[1:]:
+        cells = [c.strip() for c in line.strip("│").split("│")]
+        if len(cells) != len(headers):
+            continue
+        if cells[0]:
+            current = rows.setdefault(int(cells[0]), dict.fromkeys(headers, ""))
+        if current is not None:
+            for h, c in zip(headers, cells, strict=True):
+                current[h] = f"{current[h]} {c}".strip() if c else current[h]
+    return rows
+
+
+def ticks(t: Terminal, node: int, step: str) -> list[float]:
+    """The running step's SECONDS, frame by frame, while `node` was at `step`."""
+    out = []
+    for f in t.frames(LIVE_HEAD):
+        r = live_rows(f).get(node)
+        if r and r["STEP"] == step and r["STATUS"] == "running":
+            with contextlib.suppress(ValueError):
+                out.append(float(r["SECONDS"]))
+    return out
+
+
 # ------------------------------------------------------------------------------------------------ the clusters
 # Class-scoped: each cluster runs for its class's tests only, so that one cluster runs at a time.
 @pytest.fixture(scope="class")
@@ -447,6 +486,85 @@ class TestZooKeeperMode:
         assert r.plan["leader"] in order_of(r.plan)
         assert restart_order(r.events) == order_of(r.plan) == r.events[0]["order"]
         assert restart_order(r.events)[-1] == r.plan["leader"]  # the active controller last: it moves once
+
+    @pytest.mark.timeout(1200)
+    def test_the_live_view_at_a_terminal(self, zk: Cluster) -> None:
+        """A person at an 80-column terminal watches `roll run` restart two brokers (stdout a pipe of NDJSON, stderr
+        the terminal). Each broker's stop hook leaves the kill to the background until the test says go, and its
+        start hook says a line and waits for the test too: so the roll waits on the cluster (the broker still
+        registered) and on a hook, each for as long as the test looks. The frames show: a row per planned node from
+        the start (the second pending); the running step's seconds ticking while nothing is journaled; what it waits
+        for in the cluster's words; the running hook's last line in its row, and no hook line printed above the view
+        (it is in DIR/hooks); after a resize to 120 columns, frames drawn at the new width, never wider than the
+        terminal; once a node is done, the time left estimated."""
+        zk.healthy()
+        a, b = order_of(zk.plan("--nodes", "1,2"))
+        state, counter, go = zk.work / "live.state", zk.work / "live.counter", zk.work / "live-go"
+        stop, start = hook_args(zk.hook, counter)[1], hook_args(zk.hook, counter)[3]
+        gate = shlex.quote(str(go))
+        stop = f"(while [ ! -e {gate}-stop-{{id}} ]; do sleep 0.1; done; {stop}) >/dev/null 2>&1 &"
+        start = f"echo starting broker {{id}}; while [ ! -e {gate}-start-{{id}} ]; do sleep 0.1; done; {start}"
+        argv = [sys.executable, "-m", "kadmin", "roll", "run", "--state", str(state), "--nodes", "1,2",
+                "--stop", stop, "--start", start, "-o", "ndjson"]
+        term = Terminal(argv, zk.env, cols=80, cwd=str(zk.work))
+        try:
+            def row(node: int, step: str | None = None, status: str = "running",
+                    waiting: Callable[[str], bool] | None = None) -> Callable[[Terminal], bool]:
+                def seen(t: Terminal) -> bool:
+                    for f in t.frames(LIVE_HEAD):
+                        r = live_rows(f).get(node)
+                        if r and r["STATUS"] == status and (step is None or r["STEP"] == step) and \
+                                (waiting is None or waiting(r["WAITING FOR"])):
+                            return True
+                    return False
+                return seen
+
+            # the cluster wait: the stop hook ended, the broker still registered; its seconds tick meanwhile
+            term.wait_for(row(a, "wait_stopped", waiting=lambda w: f"broker {a} is still registered" in w), WAIT,
+                          f"broker {a} waiting to be seen stopped")
+            term.wait_for(lambda t: max(ticks(t, a, "wait_stopped"), default=0.0) >= 1.5, WAIT, "1.5 s ticked")
+            secs = ticks(term, a, "wait_stopped")
+            assert len(set(secs)) >= 3 and secs == sorted(secs), secs  # ticking, with no event to redraw it
+            first = next(live_rows(f) for f in term.frames(LIVE_HEAD) if live_rows(f))
+            assert {n: r["STATUS"] for n, r in first.items()} in (
+                {a: "pending", b: "pending"}, {a: "running", b: "pending"}), first  # every planned node at once
+            drawn_at_80 = len(term.chunks()) - 1
+            term.resize(120)
+            term.wait_for(lambda t: any(len(line) > 80 for f in t.frames(LIVE_HEAD)[-3:] for line in f), WAIT,
+                          "a frame drawn wider than 80 columns after the resize")
+            go.with_name(go.name + f"-stop-{a}").touch()
+            # the hook wait: its last line in the row
+            term.wait_for(row(a, "start", waiting=lambda w: f"starting broker {a}" in w), WAIT,
+                          f"broker {a}'s start hook's line in its row")
+            go.with_name(go.name + f"-start-{a}").touch()
+            term.wait_for(row(a, status="done"), WAIT, f"broker {a} done")
+            term.wait_for(lambda t: any(" left (" in f[0] for f in t.frames(LIVE_HEAD)), WAIT, "the time left")
+            for w in ("stop", "start"):
+                go.with_name(go.name + f"-{w}-{b}").touch()
+            code = term.wait(WAIT)
+            assert code == 0, term.tail()
+            widths = [max(map(len, c.split("\n"))) for c in term.chunks()[1:]]  # the last frame's bottom line first
+            assert max(widths[:drawn_at_80]) <= 80 and max(widths) <= 120, widths
+            # nothing cut: each frame's summary whole, however its lines were wrapped
+            summary = re.compile(r"kadmin roll: \S+ so far; (reading the cluster|\d+ of 2 node\(s\) done(; time left: "
+                                 r"after the first node|; about \S+ left \(\S+ per node so far\))?)")
+            for f in term.frames(LIVE_HEAD):
+                head = " ".join(line.strip() for line in itertools.takewhile(lambda x: not x.startswith("┏"), f))
+                assert summary.fullmatch(head), f
+            last = live_rows(term.frames(LIVE_HEAD)[-1])
+            assert {n: r["STATUS"] for n, r in last.items()} == {a: "done", b: "done"}, last
+            above = term.above(LIVE_HEAD)
+            assert not [line for line in above if "starting broker" in line], above  # no hook line scrolled
+            assert f"starting broker {a}" in (state / "hooks" / f"node-{a}.start.log").read_text()
+            events = [json.loads(line) for line in term.stdout_lines()]
+            assert events[-1]["event"] == "roll_done", events[-3:]
+            Counter(counter).assert_each_restarted_once([a, b])
+        finally:
+            for n in (a, b):
+                for w in ("stop", "start"):
+                    go.with_name(go.name + f"-{w}-{n}").touch()
+            term.close()
+        zk.healthy()
 
     @pytest.mark.timeout(1200)
     def test_sigkill_at_any_point_then_the_same_command_finishes_restarting_no_node_twice(self, zk: Cluster) -> None:

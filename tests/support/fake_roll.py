@@ -331,9 +331,11 @@ class FakeCluster:
                 p.leader = next((r for r in p.replicas if r in p.isr and r != node), node)
         return None
 
-    def in_sync(self, node: int, timeout: float) -> str | None:
+    def in_sync(self, node: int, timeout: float, on_status: Callable[[str], None] | None = None) -> str | None:
         self.called("in_sync")
         out = [f"{p.topic}-{p.partition}" for p in self.parts if node in p.replicas and node not in p.isr]
+        if out and on_status is not None:
+            on_status(f"broker {node} not yet in the ISR of {', '.join(out)}")
         return f"not in the ISR of {', '.join(out)}" if out else None
 
     def healthy(self) -> str | None:

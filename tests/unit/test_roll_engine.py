@@ -22,6 +22,7 @@ import pytest
 from kadmin import interrupts
 from kadmin.domain.roll import Request
 from kadmin.errors import ConfigError, KadminError, UsageError
+from kadmin.payloads_ops import RollNodeResult
 from kadmin.services import roll as svc
 from kadmin.services import roll_hooks as hooks
 from kadmin.services.roll_engine import Options
@@ -32,6 +33,27 @@ from tests.support.fake_roll import FakeCluster, Killed, KillingJournal, journal
 pytestmark = pytest.mark.timeout(120)
 
 
+class Watching:
+    """What a live view hears besides the events: the plan, what each step waits for, the hooks' lines."""
+
+    def __init__(self) -> None:
+        self.plans: list[list[tuple[int, str]]] = []
+        self.waits: list[tuple[int, str]] = []
+        self.hooks: list[tuple[int, str, str]] = []
+
+    def plan(self, nodes: Sequence[RollNodeResult]) -> None:
+        self.plans.append([(n.node, n.status) for n in nodes])
+
+    def waiting(self, node: int, text: str) -> None:
+        self.waits.append((node, text))
+
+    def hook_started(self, node: int, hook: str, cmd: str) -> None:
+        self.hooks.append((node, hook, f"$ {cmd}"))
+
+    def hook_output(self, node: int, hook: str, line: str) -> None:
+        self.hooks.append((node, hook, line))
+
+
 class Roll:
     """`roll run` in-process on a fake cluster: the same directory run after run, each possibly killed."""
 
@@ -39,6 +61,7 @@ class Roll:
         self.fc, self.d, self.opts = fc, d, opts
         self.said: list[str] = []
         self.events: list[dict[str, Any]] = []
+        self.watching = Watching()
 
     def options(self, **over: Any) -> Options:
         o = {**self.opts, **over}
@@ -56,7 +79,7 @@ class Roll:
         j = KillingJournal(self.d, kill)
         try:
             return svc.run(self.fc, self.d, self.options(**over), self.events.append, self.said.append,
-                           sleep=lambda s: time.sleep(min(s, 0.01)), journal=j)
+                           sleep=lambda s: time.sleep(min(s, 0.01)), journal=j, watcher=self.watching)
         except Killed:
             j.close()
             return None
@@ -434,7 +457,24 @@ def test_13_the_hooks_output_is_in_files_under_the_state_directory(tmp_path: Pat
     assert int(r().exit_code) == 0
     log = (tmp_path / "roll" / "hooks" / "node-1.stop.log").read_text()
     assert "stopping 1" in log
-    assert any("node 1 stop: stopping 1" in s for s in r.said)
+    # the live view hears each line (it shows the last); nothing of the hook's is said line by line on stderr
+    assert (1, "stop", "stopping 1") in r.watching.hooks
+    assert (1, "stop", "$ echo stopping 1; " + fc.ops_hook("stop").replace("{id}", "1")) in r.watching.hooks
+    assert not any("stopping 1" in s for s in r.said)
+
+
+def test_13_the_watcher_hears_the_plan_and_what_each_step_waits_for(tmp_path: Path) -> None:
+    """Every planned node from the start, as the journal stands (a resumed run: those done already say so), and
+    the running step's wait in words, as the cluster answers it."""
+    fc = kraft(tmp_path)
+    brokers = sorted(n.id for n in fc.nodes.values() if n.role != "controller")[:2]
+    r = Roll(fc, tmp_path / "roll", nodes=tuple(brokers))
+    assert r(kill=lambda e: e.get("event") == "node_done" and e.get("node") == brokers[0]) is None
+    assert r.watching.plans == [[(b, "pending") for b in brokers]]
+    assert int(r().exit_code) == 0
+    assert r.watching.plans[1] == [(brokers[0], "done"), (brokers[1], "pending")]
+    # back registered but fenced for a few looks: the receipt's wait said so, in the cluster's words
+    assert (brokers[1], f"broker {brokers[1]} is fenced") in r.watching.waits, r.watching.waits
 
 
 # ------------------------------------------------------------------------------------------------ 14: SIGTERM, SIGHUP

@@ -341,7 +341,9 @@ def test_wait_in_sync_watches_only_the_waiting_partitions_until_all_rejoin() -> 
     r = partitions.wait_in_sync(c, 1, timeout=30, on_status=said.append, clock=c.time)
     assert r.exit_code == ExitCode.OK and r.data.in_sync is True and r.data.hosted_partitions == 3
     assert c.watched == [([("t", 0), ("t", 1)], 29.5)]  # its timeout less the scan's time
-    assert said == ["broker 1 not yet in the ISR of 1 partition: t-1"]  # said once, not once per change
+    # said at the start and then once per change of what waits, not once per change seen
+    assert said == ["broker 1 back in the ISR of 1 of 3 partitions; not yet in the ISR of 2 partitions: t-0, t-1",
+                    "broker 1 back in the ISR of 2 of 3 partitions; not yet in the ISR of 1 partition: t-1"]
     assert r.data.waited_ms == 4500
     # a partition is followed until the broker is in its ISR: the cluster stops reading/polling it then
     assert c.settled is not None and c.settled((2, 1)) and not c.settled((2, 3))
