@@ -53,7 +53,8 @@ def wide(fleet, kz):
 
 def words(screen: str) -> set[str]:
     """The screen's words (split at spaces and the table's rules), and the elements of those that are lists."""
-    found = {w.rstrip(",").rstrip(":") for w in re.split(r"[\s│┃]+", screen) if w}
+    raw = {w for w in re.split(r"[\s│┃]+", screen) if w}
+    found = raw | {w.rstrip(",") for w in raw} | {w[:-1] for w in raw if w.endswith(":")}  # a key's colon
     return found | {x for w in found for x in w.split(",")}
 
 
