@@ -3,7 +3,9 @@
 `auto` is a rich table on a terminal and tabulate plain columns on a pipe; `json` is the versioned
 envelope; `ndjson` is one JSON object per line (each item of a list result). Both print the data's JSON
 form: a typed payload's `to_json()` (kadmin/results.py). The table and the plain text come from the view
-the command names (kadmin/render/views.py), which reads the payload's fields.
+the command names (kadmin/render/views.py), which reads the payload's fields. A table is fitted to the terminal's
+width by one rule that never cuts or elides a value (kadmin/render/tables.py): cells fold at their separators,
+the box goes, and at last each row becomes a block of `KEY: value` lines.
 """
 
 from __future__ import annotations
@@ -170,15 +172,13 @@ class Renderer:
             if not view.headers:  # an empty list of records: nothing to draw
                 return
             from rich.console import Console
-            from rich.table import Table
-            from rich.text import Text
 
-            # Text, not str: rich would read markup ("[/bold]" raises MarkupError) and :emoji: codes in it
-            title = None if view.title is None else Text(views.inert(view.title))
-            table = Table(*view.headers, title=title, header_style="bold")
-            for row in view.rows:
-                table.add_row(*[Text(views.cell(c)) for c in row])
-            Console(file=self.out, width=views.table_width(self.out.isatty())).print(table)
+            from kadmin.render.tables import fit_table  # imports rich: only when a table is drawn
+
+            # fitted to the width, never a value cut or elided (kadmin/render/tables.py); crop=False: a word
+            # wider than the terminal itself is printed whole
+            console = Console(file=self.out, width=views.table_width(self.out.isatty()))
+            console.print(fit_table(view.headers, view.rows, console.width, title=view.title), crop=False)
         else:
             if view.rows:
                 from tabulate import tabulate  # only with rows to lay out: it costs ~30 ms to import (a gate's third)

@@ -351,12 +351,14 @@ def table_width(isatty: bool, environ: Mapping[str, str] | None = None) -> int |
 
 
 def roll_plan(data: RollPlan) -> View:
-    """One row per node in the order a run would start with; plain output: `batch<TAB>node<TAB>role` lines."""
+    """One row per node in the order a run would start with; plain output: `batch<TAB>node<TAB>role` lines under
+    the header line `BATCH<TAB>NODE<TAB>ROLE` (none without nodes, as every plain layout)."""
     rows = [[n.batch, n.node, n.role, n.host or "", "" if n.port is None else n.port, n.rack or "",
              "" if n.skip is None else ("skip" if n.skip else "restart"), " ".join(n.steps)] for n in data.nodes]
     v = View(["BATCH", "NODE", "ROLE", "HOST", "PORT", "RACK", "ONLY-IF", "STEPS"], rows,
              title=f"roll plan ({data.mode}, --parallel {data.parallel})")
-    v.text = "".join(f"{n.batch}\t{n.node}\t{n.role}\n" for n in data.nodes)
+    v.text = "".join(["BATCH\tNODE\tROLE\n" if data.nodes else "", *(f"{n.batch}\t{n.node}\t{n.role}\n"
+                                                                  for n in data.nodes)])
     return v
 
 
@@ -370,8 +372,9 @@ def roll_confirm(data: RollConfirm) -> View:
 
 
 def roll_report(data: RollReport) -> View:
-    """One row per node: its status, the step it reached, its time, and its epochs where the mode has them."""
-    rows = [[r.node, r.role, r.status, r.step or "", "" if r.elapsed_s is None else f"{r.elapsed_s:.1f}",
+    """One row per node: its status, the step it reached (`-` for none: a node done or not begun), its time, and
+    its epochs where the mode has them."""
+    rows = [[r.node, r.role, r.status, r.step or None, "" if r.elapsed_s is None else f"{r.elapsed_s:.1f}",
              "" if r.old_epoch is None else r.old_epoch, "" if r.new_epoch is None else r.new_epoch]
             for r in data.nodes]
     return View(["NODE", "ROLE", "STATUS", "STEP", "SECONDS", "OLD EPOCH", "NEW EPOCH"], rows,

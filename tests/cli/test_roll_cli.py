@@ -252,9 +252,9 @@ def test_status_table_and_plain(run_nozk: Run, tmp_path: Path) -> None:
     lines = r.stdout.splitlines()
     assert lines[0].split() == ["NODE", "ROLE", "STATUS", "STEP", "SECONDS", "OLD", "EPOCH", "NEW", "EPOCH"]
     assert [ln.split() for ln in lines[1:]] == [
-        ["2", "broker", "done", "11.0", "100", "200"],  # SECONDS: the node's steps' times added up
+        ["2", "broker", "done", "-", "11.0", "100", "200"],  # SECONDS: the node's steps' times added up
         ["3", "broker", "failed", "stop", "3.0", "101"],  # a failed step's time is not counted
-        ["1", "broker", "pending"],
+        ["1", "broker", "pending", "-"],  # no step: `-`, so the columns after it stay where they are
     ]
 
 

@@ -149,7 +149,7 @@ def test_plan_the_active_controller_last(run: Run, cluster: Cluster) -> None:
     assert cluster.controller() == 1
     r = run("roll", "plan", "-o", "plain")
     assert r.exit_code == 0, r.stderr
-    assert r.stdout == "1\t2\tbroker\n2\t3\tbroker\n3\t1\tbroker\n"  # batch, node, role
+    assert r.stdout == "BATCH\tNODE\tROLE\n1\t2\tbroker\n2\t3\tbroker\n3\t1\tbroker\n"
     assert "3 node(s) in 3 batch(es): 2 | 3 | 1" in r.stderr
     code, doc, err = run.json("roll", "plan")
     assert code == 0, err

@@ -1,8 +1,12 @@
-"""A program run with a pseudo-terminal for its stderr, as a person at a terminal runs it: the window size set
-(and changed mid-run, SIGWINCH and all) by the test, everything it draws kept, and rich's live frames split out.
+"""The real `kadmin` CLI on a pseudo-terminal of a given size: what a person's terminal shows.
 
-stdin is /dev/null and stdout a pipe (a script's NDJSON reader, say); only stderr is the terminal. COLUMNS and
-LINES are left out of the environment so that the program asks the terminal its size, as it does for a person.
+- `on_terminal(*args, columns=...)`: a command's whole screen, stdin and stdout the terminal (rich measures it
+  through them), stderr a pipe of its own.
+- `Terminal(argv, env, cols)`: a long-running program whose stderr is the terminal (stdin /dev/null, stdout a
+  pipe: a script's NDJSON reader, say), the window size set and changed mid-run (SIGWINCH and all), everything
+  it draws kept and rich's live frames split out.
+
+COLUMNS and LINES are unset, so the width is the terminal's window size, as at a shell prompt.
 """
 
 from __future__ import annotations
@@ -15,12 +19,70 @@ import re
 import signal
 import struct
 import subprocess
+import sys
 import termios
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 
-ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class Shown:
+    exit_code: int
+    screen: str  # what the terminal received, without its colour and style sequences; lines end with "\n"
+    stderr: str
+
+    @property
+    def lines(self) -> list[str]:
+        return self.screen.splitlines()
+
+
+def on_terminal(*args: str, columns: int, rows: int = 50, env: dict[str, str] | None = None,
+                timeout: float = 60) -> Shown:
+    """Run `python -m kadmin ARGS` with a terminal `columns` wide; its exit code, screen and stderr."""
+    master, slave = os.openpty()
+    try:
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
+        e = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+        e.update({"TERM": "xterm-256color", "PYTHONPATH": os.pathsep.join([str(ROOT), e.get("PYTHONPATH", "")])})
+        e.update(env or {})
+        proc = subprocess.Popen([sys.executable, "-m", "kadmin", *args], stdin=slave, stdout=slave,
+                                stderr=subprocess.PIPE, env=e, cwd=ROOT, start_new_session=True)
+    finally:
+        os.close(slave)
+    received = bytearray()
+
+    def read() -> None:  # until the last holder of the terminal's other end is gone (EIO on Linux)
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            received.extend(chunk)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        _, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise
+    finally:
+        reader.join(timeout)
+        os.close(master)
+    screen = ANSI.sub("", received.decode("utf-8", "replace")).replace("\r\n", "\n")
+    return Shown(proc.returncode, screen, err.decode("utf-8", "replace"))
+
+
+# ------------------------------------------------------------------------------------------------ live views
 # rich's Live goes back over its last frame before it draws the next: a carriage return, then "erase the line,
 # one line up" for each line of it, then "erase the line"
 REDRAW = re.compile(r"\r(?:\x1b\[2K\x1b\[1A)+\x1b\[2K|\r\x1b\[2K")
