@@ -33,7 +33,8 @@ class _Row:
     since: float = 0.0  # monotonic: when the running step began
     seconds: float | None = None  # a finished step's (or node's) time
     waiting: str = ""  # what the running step waits for
-    last: str = ""  # the running hook's last line
+    hook: str = ""  # the hook running now (stop, start, restart, only-if)
+    last: str = ""  # its command, then its last line
 
 
 def clock_text(seconds: float) -> str:
@@ -102,7 +103,7 @@ class RollProgress:
         with self._lock:
             row = self.rows.get(node)
             if row is not None:
-                row.last = f"$ {cmd}"
+                row.hook, row.last = hook, f"$ {cmd}"
         if not self.live_view:
             role = row.role if row is not None else "node"
             self.say(f"node {node} ({role}): {hook}: {cmd}")
@@ -110,8 +111,8 @@ class RollProgress:
     def hook_output(self, node: int, hook: str, line: str) -> None:
         with self._lock:
             row = self.rows.get(node)
-            if row is not None:
-                row.last = f"{hook}: {line}"
+            if row is not None and row.hook == hook:
+                row.last = line
 
     # ---------------------------------------------------------------- the journal's events
     def update(self, ev: Mapping[str, Any]) -> None:
@@ -125,8 +126,9 @@ class RollProgress:
                 if ev.get("status") == "started":
                     row.status, row.since, row.seconds = "running", self.clock(), None
                     if ev.get("step") not in ("stop", "start", "restart", "only_if"):
-                        row.last = ""
+                        row.hook, row.last = "", ""
                 else:
+                    row.hook, row.last = "", ""
                     row.seconds = _float(ev.get("elapsed_s"))
                     row.status = "failed" if ev.get("status") == "failed" else "running"
                     row.since = self.clock()
@@ -140,7 +142,7 @@ class RollProgress:
             with self._lock:
                 row = self.rows.setdefault(node, _Row(str(ev.get("role") or "")))
                 row.status = "skipped" if ev.get("status") == "skipped" else "done"
-                row.step, row.waiting, row.last = "", "", ""
+                row.step, row.waiting, row.hook, row.last = "", "", "", ""
                 row.seconds = _float(ev.get("elapsed_s"))
                 if row.status == "done" and row.seconds is not None:
                     self.node_seconds.append(row.seconds)
@@ -169,41 +171,51 @@ class RollProgress:
             text += "; time left: after the first node"
         return text
 
-    def cells(self) -> tuple[list[str], list[list[str]]]:
+    def cells(self, rows: dict[int, _Row] | None = None) -> tuple[list[str], list[list[str]]]:
         now = self.clock()
         headers = ["NODE", "ROLE", "STATUS", "STEP", "SECONDS", "WAITING FOR"]
         out = []
         with self._lock:
-            for node, row in sorted(self.rows.items(), key=lambda kv: kv[0]):
+            for node, row in sorted((rows if rows is not None else self.rows).items()):
                 if row.status == "running":
                     secs = f"{now - row.since:.1f}"
                 else:
                     secs = "-" if row.seconds is None else f"{row.seconds:.1f}"
-                what = row.waiting or row.last if row.status == "running" else ""
+                what = (row.waiting or (f"its {row.hook} hook" if row.hook else "")) if row.status == "running" else ""
                 out.append([str(node), row.role, row.status, row.step or "-", secs, what or "-"])
         return headers, out
 
-    def __rich__(self) -> Any:
-        from rich.console import Group
+    def hook_lines(self) -> list[str]:
+        """Each running hook's command, then its last line: below the table, so a long command does not widen it."""
+        with self._lock:
+            return [f"node {node} {row.hook}: {row.last}" for node, row in sorted(self.rows.items())
+                    if row.status == "running" and row.hook and row.last]
+
+    def __rich_console__(self, console: Any, options: Any) -> Any:
         from rich.text import Text
 
-        headers, rows = self.cells()
-        if not rows:  # the plan not made yet
-            return Text(f"kadmin roll: {clock_text(self.clock() - self.began)} so far; reading the cluster")
-        return Group(Text(f"kadmin roll: {self.summary()}"), _table(headers, rows))
+        from kadmin.render.tables import Fitted
 
-
-def _table(headers: list[str], rows: list[list[str]]) -> Any:
-    from rich.table import Table
-    from rich.text import Text
-
-    t = Table(header_style="bold")
-    for h in headers:
-        # names and numbers never break; the words wrap, and a word too long for its column folds: nothing is elided
-        t.add_column(h, no_wrap=h != "WAITING FOR", overflow="fold")
-    for row in rows:
-        t.add_row(*[Text(views.cell(c)) for c in row])
-    return t
+        if not self.rows:  # the plan not made yet
+            yield Text(f"kadmin roll: {clock_text(self.clock() - self.began)} so far; reading the cluster")
+            return
+        yield Text(f"kadmin roll: {self.summary()}", overflow="fold")
+        with self._lock:
+            rows = dict(self.rows)
+        hooks = self.hook_lines()
+        folded: list[str] = []
+        if len(rows) + len(hooks) + 8 > options.size.height:  # taller than the terminal: the finished and the
+            # pending go on a line each (every id named), the running and the failed keep their rows
+            for status in ("done", "skipped", "pending"):
+                ids = [n for n, r in sorted(rows.items()) if r.status == status]
+                if ids:
+                    folded.append(f"{status}: {', '.join(map(str, ids))}")
+            rows = {n: r for n, r in rows.items() if r.status in ("running", "failed")}
+        if rows:
+            # the table rule of every table (kadmin/render/tables.py), fitted anew at each redraw: a resize follows
+            yield Fitted(*self.cells(rows))
+        for line in folded + hooks:
+            yield Text(views.inert(line), overflow="fold")
 
 
 def _float(v: Any) -> float | None:

@@ -402,10 +402,11 @@ LIVE_HEAD = "kadmin roll: "
 
 
 def live_rows(frame: Sequence[str]) -> dict[int, dict[str, str]]:
-    """The live view's table in one frame: each node's cells by column, a cell's wrapped lines joined by spaces."""
+    """The live view's table in one frame: each node's cells by column, a cell's folded lines joined by spaces.
+    The boxed table, or the records the table rule falls back to when it does not fit (kadmin/render/tables.py)."""
     lines = [line for line in frame if line.startswith(("│", "┃"))]
     if not lines:
-        return {}
+        return live_records(frame)
     headers = [h.strip() for h in lines[0].strip("┃").split("┃")]
     rows: dict[int, dict[str, str]] = {}
     current: dict[str, str] | None = None
@@ -419,6 +420,29 @@ def live_rows(frame: Sequence[str]) -> dict[int, dict[str, str]]:
             for h, c in zip(headers, cells, strict=True):
                 current[h] = f"{current[h]} {c}".strip() if c else current[h]
     return rows
+
+
+def live_records(frame: Sequence[str]) -> dict[int, dict[str, str]]:
+    rows: dict[int, dict[str, str]] = {}
+    current: dict[str, str] | None = None
+    key = ""
+    for line in frame[1:]:
+        m = re.match(r"([A-Z][A-Z ]*):(?: +(.*))?$", line)
+        if m:
+            key, value = m.group(1), (m.group(2) or "").strip()
+            if key == "NODE":
+                current = rows.setdefault(int(value), {})
+            if current is not None:
+                current[key] = value
+        elif current is not None and key and line.startswith(" "):
+            current[key] = f"{current[key]} {line.strip()}".strip()
+    return rows
+
+
+def frame_head(frame: Sequence[str]) -> str:
+    """The summary line(s) above the table, joined."""
+    head = itertools.takewhile(lambda x: not x.startswith(("┏", "NODE:")), frame)
+    return " ".join(line.strip() for line in head)
 
 
 def ticks(t: Terminal, node: int, step: str) -> list[float]:
@@ -533,12 +557,14 @@ class TestZooKeeperMode:
             term.wait_for(lambda t: any(len(line) > 80 for f in t.frames(LIVE_HEAD)[-3:] for line in f), WAIT,
                           "a frame drawn wider than 80 columns after the resize")
             go.with_name(go.name + f"-stop-{a}").touch()
-            # the hook wait: its last line in the row
-            term.wait_for(row(a, "start", waiting=lambda w: f"starting broker {a}" in w), WAIT,
-                          f"broker {a}'s start hook's line in its row")
+            # the hook wait: its row says so, and the hook's last line shows under the table
+            term.wait_for(row(a, "start", waiting=lambda w: w == "its start hook"), WAIT, f"broker {a}'s start hook")
+            term.wait_for(lambda t: any(f"node {a} start: starting broker {a}" in " ".join(f)
+                                        for f in t.frames(LIVE_HEAD)[-3:]), WAIT, "the start hook's last line")
             go.with_name(go.name + f"-start-{a}").touch()
             term.wait_for(row(a, status="done"), WAIT, f"broker {a} done")
-            term.wait_for(lambda t: any(" left (" in f[0] for f in t.frames(LIVE_HEAD)), WAIT, "the time left")
+            term.wait_for(lambda t: any(" left (" in frame_head(f) for f in t.frames(LIVE_HEAD)), WAIT,
+                          "the time left")
             for w in ("stop", "start"):
                 go.with_name(go.name + f"-{w}-{b}").touch()
             code = term.wait(WAIT)
@@ -549,8 +575,7 @@ class TestZooKeeperMode:
             summary = re.compile(r"kadmin roll: \S+ so far; (reading the cluster|\d+ of 2 node\(s\) done(; time left: "
                                  r"after the first node|; about \S+ left \(\S+ per node so far\))?)")
             for f in term.frames(LIVE_HEAD):
-                head = " ".join(line.strip() for line in itertools.takewhile(lambda x: not x.startswith("┏"), f))
-                assert summary.fullmatch(head), f
+                assert summary.fullmatch(frame_head(f)), f
             last = live_rows(term.frames(LIVE_HEAD)[-1])
             assert {n: r["STATUS"] for n, r in last.items()} == {a: "done", b: "done"}, last
             above = term.above(LIVE_HEAD)

@@ -63,9 +63,13 @@ def test_the_rows_show_every_planned_node_what_runs_ticks_and_what_it_waits_for(
     p.update(step(2, "wait_in_sync", "done", 2.5))
     p.hook_started(2, "start", "start-kafka 2")
     p.update(step(2, "start", "started"))
-    assert p.cells()[1][1][5] == "$ start-kafka 2"
+    assert p.cells()[1][1][5] == "its start hook"
+    assert p.hook_lines() == ["node 2 start: $ start-kafka 2"]  # below the table: a long command widens nothing
     p.hook_output(2, "start", "JVM up")
-    assert p.cells()[1][1][5] == "start: JVM up"  # the running hook's last line, not every line
+    p.hook_output(2, "start", "listening on 9092")
+    assert p.hook_lines() == ["node 2 start: listening on 9092"]  # the running hook's last line, not every line
+    p.update(step(2, "start", "done", 4.0))
+    assert p.hook_lines() == []
     assert "time left: after the first node" in p.summary()  # none done in this run yet: no estimate
 
 
@@ -85,3 +89,21 @@ def test_the_time_left_is_estimated_from_the_nodes_done_in_this_run() -> None:
 
 def test_clock_text() -> None:
     assert [clock_text(s) for s in (0, 59.4, 61, 3599, 3725)] == ["0s", "59s", "1m01s", "59m59s", "1h02m05s"]
+
+
+def test_a_view_taller_than_the_terminal_names_the_finished_and_the_pending_on_a_line_each() -> None:
+    from rich.console import Console
+
+    err = io.StringIO()
+    p = RollProgress(Renderer("plain", io.StringIO(), err), err)
+    p.plan([planned(n, "done" if n < 20 else "pending", 30.0 if n < 20 else None) for n in range(1, 41)])
+    p.update(step(20, "drain", "started"))
+    out = io.StringIO()
+    Console(file=out, width=80, height=24).print(p)
+    text = out.getvalue()
+    assert len(text.splitlines()) < 24, text
+    lines = text.splitlines()
+    done = " ".join(line.strip() for line in lines if not line.startswith(("┃", "│", "┏", "┡", "└", "kadmin")))
+    assert [int(x) for x in done.split("pending:")[0].removeprefix("done:").split(",")] == list(range(1, 20))
+    assert [int(x) for x in done.split("pending:")[1].split(",")] == list(range(21, 41))
+    assert any(line.startswith("│ 20") for line in lines), text
