@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kadmin.domain.text import plural
-from kadmin.errors import ConditionNotMet, ConfigError, KadminError, Unsafe, UsageError
+from kadmin.errors import ConditionNotMet, ConfigError, KadminError, Unsafe, UsageError, in_words
 from kadmin.exit_codes import ExitCode
 from kadmin.payloads_ops import IngestDamage, Ingested, NothingIngested, ReportRow, report_row
 from kadmin.results import Progress, Result
@@ -70,7 +70,7 @@ def spark_message(e: BaseException) -> str:
             return top if cause in ("", top) or cause in top else f"{top} (caused by {cause})"
         except Exception:  # noqa: BLE001 - the gateway may be gone: fall back to the Python text
             pass
-    return _first_line(str(e)) or type(e).__name__
+    return _first_line(str(e)) or in_words(e)
 
 
 @contextlib.contextmanager
