@@ -20,6 +20,14 @@ if TYPE_CHECKING:  # annotations only: pyspark loads when a history command runs
     from pyspark.sql import SparkSession
 
 
+def spark_missing() -> str:
+    """How to get PySpark, as it can be done: kadmin is not on PyPI, so the extra comes from a clone or a wheel."""
+    from kadmin import __version__
+
+    return (f"history needs PySpark, which is not installed: pip install '.[spark]' in a clone of kadmin, or "
+            f"pip install 'kadmin_kafka-{__version__}-py3-none-any.whl[spark]' from a wheel (make dist builds it)")
+
+
 class _Spark:
     """The Spark session for one command: an already active one (a notebook, the test suite) is used
     and left running; one kadmin started is stopped at the end."""
@@ -35,7 +43,7 @@ class _Spark:
 
             from kadmin.pipeline.spark import session
         except ImportError as e:
-            raise ConfigError("history needs PySpark: pip install 'kadmin-kafka[spark]'") from e
+            raise ConfigError(spark_missing()) from e
         active = SparkSession.getActiveSession()
         if active is not None:
             self.spark = active
