@@ -77,3 +77,21 @@ class Unsupported(KadminError):
 
     code = "unsupported"
     exit_code = ExitCode.UNSUPPORTED
+
+
+def in_words(e: BaseException) -> str:
+    """One line saying what went wrong, in the exception's own words and never its class name: an OSError's
+    strerror (`Connection refused`), else its text; an exception with no text (a bare `ConnectionLoss()`) is
+    named by its class in plain words (`connection loss`)."""
+    import re
+
+    text = e.strerror if isinstance(e, OSError) and e.strerror else BaseException.__str__(e)
+    text = " ".join(str(text).split())
+    if text:
+        return text
+    words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", " ", type(e).__name__).lower().split()
+    if len(words) > 1 and words[0] in ("kafka", "kazoo"):
+        words.pop(0)
+    if len(words) > 2 and words[-1] in ("error", "exception"):
+        words.pop()
+    return " ".join(words) or "an unknown error"

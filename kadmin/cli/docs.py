@@ -1,4 +1,5 @@
-"""Documentation generated from the code: docs/commands.md (every command's `--help`) and docs/exit-codes.md.
+"""Documentation generated from the code: docs/commands.md (every command's `--help`), docs/exit-codes.md and
+docs/json.md (its examples printed by the code from real payloads: kadmin/cli/json_docs.py).
 
 `python -m kadmin.cli.docs [ROOT]` (`make docs`) writes them; `--check` writes nothing and exits 1
 naming each stale file. tests/cli/test_docs.py runs the same generator in memory and fails when a
@@ -310,7 +311,15 @@ def roll_exit_codes_md() -> str:
     return "\n".join(_table(rows, ("code", "when")))
 
 
-FILES: dict[str, Callable[[], str]] = {"docs/commands.md": commands_md, "docs/exit-codes.md": exit_codes_md}
+def json_md() -> str:
+    """docs/json.md: the JSON contract, its examples printed from real payloads (kadmin/cli/json_docs.py)."""
+    from kadmin.cli import json_docs
+
+    return json_docs.json_md()
+
+
+FILES: dict[str, Callable[[], str]] = {"docs/commands.md": commands_md, "docs/exit-codes.md": exit_codes_md,
+                                       "docs/json.md": json_md}
 # Marked sections that any of the files in MARKED may hold.
 SECTIONS: dict[str, Callable[[], str]] = {"exit-codes": markdown_table, "roll-steps": roll_steps_md,
                                           "roll-exit-codes": roll_exit_codes_md}

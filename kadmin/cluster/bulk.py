@@ -41,7 +41,7 @@ from kazoo.protocol.serialization import Auth, Connect, GetChildren
 
 from kadmin.domain.addresses import host_port
 from kadmin.domain.models import Stat
-from kadmin.errors import AuthFailed, ClusterUnreachable, KadminError, NotFound
+from kadmin.errors import AuthFailed, ClusterUnreachable, KadminError, NotFound, in_words
 
 __all__ = ["BulkReader", "BulkSession", "client_ssl_context", "parse_hosts"]
 
@@ -112,14 +112,35 @@ class _LinkDown(Exception):
     """The connection to the current member is unusable (closed, reset, or silent for too long)."""
 
 
+# ZooKeeper's own names for its error codes (org.apache.zookeeper.KeeperException.Code), the names in its logs
+# and docs, not kazoo's class names
+ZK_ERROR_NAMES = {
+    0: "OK", -1: "SYSTEMERROR", -2: "RUNTIMEINCONSISTENCY", -3: "DATAINCONSISTENCY", -4: "CONNECTIONLOSS",
+    -5: "MARSHALLINGERROR", -6: "UNIMPLEMENTED", -7: "OPERATIONTIMEOUT", -8: "BADARGUMENTS", -12: "UNKNOWNSESSION",
+    -13: "NEWCONFIGNOQUORUM", -14: "RECONFIGINPROGRESS", -100: "APIERROR", -101: "NONODE", -102: "NOAUTH",
+    -103: "BADVERSION", -108: "NOCHILDRENFOREPHEMERALS", -110: "NODEEXISTS", -111: "NOTEMPTY",
+    -112: "SESSIONEXPIRED", -113: "INVALIDCALLBACK", -114: "INVALIDACL", -115: "AUTHFAILED", -118: "SESSIONMOVED",
+    -119: "NOTREADONLY", -120: "EPHEMERALONLOCALSESSION", -121: "NOWATCHER", -122: "REQUESTTIMEOUT",
+    -123: "RECONFIGDISABLED", -124: "SESSIONCLOSEDREQUIRESASLAUTH", -125: "QUOTAEXCEEDED", -127: "THROTTLEDOP",
+}
+
+
 def _error_name(err: int) -> str:
-    exc = EXCEPTIONS.get(err)  # .get: EXCEPTIONS is a defaultdict whose factory raises
-    return exc.__name__ if exc is not None else "unknown error"
+    return ZK_ERROR_NAMES.get(err, "an unknown error")
+
+
+def zk_words(e: BaseException) -> str:
+    """A kazoo exception in words: ZooKeeper's name for its code (`NONODE`) and any text it carries; any other
+    exception in its own words (kadmin.errors.in_words), never a class name."""
+    code = getattr(e, "code", None)
+    if isinstance(code, int) and code in ZK_ERROR_NAMES and isinstance(e, EXCEPTIONS.get(code, ())):
+        text = in_words(e) if e.args else ""
+        return f"ZooKeeper error {ZK_ERROR_NAMES[code]} ({code})" + (f": {text}" if text else "")
+    return in_words(e)
 
 
 def _one_line(e: BaseException) -> str:
-    text = str(e) or type(e).__name__
-    return " ".join(text.split())
+    return zk_words(e)
 
 
 class _Link:
@@ -495,7 +516,7 @@ class BulkSession:
     def _raise_for(self, verb: str, path: str, err: int) -> NoReturn:
         if err == NOAUTH:
             raise AuthFailed(f"not authorized to {verb} {path} on {self.where}: check --zk-auth")
-        raise KadminError(f"{verb} {path} on {self.where} failed: ZooKeeper error {err} ({_error_name(err)})")
+        raise KadminError(f"{verb} {path} on {self.where} failed: ZooKeeper error {_error_name(err)} ({err})")
 
     # ------------------------------------------------------------------ lifecycle
     def close(self) -> None:

@@ -23,6 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from kadmin.domain.quorum import zxid_counter, zxid_epoch  # re-exported: one definition, in the domain
+from kadmin.errors import in_words
 
 __all__ = [
     "FOUR_LETTER_WORDS",
@@ -213,8 +214,7 @@ def _describe(exc: BaseException) -> str:
         return f"TLS: certificate refused: {exc.verify_message}"  # e.g. "IP address mismatch, ..."
     if isinstance(exc, ssl.SSLError):
         return f"TLS: {exc.reason or exc}"
-    text = (exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)) or type(exc).__name__
-    return " ".join(text.split())
+    return in_words(exc)
 
 
 def _address(host: str, port: int) -> str:

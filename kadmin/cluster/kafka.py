@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from kadmin.cluster import kafka_package
-from kadmin.errors import AuthFailed, ClusterUnreachable, KadminError, Rejected
+from kadmin.errors import AuthFailed, ClusterUnreachable, KadminError, Rejected, in_words
 
 # Before any module of this layer imports from kafka-python (they import this module first): its package
 # without its eager __init__, so a command imports only the kafka-python modules it uses.
@@ -89,6 +89,78 @@ def _jaas_value(jaas: str, key: str) -> str | None:
     return parse_jaas(jaas)[1].get(key)
 
 
+def _host(where: str) -> str:
+    """The host of `host:port` (`[v6]:port`), for "the name ... does not resolve"."""
+    host = where.rpartition(":")[0] or where
+    return host[1:-1] if host.startswith("[") and host.endswith("]") else host
+
+
+# kafka-python's connection failures are KafkaConnectionError("<errno> <ECODE>") or a fixed text: kadmin's words
+_ERRNO_WORDS = {
+    "ECONNREFUSED": "it refused the connection (nothing listens there)",
+    "ECONNRESET": "it reset the connection",
+    "ECONNABORTED": "the connection was aborted",
+    "ETIMEDOUT": "the connection timed out",
+    "EHOSTUNREACH": "no route to the host",
+    "ENETUNREACH": "the network is unreachable",
+    "EADDRNOTAVAIL": "the address is not available",
+}
+_TEXT_WORDS = {
+    "connection timed out": "the connection timed out",
+    "socket disconnected": "it closed the connection",
+    "connection closed during connect": "it closed the connection while connecting",
+    "connection closed during send": "it closed the connection while kadmin was sending",
+    "closed": "the connection was closed",
+    "node not connected": "the connection is not up",
+    "event loop stopped": "the connection was stopped",
+}
+
+
+def words(e: BaseException, where: str) -> str:
+    """What a failed Kafka connection or request says, in words and without kafka-python's class names:
+    `it refused the connection`, `the name broker1 does not resolve`, `the connection timed out`,
+    `UNKNOWN_TOPIC_OR_PARTITION (error 3): ...`. `where` is the address (`host:port`)."""
+    import errno
+    import re
+    import socket
+    import ssl
+
+    from kafka import errors as ke
+
+    if isinstance(e, ConnectionRefusedError):
+        return _ERRNO_WORDS["ECONNREFUSED"]
+    if isinstance(e, socket.gaierror):
+        return f"the name {_host(where)} does not resolve ({in_words(e)})"
+    if isinstance(e, ssl.SSLError):
+        return f"TLS failed: {getattr(e, 'verify_message', None) or getattr(e, 'reason', None) or in_words(e)}"
+    if isinstance(e, (socket.timeout, ke.KafkaTimeoutError, ke.RequestTimedOutError)):
+        return "it did not answer in time"
+    if isinstance(e, ke.BrokerResponseError) and isinstance(getattr(e, "errno", None), int):
+        text = in_words(e) if e.args else ""
+        return f"{error_name(e.errno)} (error {e.errno})" + (f": {text}" if text else "")
+    if isinstance(e, ke.NodeNotReadyError):
+        return "the connection is not ready"
+    text = in_words(e)
+    m = re.fullmatch(r"(\d+) (E[A-Z]+)", text)
+    if m:
+        return _ERRNO_WORDS.get(m[2]) or _strerror(int(m[1])) or text
+    if text.startswith("DNS Resolution failure") or text.startswith("DNS lookup failed"):
+        return f"the name {_host(where)} does not resolve"
+    if text.lower() in _TEXT_WORDS:
+        return _TEXT_WORDS[text.lower()]
+    m = re.match(r"unable to connect: \[Errno (\d+)\]", text)
+    if m and errno.errorcode.get(int(m[1])) in _ERRNO_WORDS:
+        return _ERRNO_WORDS[errno.errorcode[int(m[1])]]
+    return text
+
+
+def _strerror(code: int) -> str:
+    import os
+
+    text = os.strerror(code)
+    return text[:1].lower() + text[1:] if text and not text.startswith("Unknown error") else ""
+
+
 def bootstrap_reason(failures: list[BaseException], sasl: bool) -> Callable[[str], KadminError] | None:
     """What failed connections say, most telling first: a TLS verification failure, an authentication
     failure, or (with SASL) a broker that closed every connection while authenticating, which is how Kafka
@@ -101,16 +173,17 @@ def bootstrap_reason(failures: list[BaseException], sasl: bool) -> Callable[[str
         cause: BaseException | None = e
         while cause is not None:
             if isinstance(cause, ssl.SSLError):
-                reason = getattr(cause, "verify_message", None) or getattr(cause, "reason", None) or str(cause)
+                reason = getattr(cause, "verify_message", None) or getattr(cause, "reason", None) or in_words(cause)
                 return lambda where, r=reason: ClusterUnreachable(  # type: ignore[misc]
                     f"TLS with {where} failed: {r} (check ssl.truststore.* and the broker's certificate)")
             cause = cause.__cause__ or cause.__context__
-        text = str(e)
+        text = in_words(e)
         if "CERTIFICATE_VERIFY_FAILED" in text or "certificate verify failed" in text:
             return lambda where, t=text: ClusterUnreachable(f"TLS with {where} failed: {t}")  # type: ignore[misc]
     for e in reversed(failures):
         if isinstance(e, ke.SaslAuthenticationFailedError):
-            return lambda where, x=e: AuthFailed(f"{where} refused the credentials: {x}")  # type: ignore[misc]
+            return lambda where, x=in_words(e): AuthFailed(  # type: ignore[misc]
+                f"{where} refused the credentials" + (f": {x}" if x else ""))
     if sasl and failures and all("disconnect" in str(x).lower() or "sasl" in str(x).lower() for x in failures):
         return lambda where: AuthFailed(
             f"{where} closed every connection during SASL authentication, which is how Kafka answers "
@@ -126,15 +199,15 @@ def translate(e: BaseException, where: str, api: str | None = None, peer: str = 
     controller"), for the message. Unreachable, timed out or lost: ClusterUnreachable (exit 4); refused
     authentication or authorization: AuthFailed (exit 4); an API the node lacks: `lacks` (Rejected, exit 6,
     for reads that may fall back; Unsupported, exit 8, for an operation) with code `unsupported_version`;
-    anything else: KadminError."""
+    anything else: KadminError. The message says why in words (`words`), never kafka-python's class names."""
     from kafka import errors as ke
 
     at = f"{peer} at {where}" if peer else where
     if isinstance(e, (OSError, ke.KafkaConnectionError, ke.NodeNotReadyError, ke.KafkaTimeoutError,
                       ke.RequestTimedOutError)):
-        return ClusterUnreachable(f"cannot reach {at}: {type(e).__name__} {e}".rstrip())
+        return ClusterUnreachable(f"cannot reach {at}: {words(e, where)}")
     if isinstance(e, (ke.SaslAuthenticationFailedError, ke.ClusterAuthorizationFailedError)):
-        return AuthFailed(f"{at} refused us: {e}")
+        return AuthFailed(f"{at} refused us: {words(e, where)}")
     if isinstance(e, ke.IncompatibleBrokerVersion):
         return lacks(f"{at} does not support {api or 'this request'}", code="unsupported_version")
-    return KadminError(f"{at}: {type(e).__name__}: {e}")
+    return KadminError(f"{at}: {words(e, where)}")

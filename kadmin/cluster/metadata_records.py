@@ -39,6 +39,7 @@ from kafka.record import util as _record_util
 
 from kadmin.cluster.kraft import uuid_text
 from kadmin.cluster.messages.metadata import CONTROL_RECORDS, EMPTY_RECORDS, METADATA_RECORDS
+from kadmin.errors import in_words
 from kadmin.formats.kraft_log import DecodedValue
 
 # The C implementation of the `crc32c` package when kafka-python found it installed, else None
@@ -71,7 +72,7 @@ def _decode_struct(cls: type[ApiData], version: int, body: bytes) -> dict[str, A
     try:
         message = cls.decode(stream, version=version, header=False)
     except Exception as e:  # kafka-python raises struct.error, ValueError, AssertionError, ...
-        raise ValueError(f"{cls.__name__} v{version} does not decode: {type(e).__name__}: {e}") from e
+        raise ValueError(f"{cls.__name__} v{version} does not decode: {in_words(e)}") from e
     garbage = len(body) - stream.tell()
     if garbage:
         raise ValueError(f"Found {garbage} byte(s) of garbage after {cls.__name__} v{version}")
@@ -88,7 +89,7 @@ def _decode_empty(name: str, version: int, body: bytes) -> dict[str, Any]:
     try:
         tags = TaggedFields([]).decode(stream, version=version)
     except Exception as e:
-        raise ValueError(f"{name} v{version} does not decode: {type(e).__name__}: {e}") from e
+        raise ValueError(f"{name} v{version} does not decode: {in_words(e)}") from e
     garbage = len(body) - stream.tell()
     if garbage:
         raise ValueError(f"Found {garbage} byte(s) of garbage after {name} v{version}")

@@ -20,6 +20,7 @@ from typing import Any
 import pyarrow as pa
 
 from kadmin.domain.znodes import loads_strict
+from kadmin.errors import in_words
 from kadmin.pipeline import events as ev
 
 BATCH_ROWS = 65_536
@@ -240,7 +241,7 @@ def parse_range_batches(work: tuple[str, str, int, int | None], cluster: str, ch
         else:
             yield from rows_batches(ing._rows(kind, path, start, end, cluster, chroot, damage.append, crc), cluster)
     except (OSError, ValueError) as e:
-        damage.append(ing._Damage(start, f"{type(e).__name__}: {e}"))
+        damage.append(ing._Damage(start, in_words(e)))
     if damage:
         yield from rows_batches((ing.damage_row(d, cluster, kind, path) for d in damage), cluster)
 

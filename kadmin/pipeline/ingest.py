@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kadmin.errors import in_words
 from kadmin.pipeline import events as ev
 from kadmin.pipeline.table import Table, fault
 
@@ -136,7 +137,7 @@ def parse_range(work: tuple[str, str, int, int | None], cluster: str, chroot: st
         for r in rows:
             yield tuple(r[c] for c in ev.COLUMNS)
     except (OSError, ValueError) as e:
-        damage.append(_Damage(start, f"{type(e).__name__}: {e}"))
+        damage.append(_Damage(start, in_words(e)))
     for d in damage:
         r = damage_row(d, cluster, kind, path)
         yield tuple(r[c] for c in ev.COLUMNS)

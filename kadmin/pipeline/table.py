@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from kadmin.domain.znodes import loads_strict
+from kadmin.errors import in_words
 
 LOCK = "_kadmin.lock"
 MANIFEST = "_kadmin_manifest.json"
@@ -123,7 +124,7 @@ def _fsync_dir(d: Path) -> None:
 
 
 def _reason(e: OSError) -> str:
-    return e.strerror or type(e).__name__
+    return in_words(e)
 
 
 class Table:

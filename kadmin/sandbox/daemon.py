@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from kadmin.errors import in_words
 from kadmin.sandbox.fleet import BrokerSpec, Fleet
 
 TOPICS = (("orders", 6, 3), ("payments", 3, 3), ("audit-log", 4, 2))
@@ -62,7 +63,7 @@ async def serve(args: argparse.Namespace) -> None:
             req = json.loads(line or b"{}")
             reply = await dispatch(fleet, req, stop)
         except Exception as e:  # noqa: BLE001 - reported to the client
-            reply = {"ok": False, "error": f"{type(e).__name__}: {e}"}
+            reply = {"ok": False, "error": in_words(e)}
         writer.write(json.dumps(reply).encode() + b"\n")
         await writer.drain()
         writer.close()
@@ -131,7 +132,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         asyncio.run(serve(args))
     except Exception as e:  # noqa: BLE001 - the log file is where `sandbox up` looks
-        print(f"sandbox daemon failed: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
+        print(f"sandbox daemon failed: {in_words(e)}", file=sys.stderr, flush=True)
         sys.exit(1)
 
 

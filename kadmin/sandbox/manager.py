@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from kadmin.domain.text import plural
-from kadmin.errors import ConditionNotMet, KadminError, SandboxError
+from kadmin.errors import ConditionNotMet, KadminError, SandboxError, in_words
 from kadmin.sandbox.zkserver import Ensemble, free_port, server_mode
 
 STATE_VERSION = 1
@@ -573,7 +573,7 @@ class Sandbox:
                             "log_end_offset": row.log_end_offset if row else None}
                 last = f"leader {q.leader_id}, node {node['id']}: {row}"
             except Exception as e:  # noqa: BLE001 - the quorum re-forming: poll again
-                last = f"{type(e).__name__}: {e}"
+                last = in_words(e)
             if time.monotonic() > deadline:
                 raise SandboxError(f"timed out waiting for controller {node['id']} to catch up (last seen: {last})")
             time.sleep(0.25)
@@ -617,9 +617,9 @@ class Sandbox:
                     return got
                 last = (view, controller)
             except (TimeoutError, KadminError, OSError) as e:
-                last = f"{type(e).__name__}: {e}"
+                last = in_words(e)
             except Exception as e:  # noqa: BLE001 - a ZooKeeper wire error while it starts: poll again
-                last = f"{type(e).__name__}: {e}"
+                last = in_words(e)
             if time.monotonic() > deadline:
                 raise SandboxError(f"timed out waiting for {what} (last seen: {last})")
             time.sleep(0.25)

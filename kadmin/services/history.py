@@ -11,13 +11,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kadmin.domain.text import plural
-from kadmin.errors import ConditionNotMet, ConfigError, KadminError, Unsafe, UsageError
+from kadmin.errors import ConditionNotMet, ConfigError, KadminError, Unsafe, UsageError, in_words
 from kadmin.exit_codes import ExitCode
 from kadmin.payloads_ops import IngestDamage, Ingested, NothingIngested, ReportRow, report_row
 from kadmin.results import Progress, Result
 
 if TYPE_CHECKING:  # annotations only: pyspark loads when a history command runs
     from pyspark.sql import SparkSession
+
+
+def spark_missing() -> str:
+    """How to get PySpark, as it can be done: kadmin is not on PyPI, so the extra comes from a clone or a wheel."""
+    from kadmin import __version__
+
+    return (f"history needs PySpark, which is not installed: pip install '.[spark]' in a clone of kadmin, or "
+            f"pip install 'kadmin_kafka-{__version__}-py3-none-any.whl[spark]' from a wheel (make dist builds it)")
 
 
 class _Spark:
@@ -35,7 +43,7 @@ class _Spark:
 
             from kadmin.pipeline.spark import session
         except ImportError as e:
-            raise ConfigError("history needs PySpark: pip install 'kadmin-kafka[spark]'") from e
+            raise ConfigError(spark_missing()) from e
         active = SparkSession.getActiveSession()
         if active is not None:
             self.spark = active
@@ -70,7 +78,7 @@ def spark_message(e: BaseException) -> str:
             return top if cause in ("", top) or cause in top else f"{top} (caused by {cause})"
         except Exception:  # noqa: BLE001 - the gateway may be gone: fall back to the Python text
             pass
-    return _first_line(str(e)) or type(e).__name__
+    return _first_line(str(e)) or in_words(e)
 
 
 @contextlib.contextmanager

@@ -282,3 +282,52 @@ def test_no_name_or_env_var_is_ever_cut_at_80_columns():
     assert cut == []
     text = _help("brokers list", columns=80)  # the longest name and env var, folded whole onto two lines
     assert "--zk-tls-no-hostname-c" in text and "KADMIN_ZK_TLS_NO_HOST" in text
+
+
+# ----------------------------------------------------------------------------------------- docs/json.md
+def _json_blocks(text: str) -> list[list[str]]:
+    return [block.strip("\n").split("\n") for block in re.findall(r"```json\n(.*?)```", text, re.S)]
+
+
+def test_json_md_shows_the_envelope_kadmin_prints():
+    """docs/json.md's envelopes are the version and key set `kadmin -o json` prints (it showed version 1)."""
+    import json
+
+    from kadmin.render import RESULT_VERSION
+
+    text = (DOCS / "json.md").read_text()
+    envelopes = [json.loads("\n".join(b)) for b in _json_blocks(text) if b[0] == "{" and len(b) > 1]
+    assert envelopes, "no envelope example"
+    for doc in envelopes:
+        assert list(doc) == ["kadmin_result_version", "command", "status", "exit_code", "data", "errors"], doc
+        assert doc["kadmin_result_version"] == RESULT_VERSION
+    assert {d["command"] for d in envelopes} >= {"roll plan", "roll run", "roll status"}
+    assert re.findall(r'"kadmin_result_version": (\d+)', text) == [str(RESULT_VERSION)] * len(envelopes)
+
+
+def test_json_md_roll_stream_is_a_journal_the_roll_reads_back(tmp_path):
+    """The `roll run -o ndjson` lines docs/json.md shows parse with the journal's own parser, cover every kind of
+    event, and replay (through a real journal file) into the `roll status` result the page shows next."""
+    import json
+
+    from kadmin.domain import roll_events as ev
+    from kadmin.services import roll as svc
+
+    text = (DOCS / "json.md").read_text()
+    streams = [b for b in _json_blocks(text) if all(ln.startswith('{"event": ') for ln in b)]
+    lines = [json.loads(ln) for b in streams for ln in b]
+    events = [ev.parse(d) for d in lines]
+    assert all(e is not None for e in events) and {e.event for e in events} == set(ev.KINDS)  # type: ignore[union-attr]
+    state = tmp_path / "roll"
+    state.mkdir()
+    (state / "journal.ndjson").write_text("".join(json.dumps(d) + "\n" for d in lines))
+    shown = [json.loads("\n".join(b)) for b in _json_blocks(text) if b[0] == "{" and len(b) > 1]
+    final = next(d for d in shown if d["command"] == "roll run")["data"]
+    got = svc.status(state).data.to_json()
+    assert got == {**final, "state_dir": str(state)}, got
+    assert got["status"] == "done" and all(n["status"] == "done" for n in got["nodes"])
+
+
+def test_json_md_is_in_the_generated_files(tmp_path, capsys):
+    assert docs.main([str(tmp_path), "--check"]) == 1
+    assert "json.md is stale" in capsys.readouterr().err

@@ -20,7 +20,7 @@ from kazoo.protocol.states import KazooState
 from kazoo.retry import KazooRetry
 
 from kadmin import interrupts
-from kadmin.cluster.bulk import BulkReader, client_ssl_context, parse_hosts
+from kadmin.cluster.bulk import BulkReader, client_ssl_context, parse_hosts, zk_words
 from kadmin.cluster.deadlines import after_deadline, wait_bound
 from kadmin.domain.addresses import host_port
 from kadmin.errors import AuthFailed, ClusterUnreachable, KadminError
@@ -227,7 +227,7 @@ class ZkSession:
             raise AuthFailed(f"authentication with {self.conn.where} failed: check --zk-auth") from e
         except KazooException as e:
             self.zk.stop()
-            raise ClusterUnreachable(f"cannot connect to {self.conn.where}: {e or type(e).__name__}") from e
+            raise ClusterUnreachable(f"cannot connect to {self.conn.where}: {zk_words(e)}") from e
         except ClusterUnreachable:  # connected, then no answer: stop in the background, as above
             threading.Thread(target=self._quiet_stop, name="kadmin-zk-stop", daemon=True).start()
             raise
@@ -392,4 +392,4 @@ class ZkSession:
             return AuthFailed(f"not authorized to read {path} on {self.conn.where}: check --zk-auth")
         if isinstance(e, (ConnectionLoss, SessionExpiredError, KazooTimeoutError)):
             return ClusterUnreachable(f"lost the connection to {self.conn.where} while reading {path}")
-        return KadminError(f"reading {path} failed: {type(e).__name__} {e}")
+        return KadminError(f"reading {path} failed: {zk_words(e)}")
