@@ -317,6 +317,35 @@ HISTORY_AND_SAFETY = """## history report
 - `isr-churn`: `broker_id, isr_shrinks, isr_expands, rejoins, rejoin_p50_ms, rejoin_max_ms`.
 - `epochs`: `at, max_broker_epoch, broker_id`.
 
+## Tables never hide data
+
+A table on a terminal (`-o table`, and `auto` on a terminal) is fitted to the terminal's width by one rule
+(kadmin/render/tables.py). No value is ever cut or elided with `…`: the first
+of these layouts that fits is drawn.
+
+1. The boxed table, one line per row.
+2. The boxed table with cells folded onto more lines, only at their separators: a list (an ISR, replicas,
+   endpoints) after its commas, as many elements to a line as fit, the comma ending the line; text at its
+   spaces; a header after `_` (`LEADER_` / `EPOCH`). A host, an endpoint, a topic or a broker id is never
+   split, so the terminal's search, a double-click and `grep` of a saved screen find it whole.
+3. The same two without the box, columns two spaces apart.
+4. One block per row, `KEY: value` lines, a blank line between rows; a long list folds after its commas
+   under its value:
+
+   ```console
+   $ kadmin partitions list          # an 80-column terminal
+   TOPIC:           payments.settlement.eu-west-1.v2.dead-letter-queue-for-retries
+   PARTITION:       0
+   LEADER:          70001
+   ...
+   ISR:             70001,70002,70003,70004,70005,70006,70007,70008,70009,70010,
+                    70011,70012
+   ```
+
+No line is wider than the terminal, except one word or list element longer than the terminal itself, which
+is printed whole on a line of its own (the terminal wraps it). `-o table` to a pipe or a file is as wide as it
+needs to be (or `COLUMNS` wide when set). Plain output is never fitted: one line per row, for scripts.
+
 ## Safe to show, exact to parse
 
 Strings read from the cluster are shown inert in table and plain output: rich markup is escaped
