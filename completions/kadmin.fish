@@ -332,7 +332,7 @@ complete -c kadmin -n '__fish_seen_subcommand_from history ; and __fish_seen_sub
 complete -c kadmin -n '__fish_seen_subcommand_from history ; and __fish_seen_subcommand_from report' -l help -d 'Show help'
 complete -c kadmin -n '__fish_seen_subcommand_from history ; and __fish_seen_subcommand_from report' -l master -d 'Spark master: local[N], spark://host:port, yarn, k8s://'
 complete -c kadmin -n '__fish_seen_subcommand_from history ; and __fish_seen_subcommand_from report' -l output -d 'auto: a table on a terminal, plain columns on a pipe'
-complete -c kadmin -n '__fish_seen_subcommand_from history ; and __fish_seen_subcommand_from report' -l png -d 'Also draw a timeline of broker generations'
+complete -c kadmin -n '__fish_seen_subcommand_from history ; and __fish_seen_subcommand_from report' -l png -d 'Also draw the report as a PNG chart (generations: a timeline of broker generations)'
 complete -c kadmin -n '__fish_seen_subcommand_from history ; and __fish_seen_subcommand_from report' -l since -d 'ISO 8601'
 complete -c kadmin -n '__fish_seen_subcommand_from history ; and __fish_seen_subcommand_from report' -l until -d 'ISO 8601'
 complete -c kadmin -n '__fish_seen_subcommand_from history ; and __fish_seen_subcommand_from report' -l verbose -d 'Say which cluster and settings are used; show tracebacks of internal errors'

@@ -3,7 +3,8 @@
 #   scripts/demo.sh [KAFKA_HOME]
 # With KAFKA_HOME (a Kafka 3.9 installation: HOME/libs/*.jar; `make demo` fetches 3.9.1 with
 # scripts/fetch-kafka.sh), three real Apache Kafka brokers in ZooKeeper mode, each really stopped and
-# started by the roll's hooks. Without it, a real ZooKeeper with emulated brokers.
+# started by the roll's hooks. Without it, a real ZooKeeper with emulated brokers (kadmin/sandbox), whose
+# controller carries out the roll's reorderings and preferred-leader elections as Kafka's does.
 set -euo pipefail
 kafka_home="${1:-}"
 . "$(dirname "$0")/demo-lib.sh"
@@ -45,18 +46,6 @@ kadmin partitions check
 
 step "kadmin roll plan"
 kadmin roll plan
-
-if [ -z "$kafka_home" ]; then
-    # Emulated brokers register and answer ControlledShutdown, but no controller carries out their
-    # reassignments: the roll's drain needs real Kafka. Show the building blocks instead.
-    echo "demo: emulated brokers: the roll itself needs real Kafka (Maven and Java to fetch it)" >&2
-    step "kadmin brokers can-stop 3"
-    kadmin brokers can-stop 3
-    step "kadmin sandbox down"
-    kadmin sandbox down -o plain >/dev/null
-    echo "demo finished" >&2
-    exit 0
-fi
 
 # The main job: every broker restarted, one at a time, each behind kadmin's gates (can-stop, drain,
 # ControlledShutdown fenced by its epoch, stop, wait gone, start, a new epoch, in every ISR, undrain,

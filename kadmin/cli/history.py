@@ -80,8 +80,9 @@ def report(
     = None,
     until: Annotated[str | None, typer.Option("--until", metavar="TIME", help="ISO 8601.", show_default=False)]
     = None,
-    png: Annotated[Path | None, typer.Option("--png", metavar="FILE", help="Also draw a timeline of broker "
-                                             "generations.", show_default=False)] = None,
+    png: Annotated[Path | None, typer.Option("--png", metavar="FILE", help="Also draw the report as a PNG chart "
+                                             "(generations: a timeline of broker generations).",
+                                             show_default=False)] = None,
     master: MasterOpt = "local[2]",
 ) -> int:
     """Reports: broker generations, bounce counts and downtime percentiles, controller failovers,

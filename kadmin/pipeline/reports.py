@@ -142,21 +142,115 @@ def isr_churn(spark: Any, df: Any, hist: g.History) -> list[dict[str, Any]]:
              "rejoin_max_ms": max(rejoin[b]) if rejoin.get(b) else None} for b in brokers]
 
 
-def timeline_png(gens: Sequence[h.Generation], path: str, title: str,
-                 episodes: Sequence[g.FenceEpisode] = ()) -> None:
-    """A timeline of broker generations: one row per broker, one bar per generation, its fence episodes
-    hatched over it."""
+TITLES = {"generations": "broker generations", "bounces": "broker bounces and downtime",
+          "controllers": "controller changes", "isr-churn": "ISR shrinks and expands per broker",
+          "epochs": "max broker epoch over time"}
+
+
+def _pyplot() -> Any:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt
+
+
+NOTHING = {"bounces": "no brokers", "controllers": "no controller changes", "isr-churn": "no ISR changes",
+           "epochs": "no broker epochs"}
+
+
+def chart(kind: str, rows: Sequence[dict[str, Any]], title: str, hist: g.History | None = None) -> Any:
+    """The matplotlib Figure of report `kind`: its rows (as `report` returns them) drawn, or for generations the
+    timeline of `hist` (generations and fence episodes). ValueError says when there is nothing to draw."""
+    if kind == "generations":
+        if hist is None:
+            raise ValueError("generations are drawn from the broker history")
+        return _timeline(hist.generations, title, hist.episodes)
+    if not rows:
+        raise ValueError(f"{NOTHING[kind]} to draw")
+    if kind == "bounces":
+        return _bounces(rows, title)
+    if kind == "isr-churn":
+        return _isr_churn(rows, title)
+    if kind == "controllers":
+        return _steps(rows, title, "controller_id", "controller (-1: none)")
+    if kind == "epochs":
+        return _steps(rows, title, "max_broker_epoch", "max broker epoch (-1: no live broker)")
+    raise ValueError(kind)
+
+
+def save_png(fig: Any, path: str, kind: str) -> None:
+    """Write the figure (its title and kind in the PNG's text chunks) and free it."""
+    plt = _pyplot()
+    try:
+        fig.tight_layout()
+        fig.savefig(path, dpi=100, metadata={"Title": fig.axes[0].get_title(), "Description": f"kadmin history "
+                                             f"report {kind}", "Software": "kadmin"})
+    finally:
+        plt.close(fig)
+
+
+def _seconds(rows: Sequence[dict[str, Any]]) -> tuple[list[float], str]:
+    """Each row's "at" as seconds since the first, and the axis label naming that first time."""
+    ms = [datetime.fromisoformat(r["at"].replace("Z", "+00:00")).timestamp() * 1000 for r in rows]
+    t0 = min(ms)
+    return [(m - t0) / 1000 for m in ms], f"seconds since {iso(int(t0))}"
+
+
+def _steps(rows: Sequence[dict[str, Any]], title: str, key: str, ylabel: str) -> Any:
+    """A value over time, held until the next change (controllers: who leads; epochs: the max broker epoch)."""
+    rows = sorted(rows, key=lambda r: r["at"])
+    xs, xlabel = _seconds(rows)
+    ys = [r[key] if r[key] is not None else -1 for r in rows]
+    fig, ax = _pyplot().subplots(figsize=(10, 3.5))
+    ax.step(xs, ys, where="post", marker="o", label=key)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    return fig
+
+
+def _grouped(ax: Any, brokers: list[int], series: dict[str, list[float]]) -> None:
+    width = 0.8 / len(series)
+    for i, (name, values) in enumerate(series.items()):
+        ax.bar([b + (i - (len(series) - 1) / 2) * width for b in range(len(brokers))], values, width, label=name)
+    ax.set_xticks(range(len(brokers)), [f"broker {b}" for b in brokers])
+    ax.legend(fontsize=8)
+
+
+def _bounces(rows: Sequence[dict[str, Any]], title: str) -> Any:
+    """Per broker: bounces (left), and downtime p50/p90/max in seconds (right)."""
+    rows = sorted(rows, key=lambda r: r["broker_id"])
+    brokers = [r["broker_id"] for r in rows]
+    fig, (left, right) = _pyplot().subplots(1, 2, figsize=(10, 3.5))
+    _grouped(left, brokers, {"bounces": [r["bounces"] for r in rows]})
+    left.set_ylabel("bounces")
+    left.set_title(title)
+    _grouped(right, brokers, {q: [(r[f"downtime_{q}_ms"] or 0) / 1000 for r in rows] for q in ("p50", "p90", "max")})
+    right.set_ylabel("downtime (s)")
+    return fig
+
+
+def _isr_churn(rows: Sequence[dict[str, Any]], title: str) -> Any:
+    rows = sorted(rows, key=lambda r: r["broker_id"])
+    fig, ax = _pyplot().subplots(figsize=(10, 3.5))
+    _grouped(ax, [r["broker_id"] for r in rows], {"isr_shrinks": [r["isr_shrinks"] for r in rows],
+                                                  "isr_expands": [r["isr_expands"] for r in rows]})
+    ax.set_ylabel("ISR changes")
+    ax.set_title(title)
+    return fig
+
+
+def _timeline(gens: Sequence[h.Generation], title: str, episodes: Sequence[g.FenceEpisode] = ()) -> Any:
+    """A timeline of broker generations: one row per broker, one bar per generation, its fence episodes
+    hatched over it."""
     brokers = sorted({x.broker_id for x in gens})
     if not gens:
         raise ValueError("no broker generations to draw")
     end_all = max(max(x.end_ms or x.start_ms for x in gens), max(x.start_ms for x in gens)) + 1
     t0 = gens[0].start_ms
-    fig, ax = plt.subplots(figsize=(10, 1 + 0.4 * len(brokers)))
+    fig, ax = _pyplot().subplots(figsize=(10, 1 + 0.4 * len(brokers)))
     for row, b in enumerate(brokers):
         for x in (x for x in gens if x.broker_id == b):
             end = x.end_ms if x.end_ms is not None else end_all
@@ -168,6 +262,4 @@ def timeline_png(gens: Sequence[h.Generation], path: str, title: str,
     ax.set_yticks(range(len(brokers)), [f"broker {b}" for b in brokers])
     ax.set_xlabel(f"seconds since {iso(t0)} (hatched: fenced)")
     ax.set_title(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    return fig

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 import threading
+from collections.abc import Mapping
 from typing import Any
 
 from kadmin.results import Progress
@@ -14,6 +16,42 @@ from kadmin.results import Progress
 # cache (240 MiB reserved by default).
 LOCAL_DRIVER_MEMORY = "512m"
 LOCAL_JVM_OPTIONS = "-XX:+UseSerialGC -XX:ReservedCodeCacheSize=128m"
+
+
+# What Spark's launcher and its JVM print on stderr before any job, whatever log4j says: the JVM's notice of the
+# incubator module the launcher always adds (--add-modules=jdk.incubator.vector, JavaModuleOptions), and the shell's
+# log-level banner (log4j2.properties sets org.apache.spark.repl.Main's level, which keeps it quiet too).
+LAUNCHER_LINES = re.compile(rb"WARNING: Using incubator modules: |Setting default log level to |"
+                            rb"To adjust logging level use sc\.setLogLevel\(|.*NativeCodeLoader: Unable to load "
+                            rb"native-hadoop library")
+
+
+def _forward_stderr(fd: int) -> None:
+    """Copy the JVM's stderr (the read end `fd`) to kadmin's, line by line, without the launcher's lines."""
+    with os.fdopen(fd, "rb") as lines:
+        for line in lines:
+            if not LAUNCHER_LINES.match(line):
+                os.write(2, line)
+
+
+def _launch_jvm(conf: Mapping[str, str]) -> None:
+    """Start Spark's JVM (PySpark's launch_gateway, with the session's configuration as spark-submit --conf) with its
+    stderr through `_forward_stderr`, unless this process has one already. The pipe is read from before the JVM
+    starts, so that a JVM that says much before it listens never blocks on a full pipe."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    with SparkContext._lock:
+        if SparkContext._gateway is not None:  # a JVM from an earlier session of this process: reused as it is
+            return
+        read, write = os.pipe()
+        threading.Thread(target=_forward_stderr, args=(read,), name="kadmin-spark-stderr", daemon=True).start()
+        try:
+            SparkContext._gateway = launch_gateway(SparkConf(loadDefaults=False).setAll(list(conf.items())),
+                                                   popen_kwargs={"stderr": write})
+            SparkContext._jvm = SparkContext._gateway.jvm
+        finally:
+            os.close(write)  # the JVM holds its own copy: the thread ends when the JVM does
 
 
 def session(master: str = "local[2]", app: str = "kadmin-history") -> Any:
@@ -31,22 +69,26 @@ def session(master: str = "local[2]", app: str = "kadmin-history") -> Any:
         # JVM of many threads that is ~250 MiB of resident memory outside the JVM's own accounting
         os.environ.setdefault("MALLOC_ARENA_MAX", "2")
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    b = (SparkSession.builder.master(master).appName(app)
-         .config("spark.ui.enabled", "false")
-         .config("spark.ui.showConsoleProgress", "false")
-         .config("spark.sql.session.timeZone", "UTC")
-         .config("spark.sql.shuffle.partitions", "8")
-         .config("spark.sql.parquet.compression.codec", "snappy")
-         .config("spark.executorEnv.PYSPARK_PYTHON", sys.executable)
-         .config("spark.driver.extraJavaOptions", java_options)
-         .config("spark.executor.extraJavaOptions", f"-Dlog4j.configurationFile=file:{log4j}"))
+    conf = {"spark.master": master, "spark.app.name": app,
+            "spark.ui.enabled": "false",
+            "spark.ui.showConsoleProgress": "false",
+            "spark.sql.session.timeZone": "UTC",
+            "spark.sql.shuffle.partitions": "8",
+            "spark.sql.parquet.compression.codec": "snappy",
+            "spark.executorEnv.PYSPARK_PYTHON": sys.executable,
+            "spark.driver.extraJavaOptions": java_options,
+            "spark.executor.extraJavaOptions": f"-Dlog4j.configurationFile=file:{log4j}"}
     if local and "spark.driver.memory" not in os.environ.get("PYSPARK_SUBMIT_ARGS", ""):
         # In local mode the executors live in the driver JVM, whose default heap is a quarter of the
         # machine's memory, and it grows far past what a history job needs (1.5 GiB for 1 GiB of logs).
         # Persisted frames that do not fit spill to local disk.
-        b = b.config("spark.driver.memory", LOCAL_DRIVER_MEMORY)
+        conf["spark.driver.memory"] = LOCAL_DRIVER_MEMORY
     if local or master.startswith("spark://127.") or master.startswith("spark://localhost"):
-        b = b.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+        conf["spark.driver.host"] = conf["spark.driver.bindAddress"] = "127.0.0.1"
+    _launch_jvm(conf)
+    b = SparkSession.builder
+    for k, v in conf.items():
+        b = b.config(k, v)
     spark = b.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark

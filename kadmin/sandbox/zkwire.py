@@ -9,6 +9,11 @@ A dropped connection is re-established on the next member of the ensemble with t
 id and password, as a real Kafka broker's ZooKeeper client does; if the ensemble says the session
 has expired, `on_expired` is called (a real broker then re-registers with a new epoch).
 
+Watches: `exists(path, watch=callback)` leaves a one-shot watch, as ZooKeeper's exists does (it fires when
+the znode is created, changed or deleted); the callback gets the path. A new connection of the session does
+not carry the server's watches over (kazoo re-sends them with SetWatches), so after a reconnect every watch
+fires: its owner looks again and leaves a new one, and no change made meanwhile goes unseen.
+
 It lives in the sandbox, not in the client layer: only the sandbox's fleet and emulated brokers
 (and through them the tests and benchmarks) use it; kadmin's own reads go through kadmin.cluster
 (kazoo and the bulk reader). The import-linter contract lets this one sandbox module import kazoo.
@@ -30,12 +35,14 @@ from kazoo.protocol.serialization import (
     Connect,
     Create,
     Delete,
+    Exists,
     GetChildren,
     GetData,
     Ping,
     ReplyHeader,
     SetData,
     Transaction,
+    Watch,
 )
 from kazoo.security import OPEN_ACL_UNSAFE
 
@@ -104,6 +111,7 @@ class ZkSession:
         self._closed = False
         self._closing = False
         self._ready = asyncio.Event()
+        self._watches: dict[str, list[Callable[[str], None]]] = {}
 
     # ------------------------------------------------------------------ connection
     @classmethod
@@ -159,8 +167,10 @@ class ZkSession:
         self.host_index += 1
         try:
             await self._connect_any()
+            self._fire_all_watches()  # the new connection holds none of them
         except SessionExpiredError:
             self._closed = True
+            self._watches.clear()
             if self.on_expired is not None:
                 r = self.on_expired()
                 if asyncio.iscoroutine(r):
@@ -185,7 +195,11 @@ class ZkSession:
                 header, offset = ReplyHeader.deserialize(buf, 0)
                 if header.zxid > 0:
                     self.last_zxid = max(self.last_zxid, header.zxid)
-                if header.xid in (WATCH_XID, PING_XID):
+                if header.xid == WATCH_XID:
+                    event, _ = Watch.deserialize(buf, offset)
+                    self._fire(self._unchroot(event.path))
+                    continue
+                if header.xid == PING_XID:
                     continue
                 entry = self._pending.pop(header.xid, None)
                 if entry is None:
@@ -194,6 +208,9 @@ class ZkSession:
                 if isinstance(request, Close):
                     self._closed = True  # the server ends the connection next; do not reconnect
                 if fut.done():
+                    continue
+                if header.err == NoNodeError.code and isinstance(request, Exists):
+                    fut.set_result(None)  # no such znode (a watch left on it fires when it is created)
                     continue
                 if header.err and not isinstance(request, Transaction):
                     fut.set_exception(EXCEPTIONS[header.err]())
@@ -227,6 +244,8 @@ class ZkSession:
             return self._unchroot(Create.deserialize(buf, offset))
         if isinstance(request, GetChildren):
             return GetChildren.deserialize(buf, offset)
+        if isinstance(request, Exists):
+            return stat_from(buf, offset)
         if isinstance(request, Transaction):
             results = Transaction.deserialize(buf, offset)
             errors = [r for r in results if isinstance(r, Exception)]
@@ -281,6 +300,21 @@ class ZkSession:
     async def get(self, path: str) -> tuple[bytes | None, Stat]:
         return await self._call(GetData(self._path(path), False))  # type: ignore[no-any-return]
 
+    async def exists(self, path: str, watch: Callable[[str], None] | None = None) -> Stat | None:
+        """The znode's stat, or None when it does not exist; with `watch`, a one-shot watch on it (registered
+        before the request is sent: an event that follows the answer at once is not missed)."""
+        if watch is not None:
+            self._watches.setdefault(path, []).append(watch)
+        return await self._call(Exists(self._path(path), watch is not None))  # type: ignore[no-any-return]
+
+    def _fire(self, path: str) -> None:
+        for callback in self._watches.pop(path, []):
+            callback(path)
+
+    def _fire_all_watches(self) -> None:
+        for path in list(self._watches):
+            self._fire(path)
+
     async def set(self, path: str, data: bytes, version: int = -1) -> Stat:
         return await self._call(SetData(self._path(path), data, version))  # type: ignore[no-any-return]
 
@@ -315,6 +349,7 @@ class ZkSession:
     async def abandon(self) -> None:
         """Drop the connection without closing the session: ephemerals vanish when it expires."""
         self._closed = True
+        self._watches.clear()
         for t in self._tasks:
             t.cancel()
         if self._writer is not None:

@@ -183,12 +183,15 @@ def report(directory: str, kind: str, cluster: str | None, since_ms: int | None,
                              f"{directory}` first)")
         with _Spark(master) as spark:
             df = reports.load(spark, directory, cluster, since_ms, until_ms)
-            rows = [report_row(kind, r) for r in reports.report(spark, df, kind)]
+            raw = reports.report(spark, df, kind)
+            rows = [report_row(kind, r) for r in raw]
             if png:
-                hist = reports.broker_history(df)
-                if not hist.generations:
-                    raise ConditionNotMet(f"--png {png}: no broker generations to draw")
-                title = "broker generations" + (f" of {cluster}" if cluster else "")
-                reports.timeline_png(hist.generations, png, title, hist.episodes)
+                title = reports.TITLES[kind] + (f" of {cluster}" if cluster else "")
+                try:
+                    hist = reports.broker_history(df) if kind == "generations" else None
+                    fig = reports.chart(kind, raw, title, hist)
+                except ValueError as e:
+                    raise ConditionNotMet(f"--png {png}: {e}") from None
+                reports.save_png(fig, png, kind)
     return Result(data=rows,
                   message=f"wrote {png}" if png else None)

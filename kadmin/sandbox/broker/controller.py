@@ -1,4 +1,6 @@
-"""The emulated broker's controller: Kafka 3.9's ZooKeeper-mode ControlledShutdown, on the real znodes.
+"""The emulated broker's controller: Kafka 3.9's ZooKeeper-mode ControlledShutdown, reassignments through
+/admin/reassign_partitions and preferred-leader elections through /admin/preferred_replica_election, on the
+real znodes.
 
 The controller's in-memory context is re-read from ZooKeeper at request time: live brokers and
 their epochs (czxids), `/controller`, `/controller_epoch`, assignments and partition states; the
@@ -6,11 +8,19 @@ only memory kept is the set of shutting-down brokers, pruned the way Kafka's bro
 handling prunes it (a broker that deregistered or re-registered with a new epoch leaves it), and
 reset when this node stops being the controller or the controller epoch changes.
 LeaderAndIsr/StopReplica/UpdateMetadata requests to the other brokers are not sent.
+
+The admin znodes are watched as the 3.9 controller watches them (an exists watch on each, and on /controller,
+so that a node that becomes the controller takes up what is pending, as onControllerFailover does); only the
+active controller acts. A reassignment that changes the replica set starts as Kafka's does (the topic znode's
+adding/removing replicas, a new leader epoch) but never completes: no replica fetches here, so the new replicas
+never join the ISR. A reordering (the same replicas: what `kadmin brokers drain` asks for) completes at once.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import functools
 import json
 import logging
@@ -27,7 +37,7 @@ from kadmin.sandbox.broker.codec import (
     UNKNOWN_BROKER_EPOCH,
     UNKNOWN_SERVER_ERROR,
 )
-from kadmin.sandbox.zkwire import CheckVersion, NoNodeError, SetData, ZkSession
+from kadmin.sandbox.zkwire import CheckVersion, Delete, NoNodeError, SetData, ZkSession
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +46,9 @@ MAX_PARTITION_RETRIES = 50  # Kafka retries BADVERSION conflicts without limit; 
 # one that failed), NoNode (-101), BadVersion (-103). zkwire raises the first op's error, so a
 # RolledBackError means "the setData failed" and BadVersionError may be either op: re-read to tell.
 _WRITE_CONFLICT_CODES = frozenset({0, -101, -103})
+REASSIGN_ZNODE = "/admin/reassign_partitions"
+ELECTION_ZNODE = "/admin/preferred_replica_election"
+WATCHED = ("/controller", REASSIGN_ZNODE, ELECTION_ZNODE)
 
 
 # --------------------------------------------------------------------------------- ZK views
@@ -134,6 +147,10 @@ class Controller:
         # valid for the controller epoch (value, zkVersion) it was built under.
         self._shutting_down: dict[int, int] = {}
         self._context_epoch: tuple[int, int] | None = None
+        # the admin znodes' watches (start_watching): the paths with a watch left, and the loop that acts
+        self._armed: set[str] = set()
+        self._wake = asyncio.Event()
+        self._duties: asyncio.Task[None] | None = None
 
     @property
     def zk(self) -> ZkSession:
@@ -313,6 +330,205 @@ class Controller:
         leader = -1 if state.leader == replica else state.leader
         isr = state.isr if len(state.isr) == 1 else tuple(r for r in state.isr if r != replica)
         return state.new_leader_and_isr(leader, isr, ctx.epoch)
+
+    # ------------------------------------------------------------------ the admin znodes
+    def start_watching(self) -> None:
+        """Watch /controller and the admin znodes from now on (EmulatedBroker.start)."""
+        if self._duties is None:
+            self._wake.set()
+            self._duties = asyncio.get_running_loop().create_task(self._watch_loop())
+
+    async def stop_watching(self) -> None:
+        task, self._duties = self._duties, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    def _fired(self, path: str) -> None:
+        self._armed.discard(path)
+        self._wake.set()
+
+    async def _watch_loop(self) -> None:
+        """Wait for a watch to fire, leave the fired ones again, and act if this node is the controller."""
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            try:
+                for path in WATCHED:
+                    if path not in self._armed:
+                        self._armed.add(path)
+                        await self.zk.exists(path, watch=self._fired)
+                async with self._controller_lock:
+                    await self._act_on_admin_znodes()
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # noqa: BLE001 - a lost connection: its watches fire again on the next one
+                log.info("broker %d: watching the admin znodes: %s", self.node_id, e)
+
+    async def _act_on_admin_znodes(self) -> None:
+        """As the controller's ZkPartitionReassignment and ReplicaLeaderElection(ZkTriggered) events do."""
+        try:
+            ctx = await self._controller_context()
+        except KafkaError:
+            return  # not the active controller
+        try:
+            if await self.get(REASSIGN_ZNODE) is not None:
+                await self._zk_reassignment(ctx)
+            if await self.get(ELECTION_ZNODE) is not None:
+                await self._zk_preferred_election(ctx)
+        except KafkaError as e:
+            log.info("broker %d: %s", self.node_id, e)  # the controller moved meanwhile
+
+    async def _fenced(self, ctx: ControllerContext, op: Any) -> None:
+        """One write behind the controller epoch's zkVersion (KafkaZkClient's CheckOp); STALE_CONTROLLER_EPOCH
+        when that moved."""
+        try:
+            await self.zk.multi([CheckVersion("/controller_epoch", ctx.epoch_zk_version), op])
+        except Exception as e:
+            res = await self.get("/controller_epoch")
+            if res is None or res[1].version != ctx.epoch_zk_version:
+                raise KafkaError(STALE_CONTROLLER_EPOCH, "Controller epoch zkVersion check fails") from e
+            raise
+
+    @staticmethod
+    def _admin_partitions(data: bytes | None, with_replicas: bool) -> list[tuple[str, int, tuple[int, ...]]] | None:
+        """The znode's {"version":1,"partitions":[{"topic","partition"(,"replicas")}]}; None when unreadable."""
+        try:
+            doc = json.loads((data or b"").decode("utf-8"))
+            return [(str(e["topic"]), int(e["partition"]),
+                     tuple(int(r) for r in e["replicas"]) if with_replicas else ())
+                    for e in doc["partitions"]]
+        except (UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError):
+            return None
+
+    async def _zk_preferred_election(self, ctx: ControllerContext) -> None:
+        """processReplicaLeaderElection(PREFERRED, ZkTriggered): for each listed partition that exists, is not
+        being deleted and is not led by its preferred replica (the assignment's first), elect that replica if it
+        is live (not shutting down) and in the ISR (Election.leaderForPreferredReplica: the ISR is kept, the
+        leader epoch goes up by one); then delete the znode, whatever the outcome (Kafka gives no answer there)."""
+        res = await self.get(ELECTION_ZNODE)
+        if res is None:
+            return
+        listed = self._admin_partitions(res[0], with_replicas=False)
+        if listed is None:
+            log.warning("broker %d: %s is not valid JSON of partitions: nothing elected", self.node_id, ELECTION_ZNODE)
+            listed = []
+        known = {(p.topic, p.index): p for p in await self.all_partitions()}  # topics being deleted left out
+        for topic, index, _ in dict.fromkeys(listed):
+            p = known.get((topic, index))
+            if p is None or p.state is None or not p.replicas:
+                log.info("broker %d: skipping the preferred election of %s-%d: no such partition", self.node_id,
+                         topic, index)
+                continue
+            if p.state.leader == p.replicas[0]:
+                continue  # ELECTION_NOT_NEEDED
+            await self._retry_write(ctx, p, self._elect_preferred)
+        await self._fenced(ctx, Delete(ELECTION_ZNODE, -1))
+
+    def _elect_preferred(self, ctx: ControllerContext, p: Partition, state: PartitionState) -> PartitionState | None:
+        preferred = p.replicas[0]
+        if state.leader == preferred:
+            return None
+        if preferred not in ctx.live or preferred in self._shutting_down or preferred not in state.isr:
+            log.info("broker %d: %s-%d: preferred replica %d is not live and in the ISR %s: leader stays %d",
+                     self.node_id, p.topic, p.index, preferred, list(state.isr), state.leader)
+            return None
+        return state.new_leader_and_isr(preferred, state.isr, ctx.epoch)
+
+    def _elect_for_reassignment(
+        self, target: tuple[int, ...], ctx: ControllerContext, p: Partition, state: PartitionState
+    ) -> PartitionState | None:
+        """Election.leaderForReassign: the first target replica that is live and in the ISR; the ISR is kept."""
+        leader = next((r for r in target if r in ctx.live and r not in self._shutting_down and r in state.isr), None)
+        if leader is None:
+            log.info("broker %d: %s-%d: no target replica of %s is live and in the ISR %s", self.node_id, p.topic,
+                     p.index, list(target), list(state.isr))
+            return None
+        return state.new_leader_and_isr(leader, state.isr, ctx.epoch)
+
+    @staticmethod
+    def _new_epoch(ctx: ControllerContext, p: Partition, state: PartitionState) -> PartitionState | None:
+        """updateLeaderEpoch: the leader epoch goes up even though leader and ISR stay (a new replica list)."""
+        return state.new_leader_and_isr(state.leader, state.isr, ctx.epoch)
+
+    async def _zk_reassignment(self, ctx: ControllerContext) -> None:
+        """processZkPartitionReassignment: each listed partition reassigned to its target replicas
+        (onPartitionReassignment); the completed and the failed ones (no such partition, topic being deleted)
+        taken out of the znode, which goes once empty. An incomplete one (new replicas not in the ISR) stays."""
+        res = await self.get(REASSIGN_ZNODE)
+        if res is None:
+            return
+        listed = self._admin_partitions(res[0], with_replicas=True)
+        if listed is None:  # KafkaZkClient.getPartitionReassignment logs it and reads no reassignment
+            log.warning("broker %d: %s is not valid JSON of reassignments", self.node_id, REASSIGN_ZNODE)
+            return
+        known = {(p.topic, p.index): p for p in await self.all_partitions()}
+        done: set[tuple[str, int]] = set()
+        for topic, index, target in listed:
+            p = known.get((topic, index))
+            if p is None or not p.replicas or not target:
+                log.info("broker %d: reassignment of %s-%d: UNKNOWN_TOPIC_OR_PARTITION", self.node_id, topic, index)
+                done.add((topic, index))
+            elif await self._reassign(ctx, p, target):
+                done.add((topic, index))
+        left = [(t, i, r) for t, i, r in listed if (t, i) not in done]
+        if not left:
+            await self._fenced(ctx, Delete(REASSIGN_ZNODE, -1))
+        elif len(left) < len(listed):
+            doc = {"version": 1, "partitions": [{"topic": t, "partition": i, "replicas": list(r)} for t, i, r in left]}
+            await self._fenced(ctx, SetData(REASSIGN_ZNODE, json.dumps(doc, separators=(",", ":")).encode(), -1))
+
+    async def _reassign(self, ctx: ControllerContext, p: Partition, target: tuple[int, ...]) -> bool:
+        """onPartitionReassignment; True when it completed."""
+        res = await self.get(f"/brokers/topics/{p.topic}")
+        if res is None:
+            return True
+        topic = znodes.decode_topic(res[0])
+        adding = topic["adding"].get(p.index, ())
+        origin = tuple(r for r in p.replicas if r not in adding)  # ReplicaAssignment.originReplicas
+        full = tuple(dict.fromkeys(target + origin))  # reassignTo(target)
+        new_adding = tuple(r for r in full if r not in origin)
+        new_removing = tuple(r for r in full if r not in target)
+        current = (p.replicas, adding, topic["removing"].get(p.index, ()))
+        if current != (full, new_adding, new_removing):  # updateCurrentReassignment: U1
+            await self._write_assignment(ctx, p.topic, topic, p.index, full, new_adding, new_removing)
+        state = await self.read_state(p.topic, p.index)
+        if state is None:
+            return False
+        if (new_adding or new_removing) and not set(target) <= set(state.isr):
+            await self._retry_write(ctx, p, self._new_epoch)  # A1: a new leader epoch for the new replica list
+            return False
+        # B1-B7: the target is the assignment; the leader moved if it must; removed replicas out of the ISR
+        moved = dataclasses.replace(p, replicas=target)
+        if state.leader not in target or state.leader not in ctx.live or state.leader in self._shutting_down:
+            await self._retry_write(ctx, moved, functools.partial(self._elect_for_reassignment, target))
+        else:
+            await self._retry_write(ctx, moved, self._new_epoch)
+        for r in new_removing:
+            await self._retry_write(ctx, moved, functools.partial(self._remove_replica_from_isr, r))
+        await self._write_assignment(ctx, p.topic, topic, p.index, target, (), ())
+        return True
+
+    async def _write_assignment(self, ctx: ControllerContext, name: str, topic: znodes.TopicAssignment, index: int,
+                                replicas: tuple[int, ...], adding: tuple[int, ...], removing: tuple[int, ...]) -> None:
+        """setTopicAssignmentRaw: the whole topic znode (TopicZNode v3) with this partition's new assignment."""
+        partitions = dict(topic["partitions"])
+        adds, removes = dict(topic["adding"]), dict(topic["removing"])
+        partitions[index] = replicas
+        for m, v in ((adds, adding), (removes, removing)):
+            m.pop(index, None)
+            if v:
+                m[index] = v
+        topic["partitions"], topic["adding"], topic["removing"] = partitions, adds, removes  # for the next write
+        doc: dict[str, Any] = {"version": 3}
+        if topic["topic_id"] is not None:
+            doc["topic_id"] = topic["topic_id"]
+        doc["partitions"] = {str(i): list(r) for i, r in sorted(partitions.items())}
+        doc["adding_replicas"] = {str(i): list(r) for i, r in sorted(adds.items())}
+        doc["removing_replicas"] = {str(i): list(r) for i, r in sorted(removes.items())}
+        await self._fenced(ctx, SetData(f"/brokers/topics/{name}", json.dumps(doc, separators=(",", ":")).encode(),
+                                        -1))
 
     async def _retry_write(
         self,

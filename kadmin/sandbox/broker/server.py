@@ -1,5 +1,6 @@
 """An emulated ZooKeeper-mode Kafka broker speaking the Kafka protocol (ApiVersions, Metadata,
-ControlledShutdown), backed by the REAL ZooKeeper state of the sandbox.
+ControlledShutdown), backed by the REAL ZooKeeper state of the sandbox; as the controller it also carries out
+what Kafka's admin znodes ask (/admin/reassign_partitions, /admin/preferred_replica_election: `controller.py`).
 
 What it is for: `kadmin brokers shutdown` sends ControlledShutdown (API key 7) to the controller
 of a ZooKeeper-mode cluster. To rehearse that in the sandbox and to test it, this server answers
@@ -121,10 +122,12 @@ class EmulatedBroker:
             self._zk = await ZkSession.open(self.zk_hosts, chroot=self.chroot, timeout_ms=self.zk_timeout_ms)
         self._server = await asyncio.start_server(self._serve, self.host, self.port, ssl=self.ssl_context)
         self.port = int(self._server.sockets[0].getsockname()[1])
+        self.controller.start_watching()  # /controller and the admin znodes, acted on while it is the controller
         log.info("emulated broker %d listening on %s:%d (%s)", self.node_id, self.host, self.port, self.listener)
         return self.port
 
     async def stop(self) -> None:
+        await self.controller.stop_watching()
         if self._server is not None:
             self._server.close()
             for w in list(self._connections):
