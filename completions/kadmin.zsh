@@ -3,7 +3,7 @@
 autoload -U +X bashcompinit && bashcompinit
 _kadmin_complete() {
     local -A tree=(
-    ["kadmin"]="brokers cluster completion history ids partitions quorum roll sandbox --help --version"
+    ["kadmin"]="brokers cluster completion help history ids partitions quorum roll sandbox --help --version"
     ["kadmin brokers"]="can-stop diff drain list max-epoch show shutdown undrain unregister wait watch --help"
     ["kadmin brokers can-stop"]="--bootstrap-controller --bootstrap-server --command-config --connect-timeout --context --help --min-isr-default --output --timeout --topic --verbose --zk-auth --zk-tls --zk-tls-ca --zk-tls-cert --zk-tls-key --zk-tls-no-hostname-check --zookeeper -b -o -v -z"
     ["kadmin brokers diff"]="--bootstrap-controller --bootstrap-server --command-config --connect-timeout --context --exit-code --help --metadata-dir --output --since --timeout --to --verbose --zk-auth --zk-tls --zk-tls-ca --zk-tls-cert --zk-tls-key --zk-tls-no-hostname-check --zookeeper -b -o -v -z"
@@ -20,6 +20,7 @@ _kadmin_complete() {
     ["kadmin cluster check-id"]="--bootstrap-controller --bootstrap-server --command-config --connect-timeout --context --help --output --timeout --verbose --zk-auth --zk-tls --zk-tls-ca --zk-tls-cert --zk-tls-key --zk-tls-no-hostname-check --zookeeper -b -o -v -z"
     ["kadmin cluster id"]="--bootstrap-controller --bootstrap-server --command-config --connect-timeout --context --help --output --timeout --verbose --zk-auth --zk-tls --zk-tls-ca --zk-tls-cert --zk-tls-key --zk-tls-no-hostname-check --zookeeper -b -o -v -z"
     ["kadmin completion"]="--help"
+    ["kadmin help"]="--help"
     ["kadmin history"]="ingest report --help"
     ["kadmin history ingest"]="--chroot --cluster --help --master --out --output --verbose --wait-lock -o -v"
     ["kadmin history report"]="--cluster --help --master --output --png --since --until --verbose -o -v"
