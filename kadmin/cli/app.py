@@ -283,7 +283,8 @@ app = typer.Typer(
     help="An operator's toolkit for Apache Kafka: broker registrations and epochs, bounces, quorum status.\n\n"
     "Data goes to stdout, diagnostics to stderr. Every command takes -o json. Exit codes: 0 ok, 1 condition "
     "not met, 2 usage, 3 configuration, 4 unreachable/auth, 5 partial, 6 rejected by the cluster, 7 refused "
-    "as unsafe, 8 unsupported by the cluster, 70 internal error, 130 interrupted; the check verbs (partitions "
+    "as unsafe, 8 unsupported by the cluster, 9 a command kadmin ran failed (a roll hook), 70 internal error, 74 "
+    "output lost (stdout's reader closed the pipe), 130 interrupted; the check verbs (partitions "
     "check, quorum check) exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (no verdict), as monitoring plugins do.",
     no_args_is_help=True,
     add_completion=False,  # `kadmin completion SHELL` prints static, generated scripts instead
@@ -317,6 +318,35 @@ def completion(
         typer.echo(f"kadmin: error: unknown shell {shell!r} (choose from {', '.join(SHELLS)})", err=True)
         raise typer.Exit(2)
     typer.echo(script(shell, app), nl=False)
+
+
+@app.command("help", cls=HelpCommand)
+def help_(
+    ctx: typer.Context,
+    words: Annotated[list[str] | None, typer.Argument(
+        metavar="[connection|COMMAND...]", show_default=False,
+        help="connection: every connection option in full (each command's help sums them up in one line); a "
+             "command (`brokers list`): its help, as `kadmin brokers list --help` prints it.")] = None,
+) -> None:
+    """Show help: kadmin's, a command's, or the connection options' (`kadmin help connection`)."""
+    words = list(words or [])
+    if words == ["connection"]:
+        from kadmin.cli.help import print_connection_help
+        from kadmin.cli.options import connection_params
+
+        print_connection_help(connection_params())
+        raise typer.Exit(0)
+    root = ctx.find_root()
+    cmd, parent = root.command, root
+    for i, w in enumerate(words):
+        sub = cmd.get_command(parent, w) if isinstance(cmd, HelpGroup) else None
+        if sub is None or getattr(sub, "hidden", False):
+            raise typer.BadParameter(f"no such command or topic: {' '.join(words[:i + 1])} (the topics: connection)",
+                                     param_hint="'[connection|COMMAND...]'")
+        parent = sub.make_context(w, [], parent=parent, resilient_parsing=True)
+        cmd = sub
+    typer.echo(cmd.get_help(parent), nl=False)
+    raise typer.Exit(0)
 
 
 def main() -> None:

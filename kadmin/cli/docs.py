@@ -192,7 +192,7 @@ def commands_md() -> str:
             "it takes. Connection settings and their precedence: [connecting.md](connecting.md).", ""]
     for panel in sorted(set(panels.values()), key=lambda s: (s != "Options", s)):
         rows = sorted((r for r in common if panels[r] == panel),
-                      key=lambda r: r[0].replace("`", "").lstrip("-").lower())
+                      key=lambda r: (r[0].replace("`", "").lstrip("-").lower(), r))  # r: the same option, two helps
         out += [f"### {panel}", ""]
         out += _table(rows, ("option", "value", "description"))
         out.append("")

@@ -79,6 +79,7 @@ COMMANDS: dict[str, Codes] = {
                          X.USAGE: f"a file cannot be read{_INPUT}", **_CONNECT},
     "cluster id": {X.OK: "", X.CONDITION_NOT_MET: "the cluster has no id (no /cluster/id)", **_READ},
     "completion": {X.OK: ""},
+    "help": {X.OK: ""},
     "history ingest": {X.OK: "", X.CONDITION_NOT_MET: "nothing to ingest (no log, snapshot or NDJSON found)",
                        X.USAGE: "`--out` is not a writable directory",
                        X.PARTIAL: "a file is truncated or corrupt, or unreadable (named)",

@@ -293,8 +293,9 @@ def rich_help() -> None:
 
 def _uncut_table() -> type:
     """Typer's help tables with no name ever cut: rich's columns end an over-long cell with "…" (at 80 columns,
-    `--zk-tls-no-hostname-…`, `KADMIN_BOOTSTRAP_SER…`). Here every column folds what does not fit onto the next
-    line instead. Typer builds its option and
+    `--zk-tls-no-hostname-…`, `KADMIN_BOOTSTRAP_SER…`), and folding them split them mid-word. Here the name,
+    metavar and choice columns never wrap (rich narrows the help column instead, which wraps between words) and
+    only a word longer than the whole help column would fold. Typer builds its option and
     command tables with `rich_utils.Table` (the pinned Typer range; tests/cli/test_front_door.py reads the help
     at 80 columns)."""
     from rich.columns import Columns
@@ -315,19 +316,148 @@ def _uncut_table() -> type:
             super().add_row(*renderables, **kwargs)
             for column in self.columns:
                 column.overflow = "fold"
+            for column in self.columns[:-1]:  # names, metavars and choices whole: the help column wraps
+                column.no_wrap = True
+
+        def __rich_console__(self, console: Any, options: Any) -> Any:
+            if self.row_count == 0 or len(self.columns) < 2 or _fits(self, console, options):
+                yield from super().__rich_console__(console, options)
+                return
+            yield _stacked(self)
 
     return UncutTable
 
 
+def _cell_widths(console: Any, options: Any, cell: Any) -> tuple[int, int]:
+    """(longest word, whole width) of a table cell: a Text's or str's words, a Columns' parts' (a parameter's
+    help, env var and default); anything else as rich measures it."""
+    from rich.columns import Columns
+    from rich.measure import Measurement
+    from rich.text import Text
+
+    if isinstance(cell, Columns):
+        parts = [_cell_widths(console, options, part) for part in cell.renderables]
+        return max((w for w, _ in parts), default=0), sum(whole + 1 for _, whole in parts)
+    if isinstance(cell, (Text, str)):
+        plain = cell.plain if isinstance(cell, Text) else cell
+        return max((len(w) for w in plain.split()), default=0), max((len(ln) for ln in plain.splitlines()), default=0)
+    m = Measurement.get(console, options, cell)
+    return m.minimum, m.maximum
+
+
+def _fits(table: Any, console: Any, options: Any) -> bool:
+    """Whether `table` fits `options.max_width` with its name, metavar and choice columns whole and its last (help)
+    column at least as wide as its longest word: then no name and no word is split."""
+    *names, help_column = table.columns
+    widths = [max((_cell_widths(console, options, c)[1] for c in col._cells), default=0) for col in names]
+    longest_word = max((_cell_widths(console, options, c)[0] for c in help_column._cells), default=0)
+    used = sum(w + 2 for w in widths)  # each column's padding (0, 1), an empty one (the required mark) too
+    return used + longest_word + 1 <= options.max_width
+
+
+def _stacked(table: Any) -> Any:
+    """A table too narrow for its longest words, laid out as click lays out help on a narrow terminal: each row's
+    names, metavar and choices on one line, its help on the lines below, indented and wrapped between words."""
+    from rich.padding import Padding
+    from rich.table import Table
+    from rich.text import Text
+
+    grid = Table.grid()
+    grid.add_column()
+    *names, help_column = table.columns
+    for i in range(table.row_count):
+        head = Text("  ").join(c if isinstance(c, Text) else Text(str(c))
+                               for c in (col._cells[i] for col in names) if str(c).strip())
+        grid.add_row(head)
+        cell = help_column._cells[i]
+        if str(cell).strip() if isinstance(cell, (Text, str)) else True:
+            grid.add_row(Padding(cell, (0, 0, 0, 4)))
+    return grid
+
+
+# ----------------------------------------------------------------------------- the Connection panel
+
+CONNECTION_PANEL = "Connection"
+HELP_TOPIC = "kadmin help connection"
+# the connection options a command's help names in its one-line summary, when it has them
+_SUMMARY_NAMES = ("-z", "-b", "--context", "--timeout")
+
+
+def connection_options(params: list[Any]) -> list[Any]:
+    """The options of the Connection panel among `params` (options.py's connection options and --timeout)."""
+    return [p for p in params if getattr(p, "rich_help_panel", None) == CONNECTION_PANEL
+            and not getattr(p, "hidden", False)]
+
+
+def connection_summary(params: list[Any]) -> str:
+    """The one line a command's help says about its connection options: `-z, -b, --context, --timeout and 9
+    more: kadmin help connection`. The whole panel is the same on every command, so it is shown once, there."""
+    conn = connection_options(params)
+    names = [n for n in _SUMMARY_NAMES if any(n in p.opts for p in conn)]
+    rest = len(conn) - len(names)
+    listed = ", ".join(names) + (f" and {rest} more" if rest else "")
+    return f"{listed}: {HELP_TOPIC}"
+
+
+def _panel(title: str, body: Any) -> Any:
+    """A panel as Typer draws its option panels (border, title), around `body`."""
+    from rich.panel import Panel
+
+    ru = sys.modules["typer.rich_utils"]
+    return Panel(body, border_style=ru.STYLE_OPTIONS_PANEL_BORDER, title=title, title_align=ru.ALIGN_OPTIONS_PANEL)
+
+
+def print_connection_help(params: list[Any]) -> None:
+    """`kadmin help connection`: every connection option, its value, env var and help, in a layout that keeps
+    each name, metavar and env var on one line at 80 columns (the help on its own indented lines)."""
+    from rich.padding import Padding
+    from rich.table import Table
+    from rich.text import Text
+
+    rich_help()
+    ru = sys.modules["typer.rich_utils"]
+    console = ru._get_rich_console()
+    console.print(Padding(Text("Usage: kadmin help connection"), 1))
+    intro = ("The connection options of every command that reaches a cluster (each command's help lists them in "
+             "one line). A flag wins over its environment variable, which wins over the context (--context, "
+             "KADMIN_CONTEXT or the contexts file's current-context); docs/connecting.md says more.")
+    console.print(Padding(Text(intro), (0, 1, 1, 1)))
+    grid = Table.grid(padding=(0, 0))
+    grid.add_column()
+    for p in connection_options(params):
+        names = ", ".join(sorted([*p.opts, *getattr(p, "secondary_opts", [])], key=len))
+        value = value_name(p)
+        grid.add_row(Text(f"{names} {value}".rstrip(), style="bold cyan"))
+        words = " ".join((p.help or "").split())
+        if getattr(p, "envvar", None):
+            words += f" [env var: {p.envvar}]"
+        grid.add_row(Padding(Text(words), (0, 0, 0, 4)))
+    console.print(_panel(CONNECTION_PANEL, grid))
+
+
 class ReadableHelp:
     """Mixed into kadmin's command classes: every parameter a command parses and shows (the help option,
-    made by click on first use, too) reads as click's does, and the help text is wrapped to the terminal."""
+    made by click on first use, too) reads as click's does, and the help text is wrapped to the terminal.
+
+    The Connection panel (a dozen options, the same on every command that reaches a cluster) is one line in
+    a command's help, naming the common ones and `kadmin help connection`, which shows the whole panel."""
 
     help: str | None
+    _summarising = False
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
         rich_help()
-        super().format_help(ctx, formatter)  # type: ignore[misc]
+        conn = connection_options(self.get_params(ctx))
+        self._summarising = True
+        try:
+            super().format_help(ctx, formatter)  # type: ignore[misc]
+        finally:
+            self._summarising = False
+        if conn:
+            from rich.text import Text
+
+            ru = sys.modules["typer.rich_utils"]
+            ru._get_rich_console().print(_panel(CONNECTION_PANEL, Text(connection_summary(conn))))
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -335,7 +465,11 @@ class ReadableHelp:
             self.help = "\n\n".join(paragraphs(self.help))
 
     def get_params(self, ctx: Any) -> list[Any]:
-        return [readable(p) for p in super().get_params(ctx)]  # type: ignore[misc]
+        params = [readable(p) for p in super().get_params(ctx)]  # type: ignore[misc]
+        if self._summarising:  # the help's panels: the connection options are the one-line summary instead
+            conn = set(map(id, connection_options(params)))
+            params = [p for p in params if id(p) not in conn]
+        return params
 
 
 class HelpCommand(ReadableHelp, TyperCommand):

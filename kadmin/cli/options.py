@@ -28,7 +28,7 @@ from typing import Annotated, Any
 
 import typer
 
-from kadmin.cli.help import HelpCommand
+from kadmin.cli.help import CONNECTION_PANEL, HelpCommand
 from kadmin.cli.invocation import (  # noqa: F401 - the command modules import these from here
     CONNECTION_KEYS,
     FLAGS,
@@ -111,7 +111,7 @@ TopicPatterns = Annotated[list[str] | None, typer.Option(
          "the brokers' log dirs.")]
 
 
-CONN = "Connection"
+CONN = CONNECTION_PANEL
 ZkOpt = Annotated[
     str | None,
     typer.Option("--zookeeper", "-z", envvar="KADMIN_ZOOKEEPER", metavar="HOST:PORT[,HOST:PORT...][/chroot]",
@@ -172,6 +172,9 @@ OutputOpt = Annotated[Output, typer.Option("--output", "-o", case_sensitive=Fals
                                            help="auto: a table on a terminal, plain columns on a pipe.")]
 VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Say which cluster and settings are used; "
                                           "show tracebacks of internal errors.")]
+# -v of a command that reaches no cluster (cluster=False): it has no cluster or settings to say
+LocalVerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Show tracebacks of internal errors, and "
+                                               "more detail on stderr where the command has any.")]
 
 _CONNECTION_OPTS: dict[str, tuple[Any, Any]] = {
     "zookeeper": (ZkOpt, None),
@@ -191,6 +194,19 @@ _CONNECTION_OPTS: dict[str, tuple[Any, Any]] = {
 CONNECTION_PARAMS: dict[str, tuple[str, Any, Any]] = {p: (CONNECTION_KEYS[p], *_CONNECTION_OPTS[p])
                                                       for p in CONNECTION_KEYS}
 COMMON_PARAMS: dict[str, tuple[Any, Any]] = {"output": (OutputOpt, Output.auto), "verbose": (VerboseOpt, False)}
+
+
+def connection_params() -> list[Any]:
+    """The connection options (and --timeout, the deadline) as every command that reaches a cluster takes them:
+    the parameters of a command made by `command()`, for `kadmin help connection`."""
+    demo = typer.Typer()
+
+    @command(demo, "connection")
+    def connection(inv: Invocation) -> int:
+        return 0
+
+    cmd = typer.main.get_command(demo)
+    return [p for p in cmd.params if getattr(p, "rich_help_panel", None) == CONN]
 
 
 def _source(ctx: typer.Context, name: str) -> str:
@@ -231,6 +247,8 @@ def command(
                                                annotation=DeadlineOpt))
                 annotations["timeout"] = DeadlineOpt
         for pname, (ann, default) in COMMON_PARAMS.items():
+            if pname == "verbose" and not cluster:
+                ann = LocalVerboseOpt
             extra.append(inspect.Parameter(pname, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=ann))
             annotations[pname] = ann
         full = f"{app.info.name} {name}" if app.info.name else name

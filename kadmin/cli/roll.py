@@ -30,14 +30,20 @@ StopOpt = Annotated[str | None, typer.Option("--stop", metavar="CMD", help="Shel
                                              "{role}, each quoted for the shell; output in DIR/hooks/.",
                                              show_default=False)]
 StartOpt = Annotated[str | None, typer.Option("--start", metavar="CMD", help="Shell command that starts a node "
-                                              "and returns once it was started.", show_default=False)]
+                                              "and returns once it was started. Placeholders as --stop's: {id} "
+                                              "{host} {port} {rack} {role}.", show_default=False)]
 RestartOpt = Annotated[str | None, typer.Option("--restart", metavar="CMD", help="One shell command that restarts "
-                                                "a node (instead of --stop and --start).", show_default=False)]
+                                                "a node (instead of --stop and --start). Placeholders as --stop's: "
+                                                "{id} {host} {port} {rack} {role}.", show_default=False)]
 OnlyIfOpt = Annotated[str | None, typer.Option("--only-if", metavar="CMD", help="Shell command run per node before "
-                                               "touching it: exit 0 restarts it, another code skips it.",
+                                               "touching it: exit 0 restarts it, another code skips it. Placeholders "
+                                               "as --stop's: {id} {host} {port} {rack} {role}.",
                                                show_default=False)]
 StateOpt = Annotated[Path, typer.Option("--state", metavar="DIR", help="The roll's journal, drain files and hook "
                                         "logs; run again with the same DIR to continue an unfinished roll.")]
+# `roll status` and `roll confirm` read (confirm: and journal to) the state a `roll run` keeps; they continue nothing
+RollStateOpt = Annotated[Path, typer.Option("--state", metavar="DIR", help="The --state DIR of the roll: its journal "
+                                            "(`roll run` keeps it there).")]
 BatchRuleOpt = Annotated[str, typer.Option("--batch-rule", metavar="distinct|min-isr", help="With --parallel: "
                                            "'distinct' (default) never stops two replicas of one partition at once; "
                                            "'min-isr' lets a batch share partitions where each keeps its min ISR.")]
@@ -206,7 +212,7 @@ def run(
 @command(app, "confirm", cluster=False)
 def confirm(
     inv: Invocation,
-    state: StateOpt,
+    state: RollStateOpt,
     node: Annotated[int, typer.Option("--node", metavar="ID", min=0, max=2**31 - 1, help="The node to confirm.")],
     went_down: Annotated[bool, typer.Option("--went-down", help="It went down since its stop (or restart) hook "
                                             "began (it may be back already).")] = False,
@@ -226,7 +232,7 @@ def confirm(
 
 
 @command(app, "status", cluster=False)
-def status(inv: Invocation, state: StateOpt) -> int:
+def status(inv: Invocation, state: RollStateOpt) -> int:
     """What the roll in --state DIR has done, is doing and has left, per node, with timings (reads the journal
     only: no cluster needed)."""
     from kadmin.services import roll as svc

@@ -122,7 +122,9 @@ def test_without_timeout_a_command_ends_within_three_connect_timeouts(run_nozk, 
 def test_help_shows_connect_timeout_and_timeout_on_every_command(run_nozk):
     for words in (("brokers", "list"), ("brokers", "can-stop"), ("partitions", "check"), ("brokers", "wait")):
         shown = run_nozk(*words, "--help", env={"COLUMNS": "200"}).stdout
-        assert "--connect-timeout" in shown and "--timeout" in shown, words
+        # --connect-timeout is in the Connection panel, summed up in one line that names where it is in full
+        assert "kadmin help connection" in shown and "--timeout" in shown, words
+    assert "--connect-timeout" in run_nozk("help", "connection", env={"COLUMNS": "200"}).stdout
 
 
 # ----------------------------------------------------------------------- the mode: a flag beats the env

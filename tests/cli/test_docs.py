@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -153,9 +154,17 @@ def _help(path: str, columns: int = 250) -> str:
     from typer.testing import CliRunner
 
     from kadmin.cli.app import app
+    from kadmin.cli.help import rich_help
 
+    rich_help()  # Typer reads TERMINAL_WIDTH once, on import: the width is set where it keeps it, too
+    ru = sys.modules["typer.rich_utils"]
+    saved, ru.MAX_WIDTH = ru.MAX_WIDTH, columns
     width = str(columns)
-    r = CliRunner().invoke(app, [*path.split(), "--help"], env={"COLUMNS": width, "TERMINAL_WIDTH": width})
+    args = path.split() if path.startswith("help ") else [*path.split(), "--help"]
+    try:
+        r = CliRunner().invoke(app, args, env={"COLUMNS": width, "TERMINAL_WIDTH": width})
+    finally:
+        ru.MAX_WIDTH = saved
     assert r.exit_code == 0, (path, r.output)
     return r.output
 
@@ -202,7 +211,8 @@ def test_flags_show_no_value_and_options_their_metavar():
     assert _row(text, "--dry-run") == "--dry-run Say what would change."
     assert _row(text, "--help").startswith("--help -h Show this message")
     assert _row(text, "--output").startswith("--output -o auto|table|plain|json|ndjson auto:")
-    assert _row(text, "--zk-tls").startswith("--zk-tls Connect to ZooKeeper over TLS.")
+    conn = [" ".join(ln.strip("│ ").split()) for ln in _help("help connection").splitlines()]
+    assert conn[conn.index("--zk-tls") + 1] == "Connect to ZooKeeper over TLS."  # a flag: no value
     assert _row(_help(""), "--version") == "--version Print the version and exit."
     assert _row(_help("brokers watch"), "--count").startswith("--count N [x>=1] Stop after N events")
     assert _row(_help("sandbox up"), "--brokers").startswith("--brokers N [1<=x<=5000] How many brokers")
@@ -274,14 +284,14 @@ def test_help_paragraphs_keep_lists():
 
 def test_no_name_or_env_var_is_ever_cut_at_80_columns():
     """Issue 21 §2: rich ended an over-long cell with "…" (`--zk-tls-no-hostname-…`, `KADMIN_BOOTSTRAP_SER…`).
-    At 80 columns every help folds what does not fit onto the next line instead: nothing is cut."""
+    Nothing is cut at 80 columns; nor split mid-word (issue 35 §3: tests/cli/test_help_width.py)."""
     cut = []
     for node in walk(root_command()):
         text = _help(node.path, columns=80)
         cut += [(node.path, ln) for ln in text.splitlines() if "…" in ln]
     assert cut == []
-    text = _help("brokers list", columns=80)  # the longest name and env var, folded whole onto two lines
-    assert "--zk-tls-no-hostname-c" in text and "KADMIN_ZK_TLS_NO_HOST" in text
+    text = _help("help connection", columns=80)  # the longest name and env var, each whole on one line
+    assert "--zk-tls-no-hostname-check" in text and "KADMIN_ZK_TLS_NO_HOSTNAME_CHECK" in text
 
 
 # ----------------------------------------------------------------------------------------- docs/json.md

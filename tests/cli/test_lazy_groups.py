@@ -72,7 +72,7 @@ def test_root_help_is_the_same_listed_from_the_table_or_from_the_groups() -> Non
     for n in GROUPS:
         root.commands[n]
     assert root.get_help(ctx) == from_table
-    assert list(root.commands) == ["completion", *GROUPS]  # as app.add_typer added them before
+    assert list(root.commands) == ["completion", "help", *GROUPS]  # as app.add_typer added them before
 
 
 def test_root_help_and_version_import_no_group() -> None:
