@@ -14,6 +14,7 @@ also works when sourced; fish's is for ~/.config/fish/completions/kadmin.fish.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 import typer
@@ -85,17 +86,24 @@ def command_tree(app: typer.Typer) -> dict[str, dict[str, Any]]:
     return tree
 
 
+def _tables(tree: dict[str, dict[str, Any]], pair: Callable[[str, str], str]) -> tuple[list[str], list[str]]:
+    """The completion scripts' two tables, each entry as `pair` writes a key and its value: `kadmin PATH` -> the
+    words it completes; `kadmin PATH OPTION` (or `#N`, `#*`: a positional argument) -> what its value completes."""
+    entries, values = [], []
+    for path, node in sorted(tree.items()):
+        words = [n for n, _ in node["subcommands"]] + [o for o, _ in node["options"]]
+        key = f"kadmin {path}".strip()
+        entries.append(pair(key, " ".join(words)))
+        values += [pair(f"{key} {k}", v) for k, v in node["values"].items()]
+    return entries, values
+
+
 def _bash_q(s: str) -> str:
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$").replace("`", "\\`") + '"'
 
 
 def _bash_body(tree: dict[str, dict[str, Any]]) -> str:
-    entries, values = [], []
-    for path, node in sorted(tree.items()):
-        words = [n for n, _ in node["subcommands"]] + [o for o, _ in node["options"]]
-        key = f"kadmin {path}".strip()
-        entries.append(f'        [{_bash_q(key)}]={_bash_q(" ".join(words))}')
-        values += [f'        [{_bash_q(f"{key} {k}")}]={_bash_q(v)}' for k, v in node["values"].items()]
+    entries, values = _tables(tree, lambda k, v: f"        [{_bash_q(k)}]={_bash_q(v)}")
     return (
         "_kadmin_complete() {\n"
         "    local -A tree=(\n" + "\n".join(entries) + "\n    )\n"
@@ -142,12 +150,7 @@ def _zsh_q(s: str) -> str:
 def _zsh_body(tree: dict[str, dict[str, Any]]) -> str:
     """A native zsh completion function: the same tables and walk as bash's, with zsh's arrays (1-based `words`,
     `CURRENT`) and completers (compadd, _files)."""
-    entries, values = [], []
-    for path, node in sorted(tree.items()):
-        words = [n for n, _ in node["subcommands"]] + [o for o, _ in node["options"]]
-        key = f"kadmin {path}".strip()
-        entries.append(f"        {_zsh_q(key)} {_zsh_q(' '.join(words))}")
-        values += [f"        {_zsh_q(f'{key} {k}')} {_zsh_q(v)}" for k, v in node["values"].items()]
+    entries, values = _tables(tree, lambda k, v: f"        {_zsh_q(k)} {_zsh_q(v)}")
     return (
         "_kadmin() {\n"
         "    local -A tree vals\n"
