@@ -154,23 +154,85 @@ def test_broker_ids_from_an_unreachable_cluster_are_nothing_soon_and_silent(tmp_
     assert (r.returncode, r.stdout, r.stderr) == (1, "", "")
 
 
-def test_the_zsh_script_autoloads_from_fpath():
+def needs(shell: str) -> str:
+    """The shell's path; CI installs zsh and fish (.ci/run), elsewhere a test of a shell not installed skips."""
+    path = shutil.which(shell)
+    if path is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"{shell} is not installed: .ci/run installs it")
+        pytest.skip(f"{shell} is not installed")
+    return path
+
+
+def zsh_complete(tmp_path: Path, *words: str, env: dict[str, str] | None = None) -> list[str]:
+    """zsh running completions/kadmin.zsh's function `_kadmin` on `words` (the last is the word being completed)
+    as compinit calls it (`words`, `CURRENT`), with zsh's completers stood in by functions that print what they
+    were given: compadd's candidates one a line, `_files` and `_default` as `@files ARGS` and `@default`."""
+    script = ("compadd() { while [[ $# -gt 0 && $1 != -- ]]; do shift; done; shift; print -rl -- \"$@\" }; "
+              "_files() { print -r -- \"@files $*\" }; _default() { print -r -- @default }; compdef() { : }; "
+              "source \"$1\"; shift; words=(\"$@\"); CURRENT=$#; _kadmin")
+    full_env = {**os.environ, "PATH": f"{kadmin_on_path(tmp_path)}:{os.environ['PATH']}", **(env or {})}
+    r = subprocess.run([needs("zsh"), "-f", "-c", script, "zsh", str(ROOT / "completions" / "kadmin.zsh"), *words],
+                       capture_output=True, text=True, timeout=60, cwd=tmp_path, env=full_env)
+    assert (r.returncode, r.stderr) == (0, ""), r.stderr
+    return [w for w in r.stdout.splitlines() if w]
+
+
+def fish_complete(tmp_path: Path, line: str, env: dict[str, str] | None = None) -> list[str]:
+    """fish's own completion of the command line `line` (`complete -C`) with completions/kadmin.fish loaded: the
+    candidates, without their descriptions."""
+    full_env = {**os.environ, "PATH": f"{kadmin_on_path(tmp_path)}:{os.environ['PATH']}", **(env or {})}
+    r = subprocess.run([needs("fish"), "--no-config", "-c", 'source $argv[1]; complete -C $argv[2]',
+                        str(ROOT / "completions" / "kadmin.fish"), line],
+                       capture_output=True, text=True, timeout=60, cwd=tmp_path, env=full_env)
+    assert (r.returncode, r.stderr) == (0, ""), r.stderr
+    return [w.split("\t")[0] for w in r.stdout.splitlines() if w]
+
+
+def test_the_zsh_script_autoloads_from_fpath(tmp_path):
     text = (ROOT / "completions" / "kadmin.zsh").read_text()
     assert text.splitlines()[0] == "#compdef kadmin"
     assert "bashcompinit" not in text  # a native function: compinit loads it from the file _kadmin
-    if shutil.which("zsh"):
-        r = subprocess.run(["zsh", "-n", str(ROOT / "completions" / "kadmin.zsh")], capture_output=True, text=True)
-        assert r.returncode == 0, r.stderr
+    r = subprocess.run([needs("zsh"), "-n", str(ROOT / "completions" / "kadmin.zsh")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    # autoloaded from $fpath as compinit does (the file named _kadmin): the first call defines and runs it
+    fpath = tmp_path / "fpath"
+    fpath.mkdir()
+    shutil.copy(ROOT / "completions" / "kadmin.zsh", fpath / "_kadmin")
+    script = (f"fpath=({fpath} $fpath); autoload -Uz _kadmin; "
+              "compadd() { while [[ $# -gt 0 && $1 != -- ]]; do shift; done; shift; print -rl -- \"$@\" }; "
+              "words=(kadmin completion ''); CURRENT=3; _kadmin")
+    r = subprocess.run([needs("zsh"), "-f", "-c", script], capture_output=True, text=True, timeout=60)
+    assert (r.returncode, r.stderr, r.stdout.split()) == (0, "", ["bash", "zsh", "fish"]), r
 
 
-def test_the_fish_script_completes_values():
-    text = (ROOT / "completions" / "kadmin.fish").read_text()
-    assert "-l controllers -r -x -a 'first skip'" in text
-    assert "-l since -r -F" in text and "(kadmin __complete contexts 2>/dev/null)" in text
-    assert "-a 'bash zsh fish'" in text
-    if shutil.which("fish"):
-        r = subprocess.run(["fish", "-n", str(ROOT / "completions" / "kadmin.fish")], capture_output=True, text=True)
-        assert r.returncode == 0, r.stderr
+def test_zsh_completes_values(tmp_path):
+    assert zsh_complete(tmp_path, "kadmin", "brokers", "list", "-o", "") == ["auto", "table", "plain", "json",
+                                                                              "ndjson"]
+    assert zsh_complete(tmp_path, "kadmin", "roll", "plan", "--controllers", "") == ["first", "skip"]
+    assert zsh_complete(tmp_path, "kadmin", "completion", "") == ["bash", "zsh", "fish"]
+    assert zsh_complete(tmp_path, "kadmin", "roll", "run", "--state", "")[0].startswith("@files")
+    assert "list" in zsh_complete(tmp_path, "kadmin", "brokers", "")
+    cfg = tmp_path / "config" / "kadmin"
+    cfg.mkdir(parents=True)
+    (cfg / "config.toml").write_text('[contexts.prod]\nzookeeper = "zk1:2181"\n[contexts.perf]\n')
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "config")}
+    assert zsh_complete(tmp_path, "kadmin", "brokers", "list", "--context", "", env=env) == ["perf", "prod"]
+
+
+def test_fish_completes_values(tmp_path):
+    r = subprocess.run([needs("fish"), "-n", str(ROOT / "completions" / "kadmin.fish")], capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stderr
+    assert fish_complete(tmp_path, "kadmin brokers list -o ") == ["auto", "json", "ndjson", "plain", "table"]
+    assert fish_complete(tmp_path, "kadmin roll plan --controllers ") == ["first", "skip"]
+    assert fish_complete(tmp_path, "kadmin completion ") == ["bash", "fish", "zsh"]
+    assert "list" in fish_complete(tmp_path, "kadmin brokers ")
+    cfg = tmp_path / "config" / "kadmin"
+    cfg.mkdir(parents=True)
+    (cfg / "config.toml").write_text('[contexts.prod]\nzookeeper = "zk1:2181"\n[contexts.perf]\n')
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "config")}
+    assert fish_complete(tmp_path, "kadmin brokers list --context ", env=env) == ["perf", "prod"]
 
 
 @pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
