@@ -625,6 +625,7 @@ CASES: dict[tuple[str, int], Case] = {
     ("cluster id", 5): lambda c: ["cluster", "id", *c.w.garbage.z],  # /cluster/id holds garbage
     # completion
     ("completion", 0): lambda c: ["completion", "bash"],
+    ("help", 0): lambda c: ["help", "connection"],
     # history ingest
     ("history ingest", 0): ingest_ok,
     ("history ingest", 2): ingest_out_is_a_file,
