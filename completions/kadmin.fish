@@ -789,6 +789,7 @@ complete -c kadmin -n '__fish_seen_subcommand_from sandbox ; and __fish_seen_sub
 complete -c kadmin -n '__fish_seen_subcommand_from sandbox ; and __fish_seen_subcommand_from up' -l kafka-home -r -x -a '(__fish_complete_directories)' -d 'Run real Apache Kafka from this installation (DIR/libs/*'
 complete -c kadmin -n '__fish_seen_subcommand_from sandbox ; and __fish_seen_subcommand_from up' -l mode -r -x -a 'zk kraft' -d 'With --kafka-home: ZooKeeper mode (Kafka 3'
 complete -c kadmin -n '__fish_seen_subcommand_from sandbox ; and __fish_seen_subcommand_from up' -l output -r -x -a 'auto table plain json ndjson' -d 'auto: a table on a terminal, plain columns on a pipe'
+complete -c kadmin -n '__fish_seen_subcommand_from sandbox ; and __fish_seen_subcommand_from up' -l release-version -r -d 'With --mode kraft: format the storage at this release\'s feature levels (kafka-storage format --release-version), e'
 complete -c kadmin -n '__fish_seen_subcommand_from sandbox ; and __fish_seen_subcommand_from up' -l verbose -d 'Show tracebacks of internal errors, and more detail on stderr where the command has any'
 complete -c kadmin -n '__fish_seen_subcommand_from sandbox ; and __fish_seen_subcommand_from up' -s o -r -x -a 'auto table plain json ndjson' -d 'auto: a table on a terminal, plain columns on a pipe'
 complete -c kadmin -n '__fish_seen_subcommand_from sandbox ; and __fish_seen_subcommand_from up' -s v -d 'Show tracebacks of internal errors, and more detail on stderr where the command has any'

@@ -52,7 +52,7 @@ _kadmin() {
         'kadmin sandbox kill' '--dir --hard --help --output --verbose -o -v'
         'kadmin sandbox start' '--dir --help --output --verbose -o -v'
         'kadmin sandbox status' '--dir --help --output --verbose -o -v'
-        'kadmin sandbox up' '--brokers --dir --ensemble --help --kafka-home --mode --output --verbose -o -v'
+        'kadmin sandbox up' '--brokers --dir --ensemble --help --kafka-home --mode --output --release-version --verbose -o -v'
     )
     vals=(
         'kadmin brokers can-stop --topic' '@value'
@@ -587,6 +587,7 @@ _kadmin() {
         'kadmin sandbox up --ensemble' '@value'
         'kadmin sandbox up --kafka-home' '@dir'
         'kadmin sandbox up --mode' 'zk kraft'
+        'kadmin sandbox up --release-version' '@value'
         'kadmin sandbox up --dir' '@dir'
         'kadmin sandbox up --output' 'auto table plain json ndjson'
         'kadmin sandbox up -o' 'auto table plain json ndjson'
