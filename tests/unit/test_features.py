@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import pytest
 
 from kadmin.domain.features import (
@@ -15,6 +17,8 @@ from kadmin.domain.features import (
     releases,
     supported_by_all,
 )
+from kadmin.exit_codes import ExitCode
+from kadmin.payloads.features import LevelRange
 
 # `kafka-features version-mapping --release-version X.Y`, Kafka 4.3.1
 MAPPING = {
@@ -105,3 +109,51 @@ def test_supported_by_all() -> None:
     assert supported_by_all(nodes, "metadata.version") == (7, 21)
     assert supported_by_all(nodes, "group.version") == (0, 0)
     assert supported_by_all(nodes[2:], "group.version") is None
+
+
+# ------------------------------------------------------------------------------ the service, over a fake capability
+class Flags:
+    """A FeatureFlags whose state is given and whose UpdateFeatures calls are recorded."""
+
+    def __init__(self, s: FeatureState) -> None:
+        self.s = s
+        self.sent: list[tuple[dict[str, int], bool]] = []
+
+    def feature_state(self) -> FeatureState:
+        return self.s
+
+    def update_features(self, levels: Mapping[str, int], validate_only: bool) -> None:
+        self.sent.append((dict(levels), validate_only))
+
+
+def test_describe_is_partial_when_a_node_was_not_asked() -> None:
+    from kadmin.services.features import describe
+
+    r = describe(Flags(state(NodeFeatures(1, "broker", "b:1", NEW), NodeFeatures(2, "broker", None, None, "no way"))))
+    assert r.exit_code == ExitCode.PARTIAL
+    assert [e.message for e in r.errors] == ["broker 2 could not be asked which feature levels it supports: no way"]
+    mv = next(f for f in r.data.features if f.name == "metadata.version")
+    assert (mv.finalized, mv.finalized_level, mv.every_node) == ("3.9-IV0", 21, LevelRange(7, 30))
+
+
+def test_upgrade_refused_sends_nothing_and_a_dry_run_validates() -> None:
+    from kadmin.services.features import upgrade
+
+    flags = Flags(state(NodeFeatures(1, "broker", "b:1", NEW), NodeFeatures(2, "broker", "b:2", OLD)))
+    r = upgrade(flags, "4.3", dry_run=False)
+    assert r.exit_code == ExitCode.UNSAFE and not flags.sent and r.message and "nothing sent" in r.message
+    assert r.data.upgraded is False and {x.reason for x in r.data.refusals} == {"unsupported"}
+    flags = Flags(state(NodeFeatures(1, "broker", "b:1", NEW)))
+    r = upgrade(flags, "4.3", dry_run=True)
+    assert r.exit_code == ExitCode.OK and r.data.validated and not r.data.upgraded
+    assert flags.sent == [(dict(list(release_levels("4.3").items())), True)]
+    r = upgrade(flags, "4.3", dry_run=False)
+    assert r.data.upgraded and flags.sent[-1][1] is False
+
+
+def test_upgrade_with_nothing_to_do_sends_nothing() -> None:
+    from kadmin.services.features import upgrade
+
+    flags = Flags(state(NodeFeatures(1, "broker", None, None, "down"), finalized=release_levels("4.3")))
+    r = upgrade(flags, "4.3", dry_run=False)
+    assert r.exit_code == ExitCode.OK and not flags.sent and not r.data.changes
