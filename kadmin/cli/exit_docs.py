@@ -80,6 +80,19 @@ COMMANDS: dict[str, Codes] = {
     "cluster id": {X.OK: "", X.CONDITION_NOT_MET: "the cluster has no id (no /cluster/id)", **_READ},
     "completion": {X.OK: ""},
     "help": {X.OK: ""},
+    "features describe": {X.OK: "", **_CONNECT, X.PARTIAL: "a registered node could not be asked which levels it "
+                          "supports (named; with `--bootstrap-controller` alone, every broker: give "
+                          "`--bootstrap-server` too)",
+                          X.CONFIG: "also for a ZooKeeper-mode cluster (`--zookeeper`, or its brokers)",
+                          X.UNSUPPORTED: "the node answered ApiVersions below v3 (no feature flags)"},
+    "features upgrade": {X.OK: "upgraded, validated (`--dry-run`), or every feature already at its level",
+                         X.USAGE: "a release version kadmin does not know", **_CONNECT,
+                         X.CONFIG: "also for a ZooKeeper-mode cluster (`--zookeeper`, or its brokers)",
+                         X.REJECTED: "the controller rejected UpdateFeatures (Kafka's error named)",
+                         X.UNSAFE: "refused, nothing sent: a level below the finalized one (a downgrade), a "
+                         "registered node that does not support a new level, or one that could not be asked; there "
+                         "is no `--force`",
+                         X.UNSUPPORTED: "the node answered ApiVersions below v3 (no feature flags)"},
     "history ingest": {X.OK: "", X.CONDITION_NOT_MET: "nothing to ingest (no log, snapshot or NDJSON found)",
                        X.USAGE: "`--out` is not a writable directory",
                        X.PARTIAL: "a file is truncated or corrupt, or unreadable (named)",

@@ -296,6 +296,10 @@ Registration versions 1 to 5 are all read, including `host: null` with `port: -1
   `zookeeper` object (latency, outstanding requests). Details: [kraft.md](kraft.md).
 - `quorum check`: its findings, and `clock` (`source`, `now_ms`, `local_skew_ms`, `check_quorum_ms`): lag
   times are measured on the quorum leader's clock.
+- `features describe`: `{"source", "epoch", "features": [{"name", "finalized_level", "finalized", "supported":
+  {"min", "max"}, "every_node"}], "nodes": [{"id", "role", "address", "supported", "error"}]}`;
+  `features upgrade`: `{"release_version", "finalized", "target", "dry_run", "upgraded", "validated", "changes",
+  "unchanged", "refusals", "nodes"}` ([features.md](features.md)).
 - `ids resolve` and `ids claim`: `{"broker_id", "rule", "host", "missing_ids", "detail"}`
   ([ids.md](ids.md)).
 - `sandbox up -o json` also has `bootstrap_controllers` in KRaft mode; `sandbox status -o json` says

@@ -75,6 +75,10 @@ def up(
     mode: Annotated[Mode, typer.Option("--mode", metavar="zk|kraft", case_sensitive=False,
                                        help="With --kafka-home: ZooKeeper mode (Kafka 3.x) or KRaft "
                                       "(3 controllers + the brokers).")] = Mode.zk,
+    release_version: Annotated[str | None, typer.Option(
+        "--release-version", metavar="X.Y", show_default=False,
+        help="With --mode kraft: format the storage at this release's feature levels (kafka-storage format "
+        "--release-version), e.g. 3.9 on 4.x binaries, to try `kadmin features upgrade`.")] = None,
     directory: DirOpt = None,
 ) -> int:
     """Start ZooKeeper and N brokers (emulated, or real Kafka with --kafka-home). Plain output: the connect string.
@@ -96,8 +100,13 @@ def up(
         from kadmin.errors import UsageError
 
         raise UsageError("--mode kraft needs real Kafka: give --kafka-home DIR (or KADMIN_KAFKA_HOME)")
+    if release_version is not None and mode is not Mode.kraft:
+        from kadmin.errors import UsageError
+
+        raise UsageError("--release-version needs --mode kraft (it sets the feature levels KRaft storage is "
+                         "formatted with)")
     data = SandboxUp.from_json(_sandbox(directory).up(brokers=brokers, ensemble=ensemble, kafka_home=kafka_home,
-                                                      mode=mode.value))
+                                                      mode=mode.value, release_version=release_version))
     state = "already running: " if data.already_running else "up: "
     kind = f"Kafka {data.kafka_version} " if data.engine == "kafka" else ""
     count = plural(len(data.brokers), f"{kind}broker")

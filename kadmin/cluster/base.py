@@ -1,7 +1,7 @@
 """The seam between the services and a cluster: typed capabilities, and the Backend that holds a mode's.
 
 A service names in its signature the capability it needs (a Protocol below: Partitions, Registrations,
-BrokerEpochs, LeadershipMoves, ControllerLinks, BrokerIds, QuorumSource, Unregistration,
+BrokerEpochs, LeadershipMoves, ControllerLinks, BrokerIds, QuorumSource, Unregistration, FeatureFlags,
 ClusterIdentity). kadmin/cluster/connect.py's `open_backend` decides the mode, once, and builds a
 Backend whose properties hand out that mode's implementations, opened on first use. A capability the
 mode (or the address given) lacks is absent: asking for it raises the one exit-3 error naming the
@@ -20,6 +20,7 @@ from kadmin.results import Problem, Progress
 
 if TYPE_CHECKING:  # annotations only: a gate that reads registrations does not build the drain's or quorum's types
     from kadmin.domain.drain import Key, PartitionView, Unknown
+    from kadmin.domain.features import FeatureState
     from kadmin.domain.lease import Holder, LeaseTry
     from kadmin.domain.models import Broker, Controller, Coverage, Generation, PartitionState, Registered, Stat
     from kadmin.domain.quorum import QuorumState
@@ -310,6 +311,16 @@ class Unregistration(Protocol):
     def unregister_broker(self, broker_id: int) -> None: ...
 
 
+class FeatureFlags(Protocol):
+    """KRaft feature flags (KIP-584): the finalized levels (ApiVersions v3+) with every registered node's supported
+    ranges (a node that could not be asked says why), and UpdateFeatures' upgrades (`validate_only`: checked by the
+    controller, nothing changed)."""
+
+    def feature_state(self) -> FeatureState: ...
+
+    def update_features(self, levels: Mapping[str, int], validate_only: bool) -> None: ...
+
+
 class ClusterIdentity(Protocol):
     source: str  # where the id is read: "zookeeper /cluster/id", "DescribeCluster"
 
@@ -385,6 +396,10 @@ class Backend:
     @property
     def unregistration(self) -> Unregistration:
         return self._get("unregistration", Unregistration)  # type: ignore[type-abstract]
+
+    @property
+    def features(self) -> FeatureFlags:
+        return self._get("features", FeatureFlags)  # type: ignore[type-abstract]
 
     @property
     def identity(self) -> ClusterIdentity:

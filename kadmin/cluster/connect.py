@@ -15,6 +15,7 @@ from kadmin.inputs import check_input
 if TYPE_CHECKING:
     from kadmin.cluster.base import ControllerLink, Partitions, QuorumSetting
     from kadmin.cluster.drain import AdminDrain, ZkDrain
+    from kadmin.cluster.features import KraftFeatures
     from kadmin.cluster.kraft import KraftClient
     from kadmin.cluster.kraft_cluster import KraftCluster, KraftRegistrations
     from kadmin.cluster.zookeeper import ZkCluster, ZkConnection
@@ -122,6 +123,8 @@ NO_DESCRIBE = Missing("cannot list the brokers through the controllers: the cont
                       code="controllers_list_no_brokers")
 UNREGISTER_KRAFT_ONLY = Missing("is a KRaft operation (UnregisterBroker): give --bootstrap-server; in ZooKeeper mode "
                                 "a registration goes when the broker's session ends", code="config")
+FEATURES_KRAFT_ONLY = Missing("reads and finalizes a KRaft cluster's feature flags: give --bootstrap-server and/or "
+                              "--bootstrap-controller", code="kraft_only")
 NO_FENCING = Missing("--fenced and --unfenced wait for a KRaft broker state: give --bootstrap-server (in ZooKeeper "
                      "mode a broker is registered or not)", code="kraft_only")
 ZK_HOLDS = {  # what a capability a ZooKeeper-mode cluster serves only from ZooKeeper reads there
@@ -162,16 +165,18 @@ def open_backend(settings: ConnectionSettings, command: str, log: Callable[[str]
         else:
             missing["unregistration"] = UNREGISTER_KRAFT_ONLY
         missing["fencing"] = NO_FENCING
+        missing["features"] = FEATURES_KRAFT_ONLY
         return Backend("zookeeper", command, makers, missing, o.close)
     if o.server:
         makers = {"partitions": o.kraft_cluster, "registrations": o.kraft_registrations,
                   "fencing": o.kraft_registrations, "leadership": o.admin_drain, "quorum": o.kraft,
-                  "unregistration": o.unregistration, "identity": o.kraft}
+                  "unregistration": o.unregistration, "identity": o.kraft, "features": o.features}
         return Backend("kraft", command, makers, missing, o.close, explain=lambda name: o.zookeeper_mode(command, name))
     if o.controller:
         missing.update(partitions=BROKERS_ONLY, registrations=NO_DESCRIBE, fencing=NO_DESCRIBE,
                        leadership=DRAIN_BROKERS_ONLY)
-        return Backend("kraft", command, {"quorum": o.kraft, "unregistration": o.kraft, "identity": o.kraft},
+        return Backend("kraft", command, {"quorum": o.kraft, "unregistration": o.kraft, "identity": o.kraft,
+                                          "features": o.features},
                        missing, o.close)
     raise ConfigError(NO_CLUSTER)
 
@@ -218,6 +223,33 @@ class _Opener:
         if wrong is not None:
             raise wrong
         return client
+
+    def features(self) -> KraftFeatures:
+        """Feature flags: through the brokers (--bootstrap-server), the controllers (--bootstrap-controller), or both
+        (this capability alone takes both: the brokers through one, the controllers through the other)."""
+        from kadmin.cluster.features import KraftFeatures
+        from kadmin.cluster.kraft import KraftClient
+
+        def make() -> KraftFeatures:
+            cfg = _client_config(self.settings)
+            clients = [KraftClient(str(address), cfg, self.settings.connect_timeout, controllers=controllers,
+                                   deadline=self.deadline) if address else None
+                       for address, controllers in ((self.server, False), (self.controller, True))]
+            found = KraftFeatures(*clients)
+            if self.log:
+                self.log("backend: KRaft feature flags via " + " and ".join(
+                    f"{flag} {address} (from {self.settings.source(flag)})" for flag, address in
+                    (("bootstrap-server", self.server), ("bootstrap-controller", self.controller)) if address))
+            if found.brokers is not None:
+                wrong = found.brokers.zookeeper_mode_error(
+                    "kadmin features reads a KRaft cluster's feature flags",
+                    "Kafka's kafka-features describes a ZooKeeper-mode cluster's")
+                if wrong is not None:
+                    found.close()
+                    raise wrong
+            return found
+
+        return self._once("features", make)
 
     def zk(self) -> ZkCluster:
         return self._once("zk", lambda: _zk_cluster(self.settings, self.log, self.deadline, self.on_connection))
@@ -437,6 +469,7 @@ if TYPE_CHECKING:  # mypy proves each implementation has the capability the back
         BrokerIds,
         ClusterIdentity,
         EpochsAndPartitions,
+        FeatureFlags,
         LeadershipMoves,
         QuorumSource,
         Registrations,
@@ -445,9 +478,9 @@ if TYPE_CHECKING:  # mypy proves each implementation has the capability the back
     from kadmin.cluster.base import ControllerLinks as _Links
 
     def _conforms(zk: ZkCluster, kraft: KraftClient, kc: KraftCluster, kr: KraftRegistrations, admin: AdminDrain,
-                  zkd: ZkDrain, links: KafkaControllerLinks, ensemble: ZkEnsemble) -> None:
+                  zkd: ZkDrain, links: KafkaControllerLinks, ensemble: ZkEnsemble, features: KraftFeatures) -> None:
         _zk: tuple[Partitions, Registrations, EpochsAndPartitions, BrokerIds, ClusterIdentity] = (zk, zk, zk, zk, zk)
         _kraft: tuple[Partitions, Registrations, QuorumSource, Unregistration, ClusterIdentity] = (
             kc, kr, kraft, kraft, kraft)
         _moves: tuple[LeadershipMoves, LeadershipMoves] = (admin, zkd)
-        _other: tuple[_Links, QuorumSource] = (links, ensemble)
+        _other: tuple[_Links, QuorumSource, FeatureFlags] = (links, ensemble, features)

@@ -4,11 +4,11 @@ A payload is a frozen dataclass whose fields are the keys of the command's JSON 
 (kadmin.results.Payload: `to_json()` is the JSON form; a key that is there only sometimes is said in the
 payload's own `to_json()`). Services build them, views read their fields, the renderer prints their JSON
 form. Here, below both services and render (which may not import each other), for `brokers`, `partitions`,
-`quorum`, `cluster` and `ids`, with the pieces they share; the other command groups (`history`, `sandbox`) have
-theirs in kadmin/payloads_ops.py.
+`quorum`, `cluster`, `ids` and `features`, with the pieces they share; the other command groups (`history`,
+`sandbox`) have theirs in kadmin/payloads_ops.py.
 
-One module a command group (common, brokers, gates, partitions, moves, quorum, cluster, ids), each loaded when one of
-its classes is first named: `from kadmin.payloads import MaxEpoch` builds the gates' two classes only.
+One module a command group (common, brokers, gates, partitions, moves, quorum, cluster, ids, features), each loaded
+when one of its classes is first named: `from kadmin.payloads import MaxEpoch` builds the gates' two classes only.
 A frozen dataclass costs 0.5-1.5 ms to create on Python 3.11 (an `exec` per generated method); a gate that
 built all 48 spent a third of its start-up here (issue 24 §2). HOME says where each class lives;
 tests/unit/test_payloads.py holds it to the modules.
@@ -34,6 +34,15 @@ if TYPE_CHECKING:
     )
     from kadmin.payloads.cluster import ClusterId, ClusterIdCheck, MetaPropertiesFile
     from kadmin.payloads.common import TopicPartition, UnseenBroker, UnseenPartition
+    from kadmin.payloads.features import (
+        FeatureChange,
+        FeatureRefusal,
+        FeatureRow,
+        FeaturesDescription,
+        FeaturesUpgrade,
+        LevelRange,
+        NodeSupport,
+    )
     from kadmin.payloads.gates import BrokerWait, MaxEpoch
     from kadmin.payloads.ids import HostMapping, IdClaim, IdDecision, Mapped, MissingId, StaleMapping, Unmapped
     from kadmin.payloads.moves import (
@@ -72,6 +81,8 @@ HOME: dict[str, str] = {
     **dict.fromkeys(("Latency", "EnsembleMember", "ServingMember", "QuorumReplica", "QuorumDescription",
                      "QuorumFinding", "QuorumClock", "QuorumCheck"), "quorum"),
     **dict.fromkeys(("ClusterId", "MetaPropertiesFile", "ClusterIdCheck"), "cluster"),
+    **dict.fromkeys(("LevelRange", "FeatureRow", "NodeSupport", "FeaturesDescription", "FeatureChange",
+                     "FeatureRefusal", "FeaturesUpgrade"), "features"),
     **dict.fromkeys(("IdDecision", "IdClaim", "MissingId", "HostMapping", "Mapped", "Unmapped", "StaleMapping"), "ids"),
 }
 __all__ = sorted(HOME)

@@ -34,6 +34,8 @@ if TYPE_CHECKING:
         ClusterId,
         ClusterIdCheck,
         Drain,
+        FeaturesDescription,
+        FeaturesUpgrade,
         HostMapping,
         IdDecision,
         InSync,
@@ -333,6 +335,66 @@ def quorum_check(data: QuorumCheck) -> View:
     """Plain output: one line per finding, `LEVEL<TAB>CODE<TAB>MESSAGE` (nothing when all is well)."""
     v = View(["LEVEL", "CODE", "MESSAGE"], [[f.level, f.code, f.message] for f in data.findings])
     v.text = "".join(f"{f.level}\t{f.code}\t{f.message}\n" for f in data.findings)
+    return v
+
+
+FEATURE_TOOL_FORMATS = ("4.3", "3.9")  # kafka-features describe: padded columns (4.3), TABs (3.9 and 4.0)
+
+
+def features_text(data: FeaturesDescription, tool_format: str = FEATURE_TOOL_FORMATS[0]) -> str:
+    """What `kafka-features describe` prints, byte for byte (FeatureCommand.handleDescribe): one line per feature the
+    answering node supports, sorted, metadata.version by name; 4.3's tool pads the columns, 3.9's and 4.0's
+    separate them with TABs."""
+    from kadmin.domain.features import level_text
+
+    epoch = "-" if data.epoch is None else str(data.epoch)
+    lines = []
+    for f in data.features:
+        cells = (f.name, level_text(f.name, f.supported.min), level_text(f.name, f.supported.max), f.finalized)
+        if tool_format == "3.9":
+            lines.append("Feature: {}\tSupportedMinVersion: {}\tSupportedMaxVersion: {}\tFinalizedVersionLevel: {}"
+                         "\tEpoch: {}\n".format(*cells, epoch))
+        else:
+            lines.append("Feature: {:<40}  SupportedMinVersion: {:<15}  SupportedMaxVersion: {:<15}  "
+                         "FinalizedVersionLevel: {:<15}  Epoch: {}\n".format(*cells, epoch))
+    return "".join(lines)
+
+
+def features_describe(tool_format: str) -> ViewFn[FeaturesDescription]:
+    """`features describe`: a table (each feature's finalized level, the answering node's supported range and the
+    range every registered node that answered supports); -o plain is kafka-features describe's text."""
+    from kadmin.domain.features import level_text
+
+    def view(data: FeaturesDescription) -> View:
+        def span(name: str, r: Any) -> str:
+            return "-" if r is None else f"{level_text(name, r.min)}..{level_text(name, r.max)}"
+
+        rows = [[f.name, f.finalized, f.finalized_level, span(f.name, f.supported), span(f.name, f.every_node)]
+                for f in data.features]
+        title = f"finalized features from {data.source}, epoch {'-' if data.epoch is None else data.epoch}; " \
+            f"{sum(n.supported is not None for n in data.nodes)} of {len(data.nodes)} nodes asked"
+        return View(["FEATURE", "FINALIZED", "LEVEL", "SUPPORTED", "EVERY_NODE"], rows, title=title,
+                    text=features_text(data, tool_format))
+
+    return view
+
+
+def features_upgrade(data: FeaturesUpgrade) -> View:
+    """One row per feature the release version sets: its finalized level, its target, and what became of it. Plain
+    output: `FEATURE<TAB>FROM<TAB>TO<TAB>STATUS` for each feature that is not left unchanged."""
+    from kadmin.domain.features import level_text
+
+    changed = {c.feature for c in data.changes}
+    why = {r.feature: r.reason for r in data.refusals if r.feature is not None}
+    ok = "upgraded" if data.upgraded else "valid (dry run)" if data.validated else "not sent"
+    rows: list[list[Any]] = []
+    for name, level in data.target.items():
+        now = data.finalized.get(name, 0)
+        status = f"refused: {why[name]}" if name in why else ok if name in changed else \
+            "unchanged" if now == level else "kept"  # a release's level 0 never lowers a finalized feature
+        rows.append([name, level_text(name, now), level_text(name, level), status])
+    v = View(["FEATURE", "FROM", "TO", "STATUS"], rows, title=f"release version {data.release_version}")
+    v.text = "".join("\t".join(map(str, r)) + "\n" for r in rows if r[3] != "unchanged")
     return v
 
 

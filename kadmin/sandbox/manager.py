@@ -217,9 +217,12 @@ class Sandbox:
 
     # ------------------------------------------------------------------ up / down
     def up(self, brokers: int | None = None, ensemble: int | None = None, timeout: float = 120.0,
-           kafka_home: Path | str | None = None, mode: str = "zk") -> dict[str, Any]:
+           kafka_home: Path | str | None = None, mode: str = "zk",
+           release_version: str | None = None) -> dict[str, Any]:
         """Start a fresh sandbox (or report the running one). With `kafka_home`, real Kafka (`mode` zk or
         kraft) instead of emulated brokers; it returns once every broker is registered (see realkafka.py).
+        `release_version` (KRaft): the storage is formatted at that release's feature levels (kafka-storage
+        format --release-version), not the binaries' newest.
 
         `brokers` (default 3) and `ensemble` (default 1) given for a running sandbox must be what it runs:
         a sandbox is not resized in place (SandboxError naming the running size otherwise).
@@ -247,7 +250,7 @@ class Sandbox:
         ensemble = DEFAULT_ENSEMBLE if ensemble is None else ensemble
         self.dir.mkdir(parents=True, exist_ok=True)
         if kafka_home is not None and version is not None:
-            return self._up_kafka(kafka_home, version, mode, brokers, ensemble, max(timeout, 300.0))
+            return self._up_kafka(kafka_home, version, mode, brokers, ensemble, max(timeout, 300.0), release_version)
         for old in self.dir.glob("zk[0-9]*"):  # every `up` is a fresh playground
             shutil.rmtree(old, ignore_errors=True)
         ens = Ensemble(self.dir, ensemble)
@@ -471,7 +474,7 @@ class Sandbox:
 
     # ------------------------------------------------------------------ the real-Kafka engine
     def _up_kafka(self, home: Path, version: str, mode: str, brokers: int, ensemble: int,
-                  timeout: float) -> dict[str, Any]:
+                  timeout: float, release_version: str | None = None) -> dict[str, Any]:
         from kadmin.sandbox import realkafka as rk
 
         for old in [*self.dir.glob("zk[0-9]*"), *self.dir.glob("broker-*"), *self.dir.glob("controller-*")]:
@@ -502,7 +505,8 @@ class Sandbox:
                     rk.write_config(n, rk.kraft_properties(n, ctrls, brokers, version))
                 st["cluster_id"] = rk.new_cluster_id()
                 st["bootstrap_controllers"] = ",".join(f"127.0.0.1:{c['port']}" for c in ctrls)
-                rk.format_storage(str(home), version, self.dir, ctrls + nodes, st["cluster_id"])
+                rk.format_storage(str(home), version, self.dir, ctrls + nodes, st["cluster_id"],
+                                  release_version=release_version)
                 nodes = ctrls + nodes
             st["nodes"] = nodes
             self._save(st)

@@ -108,6 +108,9 @@ CASES: dict[str, list[Case]] = {
     "brokers undrain": [Case(("1", "--from", "{drained}", "--timeout", "300"), W, brokers_only("brokers undrain"))],
     "cluster id": [Case((), W, W)],
     "cluster check-id": [Case(("{meta}",), W, W)],
+    # the controllers do not give the brokers' addresses (KIP-919): describe is partial (5), an upgrade refused (7)
+    "features describe": [Case((), W, Works((5,)))],
+    "features upgrade": [Case(("--release-version", "4.3", "--dry-run"), W, Works((7,)))],
     "ids resolve": [Case(("--host", "h1"), zk_only("ids resolve", *IDS))],
     "ids claim": [Case(("--host", "h1", "--dry-run"), zk_only("ids claim", *IDS))],
     "ids missing": [Case((), zk_only("ids missing", *IDS))],
