@@ -746,6 +746,8 @@ class Sandbox:
             return {i: view[i][1] if kinds[i] == "zk" else None for i in ids}, controller
 
         watch = [n for n in st["nodes"] if n["id"] in ids or n["role"] == "controller"]
+        if st["mode"] == "migration":  # controllers may be stopped on purpose (a rollback): watch the running ones
+            watch = [n for n in watch if n["role"] == "broker" or self._alive(st, _node_name(n), n)]
         what = f"broker{'s' if len(ids) > 1 else ''} {', '.join(map(str, ids))} to register"
         result: tuple[dict[int, int | None], int | None] = self._poll(st, what, deadline, watch, check)
         return result

@@ -262,12 +262,14 @@ def launch(home: str, version: str, sandbox_dir: Path, node: dict[str, Any]) -> 
 def format_storage(home: str, version: str, sandbox_dir: Path, nodes: Iterable[dict[str, Any]],
                    cluster_id: str, timeout: float = 300.0) -> None:
     """`kafka-storage format -t ID -c server.properties` for every node (in parallel), once, before the first
-    start. A static quorum (controller.quorum.voters) needs neither --standalone nor --initial-controllers."""
+    start. A static quorum (controller.quorum.voters) needs neither --standalone nor --initial-controllers.
+    `--cluster-id=ID` in one argument: a ZooKeeper-mode cluster's id may start with '-' (argparse would read it
+    as an option)."""
     procs = []
     for n in nodes:
         cmd = [java_binary(), HEAP["tool"], *JVM, *cds.flags(home, server=False),
                *_logging_flags(sandbox_dir, version, tools=True),
-               "-cp", f"{home}/libs/*", "kafka.tools.StorageTool", "format", "-t", cluster_id,
+               "-cp", f"{home}/libs/*", "kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}",
                "-c", str(Path(n["dir"]) / "server.properties")]
         procs.append((n, subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                           stderr=subprocess.PIPE, text=True)))
