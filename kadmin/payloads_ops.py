@@ -165,7 +165,8 @@ class SandboxDaemon(Payload):
 @dataclass(frozen=True)
 class SandboxProcess(Payload):
     """A process the sandbox started: role zookeeper, emulated-brokers (id None), broker or controller;
-    `registered` None where it does not apply (ZooKeeper, the emulated brokers' process)."""
+    `registered` None where it does not apply (ZooKeeper, the emulated brokers' process). `phase` is a migration
+    sandbox node's configured phase (broker zk, migrating, kraft; controller migrating, finalized), else None."""
 
     role: str
     id: int | None
@@ -173,10 +174,12 @@ class SandboxProcess(Payload):
     port: int | None
     alive: bool
     registered: bool | None
+    phase: str | None = None
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> SandboxProcess:
-        return cls(doc["role"], doc["id"], doc["pid"], doc["port"], doc["alive"], doc["registered"])
+        return cls(doc["role"], doc["id"], doc["pid"], doc["port"], doc["alive"], doc["registered"],
+                   doc.get("phase"))
 
 
 @dataclass(frozen=True)
@@ -192,7 +195,7 @@ class SandboxStatus(Payload):
     stopped_brokers: tuple[int, ...]
     controller: int | None
     engine: str  # emulated, kafka
-    mode: str | None  # zk, kraft
+    mode: str | None  # zk, kraft, migration
     kafka_version: str | None
     kafka_home: str | None
     cluster_id: str | None
@@ -239,6 +242,23 @@ class SandboxUp(SandboxStatus):
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> SandboxUp:
         return SandboxUp(**vars(SandboxStatus.from_json(doc)), already_running=bool(doc.get("already_running")))
+
+
+@dataclass(frozen=True)
+class SandboxPhase(Payload):
+    """`sandbox phase`: a migration sandbox node's server.properties rewritten for `phase`; `running` says the
+    node runs the old configuration until it is started again."""
+
+    id: int
+    role: str  # broker, controller
+    phase: str
+    old_phase: str | None
+    running: bool
+    config: str
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> SandboxPhase:
+        return cls(doc["id"], doc["role"], doc["phase"], doc["old_phase"], doc["running"], doc["config"])
 
 
 # ---------------------------------------------------------------------------- sandbox down

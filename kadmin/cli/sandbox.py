@@ -1,5 +1,6 @@
 """`kadmin sandbox`: a local playground to try kadmin and rehearse bounces: a real ZooKeeper with emulated
-brokers, or real Apache Kafka (`--kafka-home`: ZooKeeper mode or KRaft)."""
+brokers, or real Apache Kafka (`--kafka-home`: ZooKeeper mode, KRaft, or a ZooKeeper-mode cluster ready to migrate
+to KRaft)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from kadmin.payloads_ops import (
     SandboxDown,
     SandboxKafkaBounce,
     SandboxKafkaStart,
+    SandboxPhase,
     SandboxProcess,
     SandboxStatus,
     SandboxUp,
@@ -40,6 +42,7 @@ DirOpt = Annotated[Path | None, typer.Option("--dir", metavar="DIR", envvar="KAD
 class Mode(StrEnum):
     zk = "zk"
     kraft = "kraft"
+    migration = "migration"
 
 
 BrokerId = Annotated[int, typer.Argument(help="Broker id, or (real KRaft sandbox) a controller's node id (3001...).",
@@ -72,9 +75,10 @@ def up(
     kafka_home: Annotated[Path | None, typer.Option(
         "--kafka-home", metavar="DIR", envvar="KADMIN_KAFKA_HOME", show_default=False,
         help="Run real Apache Kafka from this installation (DIR/libs/*.jar) instead of emulated brokers.")] = None,
-    mode: Annotated[Mode, typer.Option("--mode", metavar="zk|kraft", case_sensitive=False,
-                                       help="With --kafka-home: ZooKeeper mode (Kafka 3.x) or KRaft "
-                                      "(3 controllers + the brokers).")] = Mode.zk,
+    mode: Annotated[Mode, typer.Option("--mode", metavar="zk|kraft|migration", case_sensitive=False,
+                                       help="With --kafka-home: ZooKeeper mode (Kafka 3.x), KRaft "
+                                      "(3 controllers + the brokers), or migration (ZooKeeper mode + 3 "
+                                      "controllers ready to migrate it; `sandbox phase`).")] = Mode.zk,
     release_version: Annotated[str | None, typer.Option(
         "--release-version", metavar="X.Y", show_default=False,
         help="With --mode kraft: format the storage at this release's feature levels (kafka-storage format "
@@ -91,6 +95,12 @@ def up(
     The emulated brokers register in Kafka's v5 format. With --kafka-home DIR, N real Kafka brokers (returns
     once each is registered). With --mode kraft there is no ZooKeeper: plain output is the bootstrap servers
     (export KADMIN_BOOTSTRAP_SERVER=$(...)); -o json also has bootstrap_controllers.
+
+    With --mode migration (Kafka 3.5+ 3.x): the ZooKeeper-mode cluster, then 3 controller-only KRaft nodes
+    (3001-3003) formatted with its cluster id, zookeeper.metadata.migration.enable=true and a fixed
+    controller.quorum.voters; returns once the brokers are registered and the quorum has a leader (the
+    controllers then wait in PRE_MIGRATION for migrating brokers). Plain output is the ZooKeeper connect
+    string; `sandbox phase` moves each node through the migration.
     """
     if ensemble not in (None, 1, 3):
         from kadmin.errors import UsageError
@@ -99,7 +109,7 @@ def up(
     if mode is not Mode.zk and kafka_home is None:
         from kadmin.errors import UsageError
 
-        raise UsageError("--mode kraft needs real Kafka: give --kafka-home DIR (or KADMIN_KAFKA_HOME)")
+        raise UsageError(f"--mode {mode.value} needs real Kafka: give --kafka-home DIR (or KADMIN_KAFKA_HOME)")
     if release_version is not None and mode is not Mode.kraft:
         from kadmin.errors import UsageError
 
@@ -119,6 +129,9 @@ def up(
                f"export KADMIN_ZOOKEEPER={data.zookeeper}")
         if data.engine == "kafka":
             msg += f" (bootstrap servers {data.bootstrap_servers})"
+        if data.mode == "migration":
+            msg += (f"; migration controllers {', '.join(str(p.id) for p in data.processes if p.role == 'controller')}"
+                    f" (KADMIN_BOOTSTRAP_CONTROLLER={data.bootstrap_controllers})")
     return inv.emit(Result(data=data, message=msg), views.sandbox)
 
 
@@ -194,6 +207,30 @@ def start(inv: Invocation, broker_id: BrokerId, directory: DirOpt = None) -> int
         pid = data.pid if isinstance(data, SandboxKafkaStart) else None
         msg = f"broker {broker_id} started with " + (f"epoch {data.new_epoch}" if data.new_epoch is not None
                                                      else f"pid {pid}")
+    return inv.emit(Result(data=data, message=msg), views.key_values)
+
+
+PhaseArg = Annotated[str, typer.Argument(
+    metavar="PHASE", help="A broker's: zk, migrating or kraft; a controller's: migrating or finalized.")]
+
+
+@command(app, "phase", cluster=False)
+def phase(inv: Invocation, node_id: BrokerId, phase: PhaseArg, directory: DirOpt = None) -> int:
+    """Configure a node of a migration sandbox (`up --mode migration`) for a phase of the ZooKeeper to KRaft
+    migration: rewrites its server.properties; the node runs with it from its next `sandbox start`.
+
+    A broker: zk (ZooKeeper mode), migrating (ZooKeeper mode plus the migration flag, the controllers'
+    quorum and inter.broker.protocol.version), kraft (process.roles=broker, node.id = its broker.id, no
+    ZooKeeper). A controller (3001...): migrating, or finalized (no migration flag, no ZooKeeper; Kafka writes
+    POST_MIGRATION when such a controller becomes the leader). A roll's hooks move the brokers:
+    --stop 'kadmin sandbox kill {id}' --start 'kadmin sandbox phase {id} migrating && kadmin sandbox start {id}'.
+
+    Rolling back from MIGRATION (brokers migrating, back to zk): Kafka's guide also has the controllers stopped
+    and /controller and /migration deleted in ZooKeeper; this command changes configuration only.
+    """
+    data = SandboxPhase.from_json(_sandbox(directory).phase(node_id, phase.lower()))
+    when = "from its next start (it is running)" if data.running else "when started"
+    msg = f"{data.role} {data.id}: phase {data.old_phase} -> {data.phase} {when}"
     return inv.emit(Result(data=data, message=msg), views.key_values)
 
 

@@ -182,6 +182,8 @@ def sandbox(data: SandboxStatus | Mapping[str, Any]) -> View:
                  [[p.role, p.id, p.pid, p.port, p.alive, p.registered,
                    data.brokers.get(p.id) if p.role == "broker" and p.id is not None else None]
                   for p in data.processes])
+        if data.mode == "migration":  # each node's configured phase
+            v = View([*v.headers, "PHASE"], [[*r, p.phase] for r, p in zip(v.rows, data.processes, strict=True)])
     else:
         v = View(["ID", "EPOCH", "CONTROLLER"], [[b, e, b == data.controller] for b, e in data.brokers.items()])
     connect = data.bootstrap_servers if data.mode == "kraft" else (data.zookeeper or data.bootstrap_servers)

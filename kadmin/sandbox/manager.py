@@ -449,9 +449,9 @@ class Sandbox:
             "kafka_version": None,
             "kafka_home": None,
             "processes": [*({"role": "zookeeper", "id": m["myid"], "pid": m["pid"], "port": int(m["address"].rsplit(
-                ":", 1)[1]), "alive": m["alive"], "registered": None} for m in members),
+                ":", 1)[1]), "alive": m["alive"], "registered": None, "phase": None} for m in members),
                 {"role": "emulated-brokers", "id": None, "pid": st["daemon"]["pid"], "port": st["daemon"].get("port"),
-                 "alive": daemon_alive, "registered": None}],
+                 "alive": daemon_alive, "registered": None, "phase": None}],
         }
 
     def bounce(self, broker_id: int, down_seconds: float = 0.0) -> dict[str, Any]:
@@ -490,7 +490,7 @@ class Sandbox:
             "bootstrap_controllers": None,
         }
         try:
-            if mode == "zk":
+            if mode in ("zk", "migration"):
                 ens = Ensemble(self.dir, ensemble)
                 ens.start(timeout=min(timeout, 90.0))
                 st["connect"], st["chroot"] = ens.connect_string + CHROOT, CHROOT
@@ -499,6 +499,8 @@ class Sandbox:
                 self._save(st)
                 for n in nodes:
                     rk.write_config(n, rk.zk_broker_properties(n, st["connect"], brokers, version))
+                if mode == "migration":
+                    return self._up_migration(st, nodes, deadline)
             else:
                 ctrls = [_new_node(self.dir, "controller", c) for c in rk.CONTROLLERS]
                 for n in ctrls + nodes:
@@ -518,6 +520,83 @@ class Sandbox:
                 self.down()
             raise
         return {**self.status(), "already_running": False}
+
+    def _up_migration(self, st: dict[str, Any], brokers: list[dict[str, Any]], deadline: float) -> dict[str, Any]:
+        """The ZooKeeper-mode cluster first (its brokers write /cluster/id), then 3 controllers formatted with
+        that cluster id, configured for the migration; returns once every broker is registered and the
+        controllers' quorum has a leader. The KRaft controller then waits in PRE_MIGRATION for the brokers to
+        come in migration mode (`sandbox phase ID migrating`)."""
+        from kadmin.sandbox import realkafka as rk
+
+        for n in brokers:
+            n["phase"] = "zk"
+        st["nodes"] = brokers
+        self._save(st)
+        for n in brokers:
+            self._launch(st, n)
+        self._wait_registered(st, [int(n["id"]) for n in brokers], deadline)
+        hosts = [("127.0.0.1", z["port"]) for z in st["zookeeper"]]
+        st["cluster_id"] = rk.zk_cluster_id(hosts, st["chroot"])
+        if not st["cluster_id"]:
+            raise SandboxError("the ZooKeeper-mode brokers registered but wrote no /cluster/id")
+        ctrls = [{**_new_node(self.dir, "controller", c), "phase": "migrating"} for c in rk.CONTROLLERS]
+        for c in ctrls:
+            rk.write_config(c, rk.phase_properties(c, "migrating", st["connect"], ctrls, st["brokers"],
+                                                   st["kafka_version"]))
+        st["bootstrap_controllers"] = ",".join(f"127.0.0.1:{c['port']}" for c in ctrls)
+        rk.format_storage(st["kafka_home"], st["kafka_version"], self.dir, ctrls, st["cluster_id"])
+        st["nodes"] = ctrls + brokers
+        self._save(st)
+        for c in ctrls:
+            self._launch(st, c)
+        self._wait_quorum_leader(st, ctrls, deadline)
+        return {**self.status(), "already_running": False}
+
+    def _wait_quorum_leader(self, st: dict[str, Any], ctrls: list[dict[str, Any]], deadline: float) -> int:
+        """Until the controllers' DescribeQuorum names a leader among them; its id."""
+        from kadmin.sandbox import realkafka as rk
+
+        markers, last = self._markers(st), None
+        while True:
+            for c in ctrls:
+                ours, why = still_ours(c, markers[_node_name(c)])
+                if not ours:
+                    raise SandboxError(f"controller {c['id']} (pid {c['pid']}: {why}) while waiting for a quorum "
+                                       f"leader: {rk.log_problem(c)}")
+            try:
+                leader = int(rk.quorum_view(st["bootstrap_controllers"]).leader_id)
+                if leader in rk.CONTROLLERS:
+                    return leader
+                last = f"leader {leader}"
+            except Exception as e:  # noqa: BLE001 - the quorum forming: poll again
+                last = in_words(e)
+            if time.monotonic() > deadline:
+                raise SandboxError(f"timed out waiting for the controllers' quorum leader (last seen: {last})")
+            time.sleep(0.25)
+
+    def phase(self, node_id: int, phase: str) -> dict[str, Any]:
+        """Rewrite a migration sandbox node's server.properties for `phase` (realkafka.PHASES); the node runs
+        with it from its next start. The node may be running (its config changes under it, not its process)."""
+        from kadmin.sandbox import realkafka as rk
+
+        st = self._require()
+        if st.get("mode") != "migration":
+            raise SandboxError(f"the sandbox in {self.dir} is not a migration sandbox: `kadmin sandbox up "
+                               "--kafka-home DIR --mode migration` runs one")
+        node = self._controller_node(st, node_id) or self._broker(st, node_id)
+        if phase not in rk.PHASES[node["role"]]:
+            from kadmin.errors import UsageError
+
+            raise UsageError(f"{node['role']} {node_id}: no phase {phase!r}; a {node['role']}'s phases are "
+                             + ", ".join(rk.PHASES[node["role"]]))
+        ctrls = [n for n in st["nodes"] if n["role"] == "controller"]
+        old = node.get("phase")
+        cfg = rk.write_config(node, rk.phase_properties(node, phase, st["connect"], ctrls, st["brokers"],
+                                                        st["kafka_version"]))
+        node["phase"] = phase
+        self._update(st, node)
+        return {"id": node_id, "role": node["role"], "phase": phase, "old_phase": old,
+                "running": self._alive(st, _node_name(node), node), "config": str(cfg)}
 
     def _launch(self, st: dict[str, Any], node: dict[str, Any]) -> None:
         from kadmin.sandbox import realkafka as rk
@@ -582,6 +661,15 @@ class Sandbox:
                 raise SandboxError(f"timed out waiting for controller {node['id']} to catch up (last seen: {last})")
             time.sleep(0.25)
 
+    @staticmethod
+    def _kind(st: dict[str, Any], broker_id: int) -> str:
+        """How a broker registers now: zk (a /brokers/ids znode) or kraft (DescribeCluster, unfenced). In a
+        migration sandbox a broker is kraft from its kraft phase on."""
+        if st["mode"] != "migration":
+            return str(st["mode"])
+        node: dict[str, Any] = next((n for n in st["nodes"] if n["role"] == "broker" and n["id"] == broker_id), {})
+        return "kraft" if node.get("phase") == "kraft" else "zk"
+
     def _update(self, st: dict[str, Any], node: dict[str, Any]) -> None:
         st["nodes"] = [node if (n["role"], n["id"]) == (node["role"], node["id"]) else n for n in st["nodes"]]
         self._save(st)
@@ -594,6 +682,20 @@ class Sandbox:
         if st["mode"] == "zk":
             regs, controller = rk.zk_view([("127.0.0.1", s["port"]) for s in st["zookeeper"]], st["chroot"], ids)
             return dict(regs), controller
+        if st["mode"] == "migration":
+            # {id: (port, czxid)} for the brokers registered in ZooKeeper; {id: fenced} for the kraft-phase ones
+            # as DescribeCluster through the running kraft-phase brokers shows them; the controller of /controller
+            # (a KRaft controller's id once it has taken over)
+            regs, controller = rk.zk_view([("127.0.0.1", s["port"]) for s in st["zookeeper"]], st["chroot"], ids)
+            view: dict[int, Any] = dict(regs)
+            kraft = [n for n in st["nodes"] if n["role"] == "broker" and n.get("phase") == "kraft"
+                     and self._alive(st, _node_name(n), n)]
+            if kraft:
+                with contextlib.suppress(Exception):  # none answering yet: they show as not registered
+                    fenced = rk.kraft_view(",".join(f"127.0.0.1:{n['port']}" for n in kraft))[0]
+                    view.update({i: f for i, f in fenced.items() if i in ids and self._kind(st, i) == "kraft"
+                                 and i not in regs})
+            return view, controller
         fenced, _ = rk.kraft_view(st["bootstrap_servers"])  # a broker names a random broker as "controller"
         controller = None
         with contextlib.suppress(Exception):
@@ -636,17 +738,20 @@ class Sandbox:
         ports = {n["id"]: n["port"] for n in st["nodes"]}
         after = after or {}
 
+        kinds = {i: self._kind(st, i) for i in ids}
+
         def check(view: dict[int, Any], controller: int | None) -> Any:
-            if st["mode"] == "zk":
-                if controller is None or not all(i in view and view[i][0] == ports[i] and view[i][1] > after.get(
-                        i, 0) for i in ids):
-                    return None
-                return {i: view[i][1] for i in ids}, controller
-            if not all(view.get(i) is False for i in ids):
+            zk = [i for i in ids if kinds[i] == "zk"]
+            if zk and (controller is None or not all(isinstance(view.get(i), tuple) and view[i][0] == ports[i]
+                                                     and view[i][1] > after.get(i, 0) for i in zk)):
                 return None
-            return {i: None for i in ids}, controller
+            if not all(view.get(i) is False for i in ids if kinds[i] == "kraft"):
+                return None
+            return {i: view[i][1] if kinds[i] == "zk" else None for i in ids}, controller
 
         watch = [n for n in st["nodes"] if n["id"] in ids or n["role"] == "controller"]
+        if st["mode"] == "migration":  # controllers may be stopped on purpose (a rollback): watch the running ones
+            watch = [n for n in watch if n["role"] == "broker" or self._alive(st, _node_name(n), n)]
         what = f"broker{'s' if len(ids) > 1 else ''} {', '.join(map(str, ids))} to register"
         result: tuple[dict[int, int | None], int | None] = self._poll(st, what, deadline, watch, check)
         return result
@@ -657,9 +762,12 @@ class Sandbox:
         def check(view: dict[int, Any], controller: int | None) -> Any:
             if st["mode"] == "zk":
                 return True if broker_id not in view else None
+            if st["mode"] == "migration":  # no znode (a broker that was zk or migrating), not unfenced (kraft)
+                got = view.get(broker_id)
+                return True if not isinstance(got, tuple) and got is not False else None
             return True if view.get(broker_id) is not False else None
 
-        if st["mode"] != "zk" and not any(
+        if st["mode"] == "kraft" and not any(
                 n["role"] == "broker" and n["id"] != broker_id and self._alive(st, _node_name(n), n)
                 for n in st["nodes"]):
             # KRaft with no broker running: none can describe the cluster. Nothing to wait for here: a new
@@ -757,14 +865,14 @@ class Sandbox:
 
     def _epoch(self, st: dict[str, Any], broker_id: int) -> int | None:
         """The broker's registration epoch (zk: the czxid of /brokers/ids/ID), None when unknown."""
-        if st["mode"] != "zk":
+        if self._kind(st, broker_id) != "zk":
             return None
         try:
             view, _ = self._view(st, [broker_id])
         except Exception:  # noqa: BLE001 - unknown is an answer here
             return None
         got = view.get(broker_id)
-        return int(got[1]) if got else None
+        return int(got[1]) if isinstance(got, tuple) else None
 
     def _status_kafka(self, st: dict[str, Any]) -> dict[str, Any]:
         from kadmin.sandbox import realkafka as rk
@@ -775,14 +883,14 @@ class Sandbox:
             members.append({"myid": s["myid"], "address": f"127.0.0.1:{s['port']}", "pid": s["pid"],
                             "alive": alive, "mode": server_mode("127.0.0.1", s["port"]) if alive else None})
             rows.append({"role": "zookeeper", "id": s["myid"], "pid": s["pid"], "port": s["port"], "alive": alive,
-                         "registered": None})
+                         "registered": None, "phase": None})
         broker_ids = [n["id"] for n in st["nodes"] if n["role"] == "broker"]
         view: dict[int, Any] = {}
         controller: int | None = None
         voters: dict[int, Any] = {}
         with contextlib.suppress(Exception):  # a cluster that does not answer shows nothing registered
             view, controller = self._view(st, broker_ids)
-        if st["mode"] == "kraft":
+        if st["mode"] in ("kraft", "migration"):
             with contextlib.suppress(Exception):
                 voters = rk.kraft_view(st["bootstrap_controllers"], controllers=True)[0]
         brokers: dict[int, Any] = {}
@@ -790,17 +898,17 @@ class Sandbox:
             alive = self._alive(st, _node_name(n), n)
             if n["role"] == "controller":
                 registered = (n["id"] in voters) if voters else None
-            elif st["mode"] == "zk":
+            elif self._kind(st, n["id"]) == "zk":
                 got = view.get(n["id"])
-                registered = got is not None and got[0] == n["port"]
-                if got is not None and registered:
+                registered = isinstance(got, tuple) and got[0] == n["port"]
+                if isinstance(got, tuple) and registered:
                     brokers[n["id"]] = got[1]
             else:
                 registered = view.get(n["id"]) is False  # listed and unfenced
                 if registered:
                     brokers[n["id"]] = None
             rows.append({"role": n["role"], "id": n["id"], "pid": n["pid"], "port": n["port"], "alive": alive,
-                         "registered": registered})
+                         "registered": registered, "phase": n.get("phase")})
         return {
             "dir": st["dir"],
             "zookeeper": st["connect"],

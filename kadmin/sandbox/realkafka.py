@@ -1,7 +1,9 @@
 """The sandbox's real-Kafka engine: Apache Kafka JVMs from any installation's `libs/*.jar`.
 
 `kadmin sandbox up --kafka-home DIR` runs, on loopback, either N brokers in ZooKeeper mode (Kafka 3.x,
-under the sandbox's real ZooKeeper) or a KRaft cluster (3 controllers in a static quorum + N brokers).
+under the sandbox's real ZooKeeper), a KRaft cluster (3 controllers in a static quorum + N brokers), or
+(`--mode migration`) the ZooKeeper-mode cluster plus 3 controllers ready to migrate it to KRaft (KIP-866),
+each node configured for its migration phase (`PHASES`; `phase_properties`).
 This module knows Kafka: versions, server.properties, log4j files, StorageTool, the JVM command line,
 and what "registered" means (a /brokers/ids/<id> znode; a DescribeCluster row that is not fenced).
 The sandbox manager owns the state file and the pid-identity rules for signalling processes.
@@ -23,8 +25,14 @@ from kadmin.errors import SandboxError
 from kadmin.sandbox import cds
 from kadmin.sandbox.zkserver import java_binary
 
-MODES = ("zk", "kraft")
+MODES = ("zk", "kraft", "migration")
 CONTROLLERS = (3001, 3002, 3003)  # KRaft controller node ids (broker ids are 1..N)
+# A migration sandbox's phases per role, in the order the migration goes (Kafka 3.9's "ZooKeeper to KRaft
+# Migration"): a broker zk -> migrating (ZooKeeper mode, registered with the KRaft quorum too) -> kraft
+# (process.roles=broker, node.id = its broker.id); a controller migrating (zookeeper.metadata.migration.enable)
+# -> finalized (no migration flag, no ZooKeeper). Going back: a broker from migrating to zk (the documented
+# rollback while the controllers are still in migration mode).
+PHASES = {"broker": ("zk", "migrating", "kraft"), "controller": ("migrating", "finalized")}
 JVM = ["-Xms64m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true"]
 HEAP = {"broker": "-Xmx384m", "controller": "-Xmx256m", "tool": "-Xmx256m"}
 _JAR = re.compile(r"^kafka(?:_2\.1[0-3]|-clients)-(\d+\.\d+\.\d+)(?:[-.][\w.-]*)?\.jar$")
@@ -64,6 +72,10 @@ def major(version: str) -> int:
     return int(version.split(".", 1)[0])
 
 
+def _minor(version: str) -> tuple[int, int]:
+    return major(version), int(version.split(".")[1])
+
+
 def detect_version(home: Path) -> str:
     """Kafka's version from `HOME/libs/kafka_2.13-<v>.jar` (or kafka-clients-<v>.jar)."""
     libs = Path(home) / "libs"
@@ -88,10 +100,13 @@ def check(home: Path, mode: str) -> str:
     if mode not in MODES:
         raise SandboxError(f"--mode {mode!r}: expected zk or kraft")
     version = detect_version(home)
-    if mode == "zk" and major(version) >= 4:
+    if mode in ("zk", "migration") and major(version) >= 4:
         raise SandboxError(f"--kafka-home {home} is Kafka {version}: ZooKeeper mode was removed in Kafka 4.0; "
                            "use --mode kraft (or a 3.x installation)")
-    if mode == "kraft" and (major(version), int(version.split(".")[1])) < (3, 3):
+    if mode == "migration" and _minor(version) < (3, 5):
+        raise SandboxError(f"--kafka-home {home} is Kafka {version}: the sandbox's migration mode needs 3.5 or "
+                           "newer (the ZooKeeper to KRaft migration is production-ready from 3.6)")
+    if mode == "kraft" and _minor(version) < (3, 3):
         raise SandboxError(f"--kafka-home {home} is Kafka {version}: the sandbox's KRaft mode needs 3.3 or newer")
     java_binary()  # a SandboxError when there is no java
     return version
@@ -181,6 +196,41 @@ def kraft_properties(node: dict[str, Any], controllers: Sequence[dict[str, Any]]
     return props
 
 
+def phase_properties(node: dict[str, Any], phase: str, zk_connect: str, controllers: Sequence[dict[str, Any]],
+                     brokers: int, version: str) -> dict[str, str]:
+    """A migration sandbox node's server.properties in `phase` (PHASES), as Kafka 3.9's migration guide has them.
+
+    Broker, zk: the ZooKeeper-mode broker. migrating: the same broker plus inter.broker.protocol.version (this
+    release), zookeeper.metadata.migration.enable, controller.quorum.voters, controller.listener.names and the
+    CONTROLLER listener's protocol. kraft: process.roles=broker with node.id = the old broker.id, no ZooKeeper
+    settings and no inter.broker.protocol.version (metadata.version rules); same log.dirs (the broker keeps its
+    meta.properties v0) and port.
+    Controller, migrating: a KRaft controller plus the migration flag, zookeeper.connect (with the chroot) and
+    inter.broker.listener.name (the listener it sends the ZooKeeper brokers' RPCs to). finalized: a plain KRaft
+    controller."""
+    if phase not in PHASES[node["role"]]:
+        raise SandboxError(f"{node['role']} {node['id']}: no phase {phase!r} "
+                           f"(one of {', '.join(PHASES[node['role']])})")
+    if node["role"] == "controller":
+        props = kraft_properties(node, controllers, brokers, version)
+        if phase == "migrating":
+            props.update({"zookeeper.metadata.migration.enable": "true", "zookeeper.connect": zk_connect,
+                          "zookeeper.session.timeout.ms": "6000", "inter.broker.listener.name": "PLAINTEXT"})
+        return props
+    if phase == "kraft":
+        return kraft_properties(node, controllers, brokers, version)
+    props = zk_broker_properties(node, zk_connect, brokers, version)
+    if phase == "migrating":
+        props.update({
+            "inter.broker.protocol.version": "{}.{}".format(*_minor(version)),
+            "zookeeper.metadata.migration.enable": "true",
+            "controller.quorum.voters": voters(controllers),
+            "controller.listener.names": "CONTROLLER",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        })
+    return props
+
+
 def write_config(node: dict[str, Any], props: dict[str, str]) -> Path:
     d = Path(node["dir"])
     (d / "logs").mkdir(parents=True, exist_ok=True)
@@ -213,12 +263,14 @@ def format_storage(home: str, version: str, sandbox_dir: Path, nodes: Iterable[d
                    cluster_id: str, timeout: float = 300.0, release_version: str | None = None) -> None:
     """`kafka-storage format -t ID -c server.properties` for every node (in parallel), once, before the first
     start. A static quorum (controller.quorum.voters) needs neither --standalone nor --initial-controllers.
-    `release_version`: `--release-version X.Y`, the feature levels of that release instead of the newest."""
+    `--cluster-id=ID` in one argument: a ZooKeeper-mode cluster's id may start with '-' (argparse would read it
+    as an option). `release_version`: `--release-version X.Y`, the feature levels of that release instead of the
+    newest."""
     procs = []
     for n in nodes:
         cmd = [java_binary(), HEAP["tool"], *JVM, *cds.flags(home, server=False),
                *_logging_flags(sandbox_dir, version, tools=True),
-               "-cp", f"{home}/libs/*", "kafka.tools.StorageTool", "format", "-t", cluster_id,
+               "-cp", f"{home}/libs/*", "kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}",
                "-c", str(Path(n["dir"]) / "server.properties"),
                *(["--release-version", release_version] if release_version else [])]
         procs.append((n, subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -271,6 +323,22 @@ def zk_view(hosts: Sequence[tuple[str, int]], chroot: str,
             except (NoNodeError, KeyError, ValueError):
                 controller = None
             return regs, controller
+        finally:
+            await s.close()
+
+    return asyncio.run(asyncio.wait_for(read(), 20))
+
+
+def zk_cluster_id(hosts: Sequence[tuple[str, int]], chroot: str) -> str | None:
+    """The cluster id the ZooKeeper-mode brokers wrote to /cluster/id (None before the first broker did)."""
+    from kadmin.sandbox.zkwire import NoNodeError, ZkSession
+
+    async def read() -> str | None:
+        s = await ZkSession.open(hosts, chroot=chroot, timeout_ms=6000)
+        try:
+            return str(json.loads((await s.get("/cluster/id"))[0] or b"{}")["id"])
+        except (NoNodeError, KeyError, ValueError):
+            return None
         finally:
             await s.close()
 

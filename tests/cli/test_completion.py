@@ -97,7 +97,7 @@ def test_bash_completes_output_choices(tmp_path):
 def test_bash_completes_controllers_and_other_choice_lists(tmp_path):
     assert bash_complete(tmp_path, "kadmin", "roll", "plan", "--controllers", "")[0] == ["first", "skip"]
     assert bash_complete(tmp_path, "kadmin", "roll", "plan", "--batch-rule", "m")[0] == ["min-isr"]
-    assert bash_complete(tmp_path, "kadmin", "sandbox", "up", "--mode", "")[0] == ["zk", "kraft"]
+    assert bash_complete(tmp_path, "kadmin", "sandbox", "up", "--mode", "")[0] == ["zk", "kraft", "migration"]
 
 
 def test_bash_completes_file_names_for_file_options(tmp_path):

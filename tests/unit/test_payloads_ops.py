@@ -251,9 +251,10 @@ def test_the_sandbox_cli_hands_payloads_with_the_same_json(monkeypatch: pytest.M
         {"myid": 0, "address": "127.0.0.1:1", "pid": 10, "alive": True, "mode": "standalone"}],
         "daemon": {"pid": 11, "alive": True}, "brokers": {1: 36, 2: 35}, "stopped_brokers": [3], "controller": 1,
         "engine": "emulated", "mode": "zk", "kafka_version": None, "kafka_home": None,
-        "processes": [{"role": "zookeeper", "id": 0, "pid": 10, "port": 1, "alive": True, "registered": None},
+        "processes": [{"role": "zookeeper", "id": 0, "pid": 10, "port": 1, "alive": True, "registered": None,
+                       "phase": None},
                       {"role": "emulated-brokers", "id": None, "pid": 11, "port": 2, "alive": True,
-                       "registered": None}]},
+                       "registered": None, "phase": None}]},
         "down": {"dir": "/sb", "stopped": [{"process": "brokers", "pid": 11, "reason": "start time and command "
                                             "line match"}], "already_gone": []},
         "bounce": ANSWERS[0][1], "kill": ANSWERS[4][1], "start": ANSWERS[7][1]}
