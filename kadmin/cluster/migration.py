@@ -72,6 +72,7 @@ class MigrationReads:
         self.security_protocol = security_protocol
         self.clock = clock
         self._made: list[KraftClient] = []
+        self._failures: list[KadminError] = []  # why each source given could not be read at all
 
     def observe(self) -> Observation:
         given = frozenset(n for n, v in (("zookeeper", self._zk), ("controllers", self.controllers),
@@ -84,6 +85,7 @@ class MigrationReads:
                 desc = self.brokers.describe_cluster()
                 listed = {b.id: host_port(b.host, b.port) for b in desc.brokers}
             except KadminError as e:
+                self._failures.append(e)
                 unread.append(Unread("DescribeCluster through --bootstrap-server", e.message,
                                      "reachable brokers at --bootstrap-server"))
         needs_quorum = not (zk is not None and zk.cluster and (zk.migration is None or
@@ -97,6 +99,8 @@ class MigrationReads:
         for n in nodes:
             if n.error is not None:
                 unread.append(Unread(f"ApiVersions of {n.role} {n.id} at {n.address}", n.error, NEEDS_APIS))
+        if self._failures and zk is None and quorum is None and not listed and all(n.error for n in nodes):
+            raise self._failures[0]  # nothing given answered: unreachable (a check verb's UNKNOWN), not a state
         return Observation(given, zk, quorum, tuple(nodes), tuple(sorted(listed)), tuple(unread),
                            int(self.clock() * 1000))
 
@@ -113,6 +117,8 @@ class MigrationReads:
             m = zk.get("/migration")
             mig = decode_migration(m.data, m.stat.ctime, m.stat.version) if m is not None else None
         except (KadminError, ZnodeFormatError) as e:
+            if isinstance(e, KadminError):
+                self._failures.append(e)
             unread.append(Unread("ZooKeeper", getattr(e, "message", None) or str(e), NEEDS_ZK))
             return None, {}
         for p in listing.problems:
@@ -140,6 +146,8 @@ class MigrationReads:
         try:
             q, _ = client.describe_quorum()
         except KadminError as e:
+            if self.controllers is not None:
+                self._failures.append(e)
             if needed or self.controllers is not None:
                 unread.append(Unread("DescribeQuorum", e.message, NEEDS_QUORUM))
             return None, {}
