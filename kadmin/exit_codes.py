@@ -3,8 +3,8 @@
 Two tables, one per kind of command:
 
 - Every command but the check verbs uses `ExitCode`; its JSON envelope's `status` is `STATUS[code]`.
-- The check verbs (`CHECK_COMMANDS`: `partitions check`, `quorum check`) follow the monitoring-plugin
-  convention exactly (Nagios, Icinga, Sensu): `Verdict` 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN, where
+- The check verbs (`CHECK_COMMANDS`: `partitions check`, `quorum check`, `migration status`) follow the
+  monitoring-plugin convention exactly (Nagios, Icinga, Sensu): `Verdict` 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN, where
   UNKNOWN is anything that prevented a verdict (usage error, configuration, unreachable cluster, internal
   error); their `status` is `ok`, `warning`, `critical` or `unknown`. Ctrl-C still exits 130.
 
@@ -42,7 +42,7 @@ class Verdict(IntEnum):
     UNKNOWN = 3
 
 
-CHECK_COMMANDS = ("partitions check", "quorum check")
+CHECK_COMMANDS = ("partitions check", "quorum check", "migration status")
 """The commands whose job is a verdict for a monitoring system. `cluster check-id` and `brokers can-stop`
 are gates for scripts (a mismatch or an unsafe stop is a plain "no", exit 1), not monitoring checks."""
 

@@ -34,6 +34,13 @@ CHECKS: dict[str, str] = {
     "quorum check": "WARNING (1): a member down, a lagging voter or observer, a ZooKeeper member on an older "
                     "zxid epoch; CRITICAL (2): no leader, no majority of voters up, a zombie leader (KIP-595), "
                     "or `--restart NODE` would leave no caught-up majority",
+    "migration status": "WARNING (1): brokers with migration enabled but no KRaft controller (a rollback not "
+                        "finished), or PRE_MIGRATION longer than `--stuck-after` with brokers lacking migration "
+                        "settings; CRITICAL (2): a ZooKeeper-mode broker without migration settings during "
+                        "MIGRATION, a KRaft broker in a ZooKeeper-mode cluster, ZooKeeper-mode brokers after the "
+                        "migration, or every broker migrating and the metadata still not copied after "
+                        "`--stuck-after`; UNKNOWN (3) also when the state or a node's mode could not be read "
+                        "(`unread` names what would let kadmin read it)",
 }
 
 COMMANDS: dict[str, Codes] = {

@@ -92,7 +92,7 @@ def envelope_section() -> list[str]:
         "  parsed far enough to know it.",
         "- `exit_code` is the process's exit code ([exit-codes.md](exit-codes.md)).",
         *_wrap(f"`status` follows from `exit_code` alone, so the two never disagree: {_status_list()}. The check "
-               f"commands (`partitions check`, `quorum check`) say {checks}, and "
+               f"commands (`partitions check`, `quorum check`, `migration status`) say {checks}, and "
                f"`{STATUS[ExitCode.INTERRUPTED]}` on Ctrl-C.", "  "),
         "- `errors` lists each problem as `{\"code\", \"message\"}` (a partition's or znode's problems also name",
         "  it, e.g. `\"partition\": null` for a whole unreadable topic); the same messages go to stderr.",
@@ -300,6 +300,8 @@ Registration versions 1 to 5 are all read, including `host: null` with `port: -1
   {"min", "max"}, "every_node"}], "nodes": [{"id", "role", "address", "supported", "error"}]}`;
   `features upgrade`: `{"release_version", "finalized", "target", "dry_run", "upgraded", "validated", "changes",
   "unchanged", "refusals", "nodes"}` ([features.md](features.md)).
+- `migration status`: `{"status", "state", "possible_states", "brokers": [{"id", "mode", "source"}], "controllers",
+  "rollback_possible", "next_step", "rollback", "sources", "findings", "unread"}` ([migration.md](migration.md)).
 - `ids resolve` and `ids claim`: `{"broker_id", "rule", "host", "missing_ids", "detail"}`
   ([ids.md](ids.md)).
 - `sandbox up -o json` also has `bootstrap_controllers` in KRaft mode; `sandbox status -o json` says

@@ -2,7 +2,7 @@
 
 A service names in its signature the capability it needs (a Protocol below: Partitions, Registrations,
 BrokerEpochs, LeadershipMoves, ControllerLinks, BrokerIds, QuorumSource, Unregistration, FeatureFlags,
-ClusterIdentity). kadmin/cluster/connect.py's `open_backend` decides the mode, once, and builds a
+MigrationSource, ClusterIdentity). kadmin/cluster/connect.py's `open_backend` decides the mode, once, and builds a
 Backend whose properties hand out that mode's implementations, opened on first use. A capability the
 mode (or the address given) lacks is absent: asking for it raises the one exit-3 error naming the
 command and what to use instead. Implementations return domain values, never library objects.
@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # annotations only: a gate that reads registrations does not 
     from kadmin.domain.drain import Key, PartitionView, Unknown
     from kadmin.domain.features import FeatureState
     from kadmin.domain.lease import Holder, LeaseTry
+    from kadmin.domain.migration import Observation
     from kadmin.domain.models import Broker, Controller, Coverage, Generation, PartitionState, Registered, Stat
     from kadmin.domain.quorum import QuorumState
 
@@ -321,6 +322,13 @@ class FeatureFlags(Protocol):
     def update_features(self, levels: Mapping[str, int], validate_only: bool) -> None: ...
 
 
+class MigrationSource(Protocol):
+    """A ZooKeeper -> KRaft migration's sources (ZooKeeper, the controllers, the brokers; each as given) read at once;
+    what could not be read is in the observation's `unread`, never raised, unless nothing at all could be asked."""
+
+    def observe(self) -> Observation: ...
+
+
 class ClusterIdentity(Protocol):
     source: str  # where the id is read: "zookeeper /cluster/id", "DescribeCluster"
 
@@ -400,6 +408,10 @@ class Backend:
     @property
     def features(self) -> FeatureFlags:
         return self._get("features", FeatureFlags)  # type: ignore[type-abstract]
+
+    @property
+    def migration(self) -> MigrationSource:
+        return self._get("migration", MigrationSource)  # type: ignore[type-abstract]
 
     @property
     def identity(self) -> ClusterIdentity:

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from kadmin.cluster.features import KraftFeatures
     from kadmin.cluster.kraft import KraftClient
     from kadmin.cluster.kraft_cluster import KraftCluster, KraftRegistrations
+    from kadmin.cluster.migration import MigrationReads
     from kadmin.cluster.zookeeper import ZkCluster, ZkConnection
     from kadmin.domain.quorum import QuorumState
 
@@ -158,7 +159,7 @@ def open_backend(settings: ConnectionSettings, command: str, log: Callable[[str]
         makers: dict[str, Maker] = {
             "partitions": o.zk, "registrations": o.zk, "epochs": o.zk, "broker_ids": o.zk, "identity": o.zk,
             "leadership": o.admin_drain if o.server else o.zk_drain,
-            "controller_links": o.controller_links, "quorum": o.ensemble,
+            "controller_links": o.controller_links, "quorum": o.ensemble, "migration": o.migration,
         }
         if o.server or o.controller:
             makers["unregistration"] = o.unregistration
@@ -170,13 +171,14 @@ def open_backend(settings: ConnectionSettings, command: str, log: Callable[[str]
     if o.server:
         makers = {"partitions": o.kraft_cluster, "registrations": o.kraft_registrations,
                   "fencing": o.kraft_registrations, "leadership": o.admin_drain, "quorum": o.kraft,
-                  "unregistration": o.unregistration, "identity": o.kraft, "features": o.features}
+                  "unregistration": o.unregistration, "identity": o.kraft, "features": o.features,
+                  "migration": o.migration}
         return Backend("kraft", command, makers, missing, o.close, explain=lambda name: o.zookeeper_mode(command, name))
     if o.controller:
         missing.update(partitions=BROKERS_ONLY, registrations=NO_DESCRIBE, fencing=NO_DESCRIBE,
                        leadership=DRAIN_BROKERS_ONLY)
         return Backend("kraft", command, {"quorum": o.kraft, "unregistration": o.kraft, "identity": o.kraft,
-                                          "features": o.features},
+                                          "features": o.features, "migration": o.migration},
                        missing, o.close)
     raise ConfigError(NO_CLUSTER)
 
@@ -250,6 +252,31 @@ class _Opener:
             return found
 
         return self._once("features", make)
+
+    def migration(self) -> MigrationReads:
+        """A migration's sources: ZooKeeper (-z), the controllers (--bootstrap-controller) and the brokers
+        (--bootstrap-server), each as given (this capability takes all three at once), and a client for brokers
+        known only from their registrations."""
+        from kadmin.cluster.kraft import KraftClient
+        from kadmin.cluster.migration import MigrationReads
+
+        def make() -> MigrationReads:
+            cfg = _client_config(self.settings)
+
+            def client(address: str, controllers: bool = False) -> KraftClient:
+                return KraftClient(address, cfg, self.settings.connect_timeout, controllers=controllers,
+                                   deadline=self.deadline)
+
+            if self.log:
+                self.log("backend: migration status via " + ", ".join(
+                    f"{flag} {self.settings.get(flag)} (from {self.settings.source(flag)})" for flag in
+                    ("zookeeper", "bootstrap-controller", "bootstrap-server") if self.settings.get(flag)))
+            return MigrationReads(self.zk if self.settings.get("zookeeper") else None,
+                                  client(str(self.controller), True) if self.controller else None,
+                                  client(str(self.server)) if self.server else None, client,
+                                  str(cfg["security_protocol"]))
+
+        return self._once("migration", make)
 
     def zk(self) -> ZkCluster:
         return self._once("zk", lambda: _zk_cluster(self.settings, self.log, self.deadline, self.on_connection))
@@ -471,6 +498,7 @@ if TYPE_CHECKING:  # mypy proves each implementation has the capability the back
         EpochsAndPartitions,
         FeatureFlags,
         LeadershipMoves,
+        MigrationSource,
         QuorumSource,
         Registrations,
         Unregistration,
@@ -478,9 +506,10 @@ if TYPE_CHECKING:  # mypy proves each implementation has the capability the back
     from kadmin.cluster.base import ControllerLinks as _Links
 
     def _conforms(zk: ZkCluster, kraft: KraftClient, kc: KraftCluster, kr: KraftRegistrations, admin: AdminDrain,
-                  zkd: ZkDrain, links: KafkaControllerLinks, ensemble: ZkEnsemble, features: KraftFeatures) -> None:
+                  zkd: ZkDrain, links: KafkaControllerLinks, ensemble: ZkEnsemble, features: KraftFeatures,
+                  migration: MigrationReads) -> None:
         _zk: tuple[Partitions, Registrations, EpochsAndPartitions, BrokerIds, ClusterIdentity] = (zk, zk, zk, zk, zk)
         _kraft: tuple[Partitions, Registrations, QuorumSource, Unregistration, ClusterIdentity] = (
             kc, kr, kraft, kraft, kraft)
         _moves: tuple[LeadershipMoves, LeadershipMoves] = (admin, zkd)
-        _other: tuple[_Links, QuorumSource, FeatureFlags] = (links, ensemble, features)
+        _other: tuple[_Links, QuorumSource, FeatureFlags, MigrationSource] = (links, ensemble, features, migration)

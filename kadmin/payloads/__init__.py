@@ -4,7 +4,7 @@ A payload is a frozen dataclass whose fields are the keys of the command's JSON 
 (kadmin.results.Payload: `to_json()` is the JSON form; a key that is there only sometimes is said in the
 payload's own `to_json()`). Services build them, views read their fields, the renderer prints their JSON
 form. Here, below both services and render (which may not import each other), for `brokers`, `partitions`,
-`quorum`, `cluster`, `ids` and `features`, with the pieces they share; the other command groups (`history`,
+`quorum`, `cluster`, `ids`, `features` and `migration`, with the pieces they share; the other command groups (`history`,
 `sandbox`) have theirs in kadmin/payloads_ops.py.
 
 One module a command group (common, brokers, gates, partitions, moves, quorum, cluster, ids, features), each loaded
@@ -45,6 +45,14 @@ if TYPE_CHECKING:
     )
     from kadmin.payloads.gates import BrokerWait, MaxEpoch
     from kadmin.payloads.ids import HostMapping, IdClaim, IdDecision, Mapped, MissingId, StaleMapping, Unmapped
+    from kadmin.payloads.migration import (
+        MigrationBroker,
+        MigrationControllerNode,
+        MigrationControllers,
+        MigrationFinding,
+        MigrationStatus,
+        MigrationUnread,
+    )
     from kadmin.payloads.moves import (
         Drain,
         MoveRefused,
@@ -83,6 +91,8 @@ HOME: dict[str, str] = {
     **dict.fromkeys(("ClusterId", "MetaPropertiesFile", "ClusterIdCheck"), "cluster"),
     **dict.fromkeys(("LevelRange", "FeatureRow", "NodeSupport", "FeaturesDescription", "FeatureChange",
                      "FeatureRefusal", "FeaturesUpgrade"), "features"),
+    **dict.fromkeys(("MigrationBroker", "MigrationControllerNode", "MigrationControllers", "MigrationFinding",
+                     "MigrationUnread", "MigrationStatus"), "migration"),
     **dict.fromkeys(("IdDecision", "IdClaim", "MissingId", "HostMapping", "Mapped", "Unmapped", "StaleMapping"), "ids"),
 }
 __all__ = sorted(HOME)

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
         IdDecision,
         InSync,
         MaxEpoch,
+        MigrationStatus,
         MissingId,
         PartitionRow,
         PartitionsCheck,
@@ -338,6 +339,30 @@ def quorum_check(data: QuorumCheck) -> View:
     v = View(["LEVEL", "CODE", "MESSAGE"], [[f.level, f.code, f.message] for f in data.findings])
     v.text = "".join(f"{f.level}\t{f.code}\t{f.message}\n" for f in data.findings)
     return v
+
+
+def migration_status(data: MigrationStatus) -> View:
+    """One row per node (brokers, then controllers) with its mode; the title says the state. Plain output: `STATE`,
+    then `BROKER<TAB>ID<TAB>MODE` and `CONTROLLER<TAB>ID<TAB>MIGRATION_ENABLED` lines, then `NEXT`, `ROLLBACK` and
+    each finding as `LEVEL<TAB>CODE<TAB>MESSAGE`."""
+    def shown(v: object) -> str:
+        return "unknown" if v is None else str(v).lower() if isinstance(v, bool) else str(v)
+
+    state = data.state or "unknown (" + " or ".join(data.possible_states) + ")"
+    c = data.controllers
+    rows: list[list[Any]] = [["broker", b.id, shown(b.mode), b.source] for b in data.brokers]
+    rows += [["controller", n.id, "migration enabled" if n.migration_enabled else "finalized"
+              if n.migration_enabled is False else "unknown", ("leader; " if n.id == c.leader else "")
+              + (n.error or n.address or "")] for n in c.nodes]
+    kind = "unknown" if c.active_is_kraft is None else "KRaft" if c.active_is_kraft else "ZooKeeper"
+    active = f"active controller {shown(c.active)} ({kind})"
+    title = f"{data.status.upper()}: {state}; {active}; rollback possible: {shown(data.rollback_possible)}"
+    lines = [f"STATE\t{shown(data.state)}\n"]
+    lines += [f"BROKER\t{b.id}\t{shown(b.mode)}\n" for b in data.brokers]
+    lines += [f"CONTROLLER\t{n.id}\t{shown(n.migration_enabled)}\n" for n in c.nodes]
+    lines += [f"NEXT\t{data.next_step}\n", f"ROLLBACK\t{data.rollback}\n"]
+    lines += [f"{f.level}\t{f.code}\t{f.message}\n" for f in data.findings]
+    return View(["NODE", "ID", "MODE", "SOURCE"], rows, title=title, text="".join(lines))
 
 
 FEATURE_TOOL_FORMATS = ("4.3", "3.9")  # kafka-features describe: padded columns (4.3), TABs (3.9 and 4.0)

@@ -371,6 +371,16 @@ def sandbox_state(c: Ctx, text: str | None = None) -> str:
     return str(d)
 
 
+def pre_migration(c: Ctx) -> Zk:
+    """ZooKeeper-mode brokers 1-2 (no migration settings) and /migration as the KRaft controllers write it when they
+    wait for the brokers (PRE_MIGRATION; docs/migration-observed.md)."""
+    z = c.cluster(1, 2, serve_kafka=True)
+    mig = {"version": 0, "kraft_metadata_offset": -1, "kraft_controller_id": -1, "kraft_metadata_epoch": -1,
+           "kraft_controller_epoch": -1}
+    # more than --stuck-after (1 ms) old when kadmin reads the clock: after it asked the brokers ApiVersions
+    return z.put("/migration", json.dumps(mig).encode())
+
+
 def ctrl_c(c: Ctx, flag: str, *argv: str) -> Ran:
     """`python -m kadmin ARGV FLAG SERVER` against a server that never answers, and Ctrl-C (SIGINT) once it has
     connected: the command is then blocked inside, as on a hung cluster."""
@@ -684,6 +694,12 @@ CASES: dict[tuple[str, int], Case] = {
     ("partitions list", 3): lambda c: ["partitions", "list"],
     ("partitions list", 4): lambda c: ["partitions", "list", *NOWHERE],
     ("partitions list", 5): lambda c: ["partitions", "list", *c.w.garbage.z],
+    # migration status: the monitoring convention (docs/migration.md)
+    ("migration status", 0): lambda c: ["migration", "status", *c.cluster(1, 2, serve_kafka=True).z],
+    ("migration status", 1): lambda c: ["migration", "status", "--stuck-after", "0.001", *pre_migration(c).z],
+    ("migration status", 2): lambda c: ["migration", "status", *c.cluster(10, serve_kafka=True).z, *c.w.kraft],
+    ("migration status", 3): lambda c: ["migration", "status"],
+    ("migration status", 130): lambda c: ctrl_c(c, "-b", "migration", "status"),
     # quorum check: the monitoring convention
     ("quorum check", 0): lambda c: ["quorum", "check", *c.w.kraft],
     ("quorum check", 1): lambda c: ["quorum", "check", "--max-lag-ms", "600000", *c.kraft(lagging_observer)],

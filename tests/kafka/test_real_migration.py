@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -39,6 +40,23 @@ BROKERS = [1, 2, 3]
 def props(sb: Sandbox, role: str, node_id: int) -> dict[str, str]:
     text = (sb.dir / f"{role}-{node_id}" / "server.properties").read_text()
     return dict(ln.split("=", 1) for ln in text.splitlines() if "=" in ln)
+
+
+def migration_status(m: Migration, *sources: str) -> tuple[int, dict[str, Any]]:
+    """`kadmin migration status -o json` with -z, --bootstrap-controller and -b (every broker) unless `sources` names
+    which: its exit code (a verdict) and data."""
+    st = m.status()
+    brokers = ",".join(f"127.0.0.1:{p['port']}" for p in st["processes"] if p["role"] == "broker")
+    given = {"zk": ["-z", st["zookeeper"]], "ctl": ["--bootstrap-controller", st["bootstrap_controllers"]],
+             "b": ["-b", brokers]}
+    args = [a for name in (sources or ("zk", "ctl", "b")) for a in given[name]]
+    code, data, err = m.sb.json("migration", "status", "--timeout", "60", *args)
+    assert data is not None, err
+    return code, data
+
+
+def modes(data: dict[str, Any]) -> dict[int, str | None]:
+    return {b["id"]: b["mode"] for b in data["brokers"]}
 
 
 def phases(m: Migration) -> dict[int, tuple[str, bool, bool]]:
@@ -88,6 +106,12 @@ def test_up_runs_zk_brokers_and_controllers_formatted_with_the_zk_cluster_id(for
     assert q["leader"] in CONTROLLERS and q["voters"] == CONTROLLERS
     assert zk["/controller"]["data"]["brokerid"] in BROKERS  # still the ZooKeeper-mode controller
     assert zk["/migration"]["data"]["kraft_controller_id"] == -1  # created, no KRaft controller yet
+    code, data = migration_status(forward)
+    assert (code, data["state"], data["status"]) == (0, "PRE_MIGRATION", "ok"), data
+    assert modes(data) == {b: "zk" for b in BROKERS} and data["rollback_possible"] is True
+    assert data["controllers"]["leader"] == q["leader"] and data["controllers"]["active_is_kraft"] is False
+    assert data["controllers"]["active"] in BROKERS and "roll brokers 1, 2, 3" in data["next_step"]
+    assert all(n["migration_enabled"] for n in data["controllers"]["nodes"])
 
 
 def test_phase_refuses_what_is_not_a_phase_of_that_node(forward: Migration) -> None:
@@ -105,6 +129,10 @@ def test_brokers_rolled_into_migrating_start_the_migration(forward: Migration) -
         old = phases(forward)
         forward.roll(b, "migrating")
         assert phases(forward)[b] == ("migrating", True, True) and old[b][0] == "zk"
+        if b < BROKERS[-1]:  # the last one starts the copy: its state is checked once Kafka logged it
+            code, data = migration_status(forward)
+            assert (code, data["state"]) == (0, "PRE_MIGRATION"), data
+            assert modes(data) == {i: "zk_migrating" if i <= b else "zk" for i in BROKERS}
         p = props(sb, "broker", b)
         assert p["zookeeper.metadata.migration.enable"] == "true" and p["inter.broker.protocol.version"] == "3.9"
         assert p["broker.id"] == str(b) and "process.roles" not in p
@@ -117,6 +145,15 @@ def test_brokers_rolled_into_migrating_start_the_migration(forward: Migration) -
     assert zk["/controller"]["data"]["brokerid"] == leader and zk["/controller"]["data"]["kraftControllerEpoch"] > 0
     assert zk["/migration"]["data"]["kraft_controller_id"] == leader
     assert st["controller"] == leader  # the sandbox reads /controller too
+    code, data = migration_status(forward)
+    assert (code, data["state"], data["rollback_possible"]) == (0, "MIGRATION", True), data
+    assert modes(data) == {b: "zk_migrating" for b in BROKERS}
+    assert (data["controllers"]["active"], data["controllers"]["active_is_kraft"]) == (leader, True)
+    assert "into KRaft" in data["next_step"]
+    # ZooKeeper alone cannot tell MIGRATION from POST_MIGRATION: UNKNOWN, naming what would tell
+    code, data = migration_status(forward, "zk", "b")
+    assert (code, data["state"], data["possible_states"]) == (3, None, ["MIGRATION", "POST_MIGRATION"]), data
+    assert any("--bootstrap-controller" in u["needs"] for u in data["unread"])
 
 
 def test_brokers_rolled_into_kraft_keep_their_ids(forward: Migration) -> None:
@@ -124,6 +161,10 @@ def test_brokers_rolled_into_kraft_keep_their_ids(forward: Migration) -> None:
     for b in BROKERS:
         forward.roll(b, "kraft")
         assert phases(forward)[b] == ("kraft", True, True)
+        code, data = migration_status(forward)
+        assert (code, data["state"]) == (0, "MIGRATION"), data
+        assert modes(data) == {i: "kraft" if i <= b else "zk_migrating" for i in BROKERS}
+        assert "rollback" not in data or "process.roles" in data["rollback"]  # KRaft brokers go back first
         p = props(sb, "broker", b)
         assert (p["process.roles"], p["node.id"]) == ("broker", str(b))
         assert not any(k.startswith("zookeeper.") or k == "broker.id" for k in p)
@@ -140,10 +181,22 @@ def test_controllers_finalized_leader_last_reach_post_migration(forward: Migrati
     sb = forward.sb
     leader = forward.quorum_leader()
     for c in [c for c in CONTROLLERS if c != leader] + [leader]:
+        if c == leader:  # the others finalized, the leader not yet: still MIGRATION, the leader named last
+            code, data = migration_status(forward)
+            assert (code, data["state"]) == (0, "MIGRATION"), data
+            assert data["next_step"].startswith(f"finalize the controllers: roll {leader} ")
         forward.roll(c, "finalized")
         p = props(sb, "controller", c)
         assert "zookeeper.metadata.migration.enable" not in p and "zookeeper.connect" not in p
     forward.wait_log(FINALIZED)
+    code, data = migration_status(forward)
+    assert (code, data["state"], data["rollback_possible"]) == (0, "POST_MIGRATION", False), data
+    assert modes(data) == {b: "kraft" for b in BROKERS} and data["rollback"].startswith("not possible")
+    assert data["controllers"]["active"] == forward.quorum_leader() and data["controllers"]["active_is_kraft"]
+    assert not any(n["migration_enabled"] for n in data["controllers"]["nodes"])
+    # the Kafka protocol alone cannot tell a finalized migration from a cluster that never migrated
+    code, data = migration_status(forward, "ctl", "b")
+    assert (code, data["possible_states"]) == (3, ["POST_MIGRATION", "NONE"]), data
     assert phases(forward) == {**{b: ("kraft", True, True) for b in BROKERS},
                                **{c: ("finalized", True, True) for c in CONTROLLERS}}
 
@@ -169,14 +222,26 @@ def test_rollback_from_migration_brings_the_brokers_back_to_zookeeper_mode(rollb
     rollback.wait_log(DUAL_WRITE)
     st = rollback.status()
     # Kafka's guide: deprovision the controllers, delete /controller and /migration, roll the brokers to ZK mode
+    code, data = migration_status(rollback)
+    assert (code, data["state"]) == (0, "MIGRATION") and modes(data) == {b: "zk_migrating" for b in BROKERS}, data
+    assert "delete /controller" in data["rollback"]
     for c in CONTROLLERS:
         assert rollback.sb.run("sandbox", "kill", str(c)).returncode == 0
+    # the controllers gone, /migration still filled: MIGRATION or POST_MIGRATION, not a guess
+    code, data = migration_status(rollback)
+    assert (code, data["state"], data["possible_states"]) == (3, None, ["MIGRATION", "POST_MIGRATION"]), data
     held = delete_znodes(st["zookeeper"], "/controller", "/migration")
     assert held["/controller"]["brokerid"] in CONTROLLERS and "kraft_controller_id" in held["/migration"]
+    code, data = migration_status(rollback, "zk", "b")  # half-way back: migration on, no KRaft controller
+    assert (code, data["state"], [f["code"] for f in data["findings"]]) == (
+        1, "ZK", ["migrating_without_controller"]), data
     for b in BROKERS:
         rollback.roll(b, "zk")
         p = props(rollback.sb, "broker", b)
         assert "zookeeper.metadata.migration.enable" not in p and "controller.quorum.voters" not in p
+        code, data = migration_status(rollback, "zk", "b")
+        assert (data["state"], modes(data)) == ("ZK", {i: "zk" if i <= b else "zk_migrating" for i in BROKERS}), data
+        assert code == (0 if b == BROKERS[-1] else 1)
     zk = znodes(st["zookeeper"])
     assert zk["/controller"]["data"]["brokerid"] in BROKERS and zk["/controller"]["data"]["kraftControllerEpoch"] == -1
     assert zk["/migration"] is None
