@@ -24,9 +24,12 @@ NOT_CONTROLLER = 41
 
 
 def _api_versions() -> Any:
+    """ApiVersions at the highest version both sides speak. No min_version=3: kafka-python would then refuse to send
+    it to a node that tops out below v3 (IncompatibleBrokerVersion, which reads as a rejected request); the answer's
+    version is checked instead (below v3: no feature flags, Unsupported)."""
     from kafka.protocol.metadata.api_versions import ApiVersionsRequest
 
-    return ApiVersionsRequest(client_software_name="kadmin", client_software_version="0", min_version=3)
+    return ApiVersionsRequest(client_software_name="kadmin", client_software_version="0")
 
 
 def _supported(resp: Any) -> dict[str, tuple[int, int]]:

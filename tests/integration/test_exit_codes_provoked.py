@@ -48,7 +48,7 @@ from kadmin.exit_codes import ExitCode as X
 from kadmin.sandbox.fleet import BrokerSpec, ThreadedFleet
 from kadmin.sandbox.zkserver import Ensemble
 from tests.support.hung import Hung
-from tests.support.kraft_server import KraftServer, Scenario
+from tests.support.kraft_server import API_VERSIONS, INVALID_UPDATE_VERSION, KraftServer, Scenario
 
 pytestmark = pytest.mark.integration
 
@@ -371,6 +371,31 @@ def sandbox_state(c: Ctx, text: str | None = None) -> str:
     return str(d)
 
 
+def migration_sandbox(c: Ctx) -> str:
+    """A migration sandbox's directory as `sandbox up --kafka-home DIR --mode migration` leaves it (brokers 1-2 in phase
+    zk, controllers 3001-3003 migrating), its processes never started here: `sandbox phase` rewrites a node's
+    server.properties, running or not."""
+    from kadmin.sandbox.manager import STATE_VERSION
+
+    d = c.tmp / "migration-sandbox"
+    d.mkdir()
+
+    def node(role: str, node_id: int, port: int, phase: str) -> dict[str, Any]:
+        return {"role": role, "id": node_id, "port": port, "dir": str(d / f"{role}-{node_id}"), "pid": None,
+                "identity": None, "phase": phase}
+
+    nodes = [node("controller", i, 1000 + i, "migrating") for i in (3001, 3002, 3003)]
+    nodes += [node("broker", i, 9091 + i, "zk") for i in (1, 2)]
+    state = {"version": STATE_VERSION, "dir": str(d), "engine": "kafka", "mode": "migration", "kafka_version": "3.9.1",
+             "kafka_home": str(c.tmp / "kafka"), "connect": "127.0.0.1:1/kafka", "chroot": "/kafka", "brokers": 2,
+             "zookeeper": [{"myid": 1, "port": 1, "pid": None, "data_dir": str(d / "zk1"), "identity": None}],
+             "daemon": {"pid": None, "port": None, "identity": None}, "nodes": nodes, "cluster_id": CLUSTER_ID,
+             "bootstrap_servers": "127.0.0.1:9092,127.0.0.1:9093",
+             "bootstrap_controllers": "127.0.0.1:4001,127.0.0.1:4002,127.0.0.1:4003"}
+    (d / "state.json").write_text(json.dumps(state))
+    return str(d)
+
+
 def pre_migration(c: Ctx) -> Zk:
     """ZooKeeper-mode brokers 1-2 (no migration settings) and /migration as the KRaft controllers write it when they
     wait for the brokers (PRE_MIGRATION; docs/migration-observed.md)."""
@@ -496,6 +521,32 @@ def refused_unregister(s: Scenario) -> None:
 
 def not_leader_anywhere(s: Scenario) -> None:
     s.quorum.partition_error = 6  # NOT_LEADER_OR_FOLLOWER from every node, as during an election
+
+
+def brokers_without_feature_flags(s: Scenario) -> None:
+    """Every broker answers ApiVersions at most v2, which carries no feature flags (Kafka before 2.7)."""
+    for b in s.brokers:
+        s.node_apis[b.node_id] = {API_VERSIONS: (0, 2)}
+
+
+def broker_3_not_rolled(s: Scenario) -> None:
+    """Broker 3 still runs 3.9 (metadata.version up to 3.9-IV0), the other nodes 4.3."""
+    s.node_features[3] = {"metadata.version": (1, 21), "kraft.version": (0, 1)}
+
+
+def update_features_rejected(s: Scenario) -> None:
+    """The controller rejects UpdateFeatures: a broker still on 3.9 registered after kadmin asked every node."""
+    s.update_features_error = INVALID_UPDATE_VERSION
+    s.update_features_error_message = ("Invalid update version 25 for feature metadata.version. Broker 4 only "
+                                       "supports versions 1-21")
+
+
+def at_the_controllers(c: Ctx) -> list[str]:
+    """--bootstrap-controller alone: the controllers do not give the brokers' addresses (KIP-919)."""
+    return ["--bootstrap-controller", c.w.kraft_server.bootstrap("controller")]
+
+
+NO_BROKER = ["-b", "127.0.0.1:1", "--connect-timeout", "1"]  # refused at once: unreachable
 
 
 def roll_journal(c: Ctx, cluster_id: str, *, finished: bool) -> str:
@@ -635,6 +686,23 @@ CASES: dict[tuple[str, int], Case] = {
     ("cluster id", 5): lambda c: ["cluster", "id", *c.w.garbage.z],  # /cluster/id holds garbage
     # completion
     ("completion", 0): lambda c: ["completion", "bash"],
+    # features describe (KRaft)
+    ("features describe", 0): lambda c: ["features", "describe", *c.w.kraft],
+    ("features describe", 3): lambda c: ["features", "describe", *c.w.healthy.z],  # ZooKeeper mode
+    ("features describe", 4): lambda c: ["features", "describe", *NO_BROKER],
+    ("features describe", 5): lambda c: ["features", "describe", *at_the_controllers(c)],  # the brokers not asked
+    ("features describe", 8): lambda c: ["features", "describe", *c.kraft(brokers_without_feature_flags)],
+    # features upgrade: a cluster formatted at 3.9 (metadata.version 3.9-IV0), its nodes on 4.3
+    ("features upgrade", 0): lambda c: ["features", "upgrade", "--release-version", "4.0", *c.kraft(lambda s: None)],
+    ("features upgrade", 2): lambda c: ["features", "upgrade", "--release-version", "9.9", *c.w.kraft],
+    ("features upgrade", 3): lambda c: ["features", "upgrade", "--release-version", "4.0", *c.w.healthy.z],
+    ("features upgrade", 4): lambda c: ["features", "upgrade", "--release-version", "4.0", *NO_BROKER],
+    ("features upgrade", 6): lambda c: ["features", "upgrade", "--release-version", "4.0",
+                                        *c.kraft(update_features_rejected)],
+    ("features upgrade", 7): lambda c: ["features", "upgrade", "--release-version", "4.0",
+                                        *c.kraft(broker_3_not_rolled)],
+    ("features upgrade", 8): lambda c: ["features", "upgrade", "--release-version", "4.0",
+                                        *c.kraft(brokers_without_feature_flags)],
     ("help", 0): lambda c: ["help", "connection"],
     # history ingest
     ("history ingest", 0): ingest_ok,
@@ -751,6 +819,10 @@ CASES: dict[tuple[str, int], Case] = {
     ("sandbox down", 3): lambda c: ["sandbox", "down", "--dir", sandbox_state(c, "{not json")],
     ("sandbox kill", 0): lambda c: ["sandbox", "kill", "2", "--dir", str(sandbox_broker(c, 2, running=True))],
     ("sandbox kill", 3): lambda c: ["sandbox", "kill", "2", "--dir", no_sandbox(c)],
+    ("sandbox phase", 0): lambda c: ["sandbox", "phase", "1", "migrating", "--dir", migration_sandbox(c)],
+    ("sandbox phase", 1): lambda c: ["sandbox", "phase", "9", "migrating", "--dir", migration_sandbox(c)],
+    ("sandbox phase", 2): lambda c: ["sandbox", "phase", "3001", "kraft", "--dir", migration_sandbox(c)],  # a broker's
+    ("sandbox phase", 3): lambda c: ["sandbox", "phase", "1", "migrating", "--dir", sandbox_state(c)],  # emulated
     ("sandbox start", 0): lambda c: ["sandbox", "start", "2", "--dir", str(sandbox_broker(c, 2, running=False))],
     ("sandbox start", 3): lambda c: ["sandbox", "start", "2", "--dir", no_sandbox(c)],
     ("sandbox status", 0): lambda c: ["sandbox", "status", "--dir", str(c.w.sandbox())],

@@ -19,8 +19,9 @@ from kafka import KafkaAdminClient
 from kafka.errors import IncompatibleBrokerVersion, KafkaTimeoutError
 from kafka.net.manager import KafkaConnectionManager
 from kafka.net.selector import NetworkSelector
-from kafka.protocol.admin.cluster import DescribeClusterRequest, DescribeQuorumRequest
+from kafka.protocol.admin.cluster import DescribeClusterRequest, DescribeQuorumRequest, UpdateFeaturesRequest
 from kafka.protocol.metadata import MetadataRequest
+from kafka.protocol.metadata.api_versions import ApiVersionsRequest
 
 from tests.support.kafka_wire import closes_connection, exchange, request
 from tests.support.kraft_server import (
@@ -29,6 +30,7 @@ from tests.support.kraft_server import (
     DESCRIBE_QUORUM,
     METADATA,
     UNREGISTER_BROKER,
+    UPDATE_FEATURES,
     KraftServer,
     Listener,
     Node,
@@ -421,6 +423,102 @@ def test_unregister_broker(server: KraftServer) -> None:
     assert bodies == [("controller", 2), ("broker", 2), ("broker", 1)]
     with RawKafka(server.address(1)) as kafka:  # gone from DescribeCluster too
         assert [b.broker_id for b in kafka.send(describe_cluster(include_fenced=True)).brokers] == [1, 3]
+
+
+# ------------------------------------------------------------------------- feature flags
+def api_versions(max_version: int | None = None) -> Any:
+    return ApiVersionsRequest(client_software_name="kadmin-test", client_software_version="0", max_version=max_version)
+
+
+def update_features(levels: dict[str, int], validate_only: bool = False, upgrade_type: int = 1,
+                    max_version: int | None = None) -> Any:
+    key = UpdateFeaturesRequest.FeatureUpdateKey
+    return UpdateFeaturesRequest(timeout_ms=5000, validate_only=validate_only, max_version=max_version,
+                                 feature_updates=[key(feature=f, max_version_level=lv, upgrade_type=upgrade_type)
+                                                  for f, lv in levels.items()])
+
+
+def features_of(response: Any) -> tuple[dict[str, tuple[int, int]], int, dict[str, tuple[int, int]]]:
+    """(supported ranges, finalized epoch, finalized (min level, max level)) as kafka-python decodes them."""
+    return ({f.name: (f.min_version, f.max_version) for f in response.supported_features},
+            response.finalized_features_epoch,
+            {f.name: (f.min_version_level, f.max_version_level) for f in response.finalized_features})
+
+
+@pytest.mark.parametrize(("role", "node"), [("broker", 2), ("controller", 3001)])
+def test_api_versions_carries_the_feature_flags(server: KraftServer, role: Any, node: int) -> None:
+    """v4: every supported feature; v3: those whose minimum is 0 left out (KAFKA-17492); below v3: none."""
+    server.update(lambda s: s.node_features.__setitem__(2, {"metadata.version": (1, 21), "kraft.version": (0, 1)}))
+    with RawKafka(server.address(node, role)) as kafka:
+        v4, v3, v2 = (kafka.send(api_versions(v)) for v in (4, 3, 2))
+    assert (v4.version, v3.version, v2.version) == (4, 3, 2)
+    supported, epoch, finalized = features_of(v4)
+    if node == 2:  # a node of another release
+        assert supported == {"metadata.version": (1, 21), "kraft.version": (0, 1)}
+    else:
+        assert supported["metadata.version"] == (7, 30) and supported["transaction.version"] == (0, 2)
+        assert len(supported) == 7
+    assert (epoch, finalized) == (1000, {"metadata.version": (21, 21)})
+    assert features_of(v3) == ({"metadata.version": supported["metadata.version"]}, 1000, finalized)
+    assert "supported_features" not in v2.to_dict()
+    assert {k.api_key: (k.min_version, k.max_version) for k in v4.api_keys}[UPDATE_FEATURES] == (0, 1)
+
+
+def test_node_apis_caps_one_node(server: KraftServer) -> None:
+    """ApiVersions at most v2 on broker 1 alone: kafka-python falls back (KIP-511) and gets no feature flags there."""
+    server.update(lambda s: s.node_apis.__setitem__(1, {API_VERSIONS: (0, 2)}))
+    with RawKafka(server.address(1)) as one, RawKafka(server.address(2)) as two:
+        assert (one.send(api_versions()).version, two.send(api_versions()).version) == (2, 4)
+    assert [(r.endpoint.node_id, r.api_version) for r in server.requests_for(API_VERSIONS)][-1] == (2, 4)
+
+
+@pytest.mark.parametrize("version", [0, 1])
+def test_update_features_validates_then_finalizes(server: KraftServer, version: int) -> None:
+    """Through a broker (forwarded) and at the active controller: ValidateOnly changes nothing (v1), an upgrade
+    finalizes every level at once and raises the epoch; each feature's result carries the request's error."""
+    levels = {"metadata.version": 25, "kraft.version": 1}
+    with RawKafka(server.address(1)) as broker, RawKafka(server.address(3000, "controller")) as leader:
+        if version == 1:
+            checked = broker.send(update_features(levels, validate_only=True, max_version=1))
+            assert (checked.version, checked.error_code) == (1, 0)
+            assert [(r.feature, r.error_code, r.error_message) for r in checked.results] == [
+                ("metadata.version", 0, None), ("kraft.version", 0, None)]
+            assert server.scenario.finalized_features == {"metadata.version": 21}
+        done = leader.send(update_features(levels, max_version=version))
+        assert (done.version, done.error_code, done.error_message) == (version, 0, None)
+        assert features_of(broker.send(api_versions()))[1:] == (
+            1001, {"metadata.version": (25, 25), "kraft.version": (1, 1)})
+    sent = [getattr(r.body, "validate_only", False) for r in server.requests_for(UPDATE_FEATURES)]  # v1+
+    assert sent == ([True, False] if version == 1 else [False])
+
+
+@pytest.mark.parametrize(
+    ("change", "levels", "at", "code", "message"),
+    [
+        (None, {"metadata.version": 31}, 1, 95,
+         "Invalid update version 31 for feature metadata.version. Controller 3000 only supports versions 7-30"),
+        (lambda s: s.node_features.__setitem__(2, {"metadata.version": (1, 21)}), {"kraft.version": 1}, 1, 95,
+         "Invalid update version 1 for feature kraft.version. Broker 2 only supports versions 0-0"),
+        (None, {"metadata.version": 20}, 1, 95,
+         "Invalid update version 20 for feature metadata.version. Can't downgrade the version of this feature "
+         "without setting the upgrade type to either safe or unsafe downgrade."),
+        (None, {"metadata.version": 25}, 3001, 41, None),  # not the active controller
+        (lambda s: (setattr(s, "update_features_error", 96), setattr(s, "update_features_error_message", "no")),
+         {"metadata.version": 25}, 2, 96, "no"),
+    ],
+    ids=["unsupported-by-a-controller", "unsupported-by-a-broker", "downgrade", "not-controller", "forced"],
+)
+def test_update_features_errors_change_nothing(server: KraftServer, change: Any, levels: dict[str, int], at: int,
+                                               code: int, message: str | None) -> None:
+    if change is not None:
+        server.update(change)
+    role: Any = "controller" if at >= 3000 else "broker"
+    with RawKafka(server.address(at, role)) as kafka:
+        response = kafka.send(update_features({**levels, "group.version": 1}))
+    assert (response.version, response.error_code, response.error_message) == (1, code, message)
+    assert [(r.feature, r.error_code, r.error_message) for r in response.results] == [
+        (f, code, message) for f in [*levels, "group.version"]]
+    assert (server.scenario.finalized_features, server.scenario.features_epoch) == ({"metadata.version": 21}, 1000)
 
 
 def test_stop_frees_the_ports() -> None:

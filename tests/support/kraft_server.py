@@ -5,7 +5,11 @@ from Kafka's JSON message schemas and independent of kafka-python, which kadmin 
 an encoding slip in kadmin or kafka-python is not cancelled out by the same library on the other end.
 
 Served, per listening node and its role (broker / controller):
-- ApiVersions (18) v0-v4 on both, with the KIP-511 fallback;
+- ApiVersions (18) v0-v4 on both, with the KIP-511 fallback; from v3 the feature flags (KIP-584): the node's
+  SupportedFeatures (`Scenario.supported_features`, or `node_features[id]` for a node of another release; below v4
+  a feature whose minimum is 0 is left out, as Kafka does since KAFKA-17492), FinalizedFeaturesEpoch and
+  FinalizedFeatures (`finalized_features`, a feature at level 0 not listed). `node_apis[id]` overrides the
+  role's advertised range of an API on one node (e.g. ApiVersions up to v2: a node without feature flags);
 - Metadata (3) v0-v13 on brokers: unfenced brokers, cluster id, controller id, no topics.
   Controllers do not advertise it (KRaft controllers do not answer Metadata);
 - DescribeCluster (60) v0-v2. Brokers list the brokers (fenced ones only with v2 and
@@ -18,7 +22,13 @@ Served, per listening node and its role (broker / controller):
   `Scenario.log_dirs_error` (e.g. CLUSTER_AUTHORIZATION_FAILED: a principal without Describe on the Cluster);
 - DescribeConfigs (32) v1-v4 on both, BROKER resources only, as Kafka's ConfigHelper answers them: a node
   describes itself (its id, or ""), `Scenario.configs[id]` as static values; another id is INVALID_REQUEST;
-  `Scenario.describe_configs_errors[id]` answers every resource at that node with that code.
+  `Scenario.describe_configs_errors[id]` answers every resource at that node with that code;
+- UpdateFeatures (57) v0-v1 on both (a broker answers as if it forwarded to the active controller; another
+  controller answers NOT_CONTROLLER), as Kafka's FeatureControlManager decides it: all or nothing, each level
+  within every node's supported range and, for an upgrade, not below the finalized one, else
+  INVALID_UPDATE_VERSION; ValidateOnly changes nothing, else the levels are finalized (the epoch goes up).
+  `Scenario.update_features_error` answers every request with that code instead. The error is the top-level
+  one and each feature's (UpdateFeaturesResponse.createWithErrors).
 
 A request whose key or version the endpoint does not advertise closes the connection, as does
 a request that does not decode exactly (trailing bytes included), except ApiVersions above the
@@ -62,7 +72,7 @@ from kio.schema.errors import ErrorCode
 from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from kio.serial import entity_reader, entity_writer
-from kio.static.primitive import i8, i16
+from kio.static.primitive import i8, i16, i64
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -77,6 +87,7 @@ DESCRIBE_CLUSTER = 60
 UNREGISTER_BROKER = 64
 DESCRIBE_LOG_DIRS = 35
 DESCRIBE_CONFIGS = 32
+UPDATE_FEATURES = 57
 RESOURCE_BROKER = 4
 STATIC_BROKER_CONFIG = 4  # DescribeConfigs' ConfigSource
 
@@ -86,7 +97,9 @@ UNKNOWN_TOPIC_OR_PARTITION = 3
 NOT_LEADER_OR_FOLLOWER = 6
 CLUSTER_AUTHORIZATION_FAILED = 31
 UNSUPPORTED_VERSION = 35
+NOT_CONTROLLER = 41
 INVALID_REQUEST = 42
+INVALID_UPDATE_VERSION = 95
 BROKER_ID_NOT_REGISTERED = 102
 MISMATCHED_ENDPOINT_TYPE = 114
 UNSUPPORTED_ENDPOINT_TYPE = 115
@@ -103,7 +116,8 @@ INT32_MIN = -(2**31)  # "authorized operations not requested"
 CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
 MAX_FRAME = 100 * 1024 * 1024
 
-# What a 3.9/4.0 node advertises for the APIs served here (versions kio 0.6.5 can encode).
+# What a 3.9/4.0 node advertises for the APIs served here (versions kio 0.6.5 can encode; UpdateFeatures as 3.9:
+# v2, 4.0's, has no per-feature results).
 BROKER_APIS: dict[int, tuple[int, int]] = {
     API_VERSIONS: (0, 4),
     METADATA: (0, 12),
@@ -112,6 +126,7 @@ BROKER_APIS: dict[int, tuple[int, int]] = {
     UNREGISTER_BROKER: (0, 0),
     DESCRIBE_LOG_DIRS: (1, 4),
     DESCRIBE_CONFIGS: (1, 4),
+    UPDATE_FEATURES: (0, 1),
 }
 CONTROLLER_APIS: dict[int, tuple[int, int]] = {
     API_VERSIONS: (0, 4),
@@ -119,7 +134,20 @@ CONTROLLER_APIS: dict[int, tuple[int, int]] = {
     DESCRIBE_CLUSTER: (0, 2),
     UNREGISTER_BROKER: (0, 0),
     DESCRIBE_CONFIGS: (1, 4),
+    UPDATE_FEATURES: (0, 1),
 }
+# The feature levels a Kafka 4.3 node supports (metadata.version 3.3-IV3 to 4.3-IV0), and what a cluster formatted
+# at 3.9 has finalized (metadata.version 3.9-IV0; the others at 0, so not listed): rolled to 4.3, not yet upgraded.
+SUPPORTED_FEATURES: dict[str, tuple[int, int]] = {
+    "metadata.version": (7, 30),
+    "kraft.version": (0, 1),
+    "transaction.version": (0, 2),
+    "group.version": (0, 1),
+    "eligible.leader.replicas.version": (0, 1),
+    "share.version": (0, 1),
+    "streams.version": (0, 1),
+}
+FINALIZED_FEATURES: dict[str, int] = {"metadata.version": 21}
 
 _I32 = struct.Struct(">i")
 _PEEK = struct.Struct(">hhi")  # api key, api version, correlation id: the same in every header
@@ -207,6 +235,17 @@ class Scenario:
     # for every resource asked of it (e.g. CLUSTER_AUTHORIZATION_FAILED: no DescribeConfigs on the Cluster)
     configs: dict[int, dict[str, str]] = field(default_factory=dict)
     describe_configs_errors: dict[int, int] = field(default_factory=dict)
+    # Per node id: {api key: (min, max)} advertised instead of the role's (e.g. {API_VERSIONS: (0, 2)}).
+    node_apis: dict[int, dict[int, tuple[int, int]]] = field(default_factory=dict)
+    # Feature flags (ApiVersions v3+, UpdateFeatures): the range every node supports, unless `node_features` gives a
+    # node its own (a node of another release); the finalized levels (0 is not listed) and their epoch.
+    supported_features: dict[str, tuple[int, int]] = field(default_factory=lambda: dict(SUPPORTED_FEATURES))
+    node_features: dict[int, dict[str, tuple[int, int]]] = field(default_factory=dict)
+    finalized_features: dict[str, int] = field(default_factory=lambda: dict(FINALIZED_FEATURES))
+    features_epoch: int = 1000
+    # UpdateFeatures: this error code (and message) to every request, instead of deciding it
+    update_features_error: int = NONE
+    update_features_error_message: str | None = None
 
     @classmethod
     def cluster(
@@ -241,6 +280,14 @@ class Scenario:
 
     def apis(self, role: Role) -> dict[int, tuple[int, int]]:
         return self.broker_apis if role == "broker" else self.controller_apis
+
+    def apis_of(self, role: Role, node_id: int) -> dict[int, tuple[int, int]]:
+        """What the node advertises: its role's APIs, with `node_apis[node_id]` over them."""
+        return {**self.apis(role), **self.node_apis.get(node_id, {})}
+
+    def features_of(self, node_id: int) -> dict[str, tuple[int, int]]:
+        """The feature levels a node supports."""
+        return self.node_features.get(node_id, self.supported_features)
 
 
 @dataclass(frozen=True)
@@ -365,7 +412,7 @@ class AsyncKraftServer:
 
     def _handle(self, endpoint: Endpoint, frame: bytes) -> bytes:
         api_key, api_version, correlation_id = _PEEK.unpack_from(frame, 0)
-        supported = self.scenario.apis(endpoint.role).get(api_key)
+        supported = self.scenario.apis_of(endpoint.role, endpoint.node_id).get(api_key)
         if supported is None:
             raise _Close(f"api key {api_key} is not advertised")
         if api_key == API_VERSIONS and api_version > supported[1]:
@@ -408,12 +455,32 @@ class AsyncKraftServer:
         return encode(ApiVersionsResponseV0, correlation_id, body)
 
     def _api_versions(self, endpoint: Endpoint, version: int, request: Any, schema: type) -> Any:
+        """ApiVersionsResponse as Kafka's ApiVersionManager builds it: the node's APIs and, from v3 (tagged fields),
+        its supported feature ranges (below v4 without those whose minimum is 0, KAFKA-17492) and the finalized
+        levels with their epoch (min level = max level, KIP-778)."""
+        s = self.scenario
         entry = nested(schema, "ApiVersion")
         keys = tuple(
             build(entry, api_key=key, min_version=lo, max_version=hi)
-            for key, (lo, hi) in sorted(self.scenario.apis(endpoint.role).items())
+            for key, (lo, hi) in sorted(s.apis_of(endpoint.role, endpoint.node_id).items())
         )
-        return build(schema, error_code=ErrorCode.none, api_keys=keys, throttle_time=NO_THROTTLE)
+        features: dict[str, Any] = {}
+        if version >= 3:
+            supported_cls, finalized_cls = nested(schema, "SupportedFeatureKey"), nested(schema, "FinalizedFeatureKey")
+            features = {
+                "supported_features": tuple(
+                    supported_cls(name=name, min_version=i16(lo), max_version=i16(hi))
+                    for name, (lo, hi) in sorted(s.features_of(endpoint.node_id).items())
+                    if lo > 0 or version >= 4
+                ),
+                "finalized_features_epoch": i64(s.features_epoch),
+                "finalized_features": tuple(
+                    finalized_cls(name=name, max_version_level=i16(level), min_version_level=i16(level))
+                    for name, level in sorted(s.finalized_features.items())
+                    if level > 0
+                ),
+            }
+        return build(schema, error_code=ErrorCode.none, api_keys=keys, throttle_time=NO_THROTTLE, **features)
 
     # ---------------------------------------------------------------- Metadata
     def _broker_controller_id(self, alive: list[Node]) -> int:
@@ -647,6 +714,50 @@ class AsyncKraftServer:
 
         return build(schema, throttle_time=NO_THROTTLE, results=tuple(result(r) for r in request.resources))
 
+    # ---------------------------------------------------------------- UpdateFeatures
+    def _update_features(self, endpoint: Endpoint, version: int, request: Any, schema: type) -> Any:
+        """ControllerApis.handleUpdateFeatures: the active controller decides (a broker forwards to it, another
+        controller answers NOT_CONTROLLER); one error for the request, also each feature's below v2."""
+        s = self.scenario
+        if endpoint.role == "controller" and endpoint.node_id != s.quorum.leader_id:
+            code, message = NOT_CONTROLLER, None
+        elif s.update_features_error != NONE:
+            code, message = s.update_features_error, s.update_features_error_message
+        else:
+            code, message = self._feature_updates_error(request.feature_updates)
+            if code == NONE and not getattr(request, "validate_only", False):  # v1+
+                for u in request.feature_updates:
+                    if u.max_version_level > 0:
+                        s.finalized_features[u.feature] = int(u.max_version_level)
+                    else:
+                        s.finalized_features.pop(u.feature, None)
+                s.features_epoch += 1  # Kafka's is the offset of the record: it goes up
+        result_cls = nested(schema, "UpdatableFeatureResult")
+        results = tuple(build(result_cls, feature=u.feature, error_code=ErrorCode(code), error_message=message)
+                        for u in request.feature_updates)
+        return build(schema, throttle_time=NO_THROTTLE, error_code=ErrorCode(code), error_message=message,
+                     results=results)
+
+    def _feature_updates_error(self, updates: Any) -> tuple[int, str | None]:
+        """FeatureControlManager.updateFeature for each update, the first error winning (nothing is applied then):
+        a level some node (the controllers first) does not support, or an upgrade below the finalized level."""
+        s = self.scenario
+        nodes = [("Controller", c.node_id) for c in s.controllers] + [("Broker", b.node_id) for b in s.brokers]
+        for u in updates:
+            level, feature = int(u.max_version_level), u.feature
+            for kind, node_id in nodes:
+                lo, hi = s.features_of(node_id).get(feature, (0, 0))
+                if level > 0 and not lo <= level <= hi:
+                    return INVALID_UPDATE_VERSION, (f"Invalid update version {level} for feature {feature}. "
+                                                    f"{kind} {node_id} only supports versions {lo}-{hi}")
+            # v1+: UpgradeType 1 is an upgrade only; v0: AllowDowngrade false
+            upgrade_only = int(u.upgrade_type) == 1 if hasattr(u, "upgrade_type") else not u.allow_downgrade
+            if upgrade_only and level < s.finalized_features.get(feature, 0):
+                return INVALID_UPDATE_VERSION, (f"Invalid update version {level} for feature {feature}. Can't "
+                                                "downgrade the version of this feature without setting the upgrade "
+                                                "type to either safe or unsafe downgrade.")
+        return NONE, None
+
     _handlers: dict[int, Callable[[AsyncKraftServer, Endpoint, int, Any, type], Any]] = {
         API_VERSIONS: _api_versions,
         METADATA: _metadata,
@@ -655,6 +766,7 @@ class AsyncKraftServer:
         UNREGISTER_BROKER: _unregister_broker,
         DESCRIBE_LOG_DIRS: _describe_log_dirs,
         DESCRIBE_CONFIGS: _describe_configs,
+        UPDATE_FEATURES: _update_features,
     }
 
 
