@@ -358,7 +358,7 @@ class ZkModeBroker:
         """
         from kazoo.exceptions import ConnectionLoss, SessionExpiredError
 
-        with _kazoo(zk) as k:
+        with zk_client(zk) as k:
             deadline = time.monotonic() + timeout
             while True:
                 try:
@@ -416,7 +416,7 @@ class ZkModeBroker:
         create (NODEEXISTS, owner != current session) and exits at startup.
         Returns (old epoch, new epoch): the czxids of the registration before and after.
         """
-        with _kazoo(zk) as k:
+        with zk_client(zk) as k:
             got = self.registration(k)
             assert got is not None, f"broker {self.id} is not registered"
             old = int(got[1].czxid)
@@ -453,7 +453,7 @@ def stop_all(brokers: Iterable[ZkModeBroker], graceful: bool = True, timeout: fl
 
 
 @contextlib.contextmanager
-def _kazoo(zk: Any) -> Any:
+def zk_client(zk: Any) -> Any:
     """Use a started KazooClient as is, or open one on a connect string for the duration."""
     if not isinstance(zk, str):
         yield zk

@@ -15,19 +15,18 @@ observation as JSON (the referee for `kadmin migration status`; docs/migration-o
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import re
 import struct
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from tests.support.kafka import KAFKA_3_9, kafka_home, tool
+from tests.support.kafka import KAFKA_3_9, kafka_home, tool, zk_client
 from tests.support.kafka_wire import exchange, request
 from tests.support.sandbox import Sandbox, sandbox
 
@@ -104,17 +103,7 @@ class Migration:
 
 
 # ---------------------------------------------------------------------------------------- ZooKeeper
-@contextlib.contextmanager
-def kazoo(connect: str) -> Iterator[Any]:
-    from kazoo.client import KazooClient
-
-    k = KazooClient(hosts=connect)
-    k.start(timeout=30)
-    try:
-        yield k
-    finally:
-        k.stop()
-        k.close()
+kazoo = zk_client  # a KazooClient on the connect string for the duration (tests/support/kafka.py)
 
 
 def _decode(data: bytes | None) -> Any:
