@@ -581,8 +581,9 @@ class Sandbox:
 
         st = self._require()
         if st.get("mode") != "migration":
-            raise SandboxError(f"the sandbox in {self.dir} is not a migration sandbox: `kadmin sandbox up "
-                               "--kafka-home DIR --mode migration` runs one")
+            raise SandboxError(f"sandbox phase needs a migration sandbox, and the sandbox in {self.dir} is "
+                               f"{st.get('mode') or 'zk'} mode: `kadmin sandbox up --kafka-home DIR --mode migration` "
+                               "runs one")
         node = self._controller_node(st, node_id) or self._broker(st, node_id)
         if phase not in rk.PHASES[node["role"]]:
             from kadmin.errors import UsageError

@@ -122,6 +122,9 @@ CASES: dict[str, list[Case]] = {
     "partitions check": [Case((), W, brokers_only("partitions check"))],
     "quorum describe": [Case(("--status",), W, W), Case(("--replication",), W, W)],
     "quorum check": [Case((), Works((0, 1)), Works((0, 1)))],  # 1: a lag WARNING on a busy machine
+    # a KRaft cluster that never migrated: NONE (no ZooKeeper given; through the brokers alone, the quorum's
+    # controllers are not asked: UNKNOWN, naming --bootstrap-controller)
+    "migration status": [Case((), Works((0, 3)), Works((0, 3)))],
     # roll: a plan touches nothing; a run here must restart nothing in this shared cluster: --nodes 99 (no such
     # node) stops it before its first event (the state directory gets only its lock)
     "roll plan": [Case((), W, NO_DESCRIBE)],
@@ -129,12 +132,15 @@ CASES: dict[str, list[Case]] = {
                       Refused(2, ("--nodes: 99: no such node",)), NO_DESCRIBE)],
     # offline: no connection options (run once, on this cluster's files and processes)
     "completion": [Case(("bash",), W)],
+    "help": [Case(("connection",), W)],
     "history ingest": [Case(("{mdir}/__cluster_metadata-0", "--cluster", "every", "--out", "{events}"), W)],
     "history report": [Case(("{events}", "bounces", "--cluster", "every"), W)],
     "roll status": [Case(("--state", "{rollstate}"), Refused(2, ("--state", "no roll there")))],  # no journal
     "roll confirm": [Case(("--state", "{rollstate}", "--node", "1", "--went-down"),
                           Refused(2, ("--state", "no roll there")))],
     "sandbox status": [Case((), W)],
+    "sandbox phase": [Case(("1", "kraft"), Refused(3, ("sandbox phase needs a migration sandbox",
+                                                        "--mode migration")))],
     "sandbox up": [Case(("--kafka-home", "{home}", "--mode", "kraft", "--brokers", "3"), W)],  # already up: 0
     "sandbox start": [Case(("1",), Refused(1, ("broker 1 is already running",))),
                       Case(("3",), W)],  # after `sandbox kill 3`
@@ -143,8 +149,9 @@ CASES: dict[str, list[Case]] = {
     "sandbox down": [Case((), W)],
 }
 # the offline commands' order matters: kill 3 before start 3, everything before down
-OFFLINE_ORDER = ["completion", "history ingest", "history report", "roll status", "roll confirm", "sandbox status",
-                 "sandbox up", "sandbox kill", "sandbox start", "sandbox bounce", "sandbox down"]
+OFFLINE_ORDER = ["completion", "help", "history ingest", "history report", "roll status", "roll confirm",
+                 "sandbox status", "sandbox phase", "sandbox up", "sandbox kill", "sandbox start", "sandbox bounce",
+                 "sandbox down"]
 
 
 def command_tree() -> dict[str, list[str]]:
