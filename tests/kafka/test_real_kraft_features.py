@@ -54,6 +54,11 @@ class Kraft:
         return {m[1]: m[2] for m in re.finditer(r"Feature: (\S+)\s.*?FinalizedVersionLevel: (\S+)", out)}
 
 
+# A test that holds for one version only runs on that version's cluster (the same module-scoped instance): no skips
+ONLY_4 = pytest.mark.parametrize("kraft", [KAFKA_4], indirect=True)
+ONLY_3_9 = pytest.mark.parametrize("kraft", [KAFKA_3_9], indirect=True)
+
+
 @pytest.fixture(scope="module", params=[KAFKA_4, KAFKA_3_9])
 def kraft(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kraft]:
     version = request.param
@@ -111,9 +116,8 @@ def test_describe_asks_every_registered_node(kraft: Kraft) -> None:
                         f["finalized"]) for f in data["features"]} == rows
 
 
+@ONLY_4  # a 3.9 cluster is at its newest release already
 def test_a_dry_run_validates_and_changes_nothing(kraft: Kraft) -> None:
-    if kraft.version == KAFKA_3_9:
-        pytest.skip("a 3.9 cluster is at its newest release already")
     before = kraft.finalized()
     code, doc, err = kraft.kadmin_json("features", "upgrade", "--release-version", "4.3", "--dry-run",
                                        "--bootstrap-server", kraft.servers)
@@ -138,9 +142,8 @@ def test_without_the_brokers_it_is_refused(kraft: Kraft) -> None:
     assert kraft.finalized() == before
 
 
+@ONLY_3_9  # every 4.3.1 node supports every release version kadmin knows
 def test_a_level_no_node_supports_is_refused(kraft: Kraft) -> None:
-    if kraft.version == KAFKA_4:
-        pytest.skip("every 4.3.1 node supports every release version kadmin knows")
     before = kraft.finalized()
     r = kraft.kadmin("features", "upgrade", "--release-version", "4.0", "--bootstrap-server", kraft.servers,
                      "--bootstrap-controller", kraft.controllers, "-o", "plain")
@@ -150,9 +153,8 @@ def test_a_level_no_node_supports_is_refused(kraft: Kraft) -> None:
     assert kraft.finalized() == before
 
 
+@ONLY_4  # a 3.9 cluster is at its newest release already
 def test_the_upgrade_finalizes_the_release_versions_levels(kraft: Kraft) -> None:
-    if kraft.version == KAFKA_3_9:
-        pytest.skip("a 3.9 cluster is at its newest release already")
     mapping = kraft.theirs("--bootstrap-server", kraft.servers, "version-mapping", "--release-version", "4.3")
     want = {m[1]: m[2] for m in re.finditer(r"^(\S+)=(\d+)", mapping, re.M)}
     code, doc, err = kraft.kadmin_json("features", "upgrade", "--release-version", "4.3",
