@@ -285,7 +285,7 @@ def frozen(pid: int) -> Iterator[None]:
 class TestKraft:
     @pytest.mark.parametrize("argv, codes, names, deadline", [
         # broker 1 (frozen) is a registered broker: its log dirs cannot be listed (UNKNOWN: not every partition
-        # could be seen) and its min.insync.replicas cannot be read (a problem: CRITICAL): named either way
+        # could be seen) and its min.insync.replicas cannot be read (said; UNKNOWN short of a replica): named either way
         (["partitions", "check"], (2, 3), "partitions only broker 1 host could not be seen", None),
         # broker 2's own log dirs and the other brokers' answers decide, and the topic's own min.insync.replicas
         # (2): the ISR left, {1, 3}, keeps it. Should broker 1 be fenced meanwhile (9 s without heartbeats, on a

@@ -413,8 +413,9 @@ def test_check_of_an_unread_min_isr_is_ok_with_every_replica_in_sync_else_unknow
     """Issue 34 §2b: a KRaft `partitions check` polled during a roll said CRITICAL ("broker 1's min.insync.replicas:
     cannot reach ...") for partitions that were neither offline nor under min ISR: broker 1 stopped between the
     pages and the configs. With every replica in sync the value cannot matter; short of one, it is UNKNOWN."""
-    from kadmin.cluster.base import PartitionStream
+    from kadmin.cluster.base import MIN_ISR_FALLBACK, PartitionStream
     from kadmin.exit_codes import Verdict
+    from kadmin.results import Problem
     from kadmin.services import partitions as svc
 
     why = "min.insync.replicas unknown: broker 1's min.insync.replicas: cannot reach 127.0.0.1:1"
@@ -428,9 +429,12 @@ def test_check_of_an_unread_min_isr_is_ok_with_every_replica_in_sync_else_unknow
 
         def iter_partitions(self, topics=None, progress=None, min_isr_default=None):
             p = PartitionState("a", 0, (1, 2, 3), self.isr, 1, min_isr=2, problem=why, min_isr_unread=True)
-            return PartitionStream(iter([p]), frozenset({1, 2, 3}), [], {})
+            # as the KRaft scan reports the broker it could not ask (kadmin/cluster/min_isr.py): a warning
+            said = Problem(MIN_ISR_FALLBACK, "broker 1's min.insync.replicas: cannot reach 127.0.0.1:1")
+            return PartitionStream(iter([p]), frozenset({1, 2, 3}), [said], {})
 
     r = svc.check(Stopping((1, 2, 3)))  # type: ignore[arg-type]
     assert (r.exit_code, r.data.findings) == (Verdict.OK, ())
+    assert any("broker 1's min.insync.replicas: cannot reach" in w for w in r.warnings)  # said, not hidden
     r = svc.check(Stopping((1, 2)))  # type: ignore[arg-type]
     assert r.exit_code == Verdict.UNKNOWN and "min.insync.replicas of 1 partition short of a replica" in r.message
