@@ -21,6 +21,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -556,23 +557,12 @@ class Sandbox:
         """Until the controllers' DescribeQuorum names a leader among them; its id."""
         from kadmin.sandbox import realkafka as rk
 
-        markers, last = self._markers(st), None
-        while True:
-            for c in ctrls:
-                ours, why = still_ours(c, markers[_node_name(c)])
-                if not ours:
-                    raise SandboxError(f"controller {c['id']} (pid {c['pid']}: {why}) while waiting for a quorum "
-                                       f"leader: {rk.log_problem(c)}")
-            try:
-                leader = int(rk.quorum_view(st["bootstrap_controllers"]).leader_id)
-                if leader in rk.CONTROLLERS:
-                    return leader
-                last = f"leader {leader}"
-            except Exception as e:  # noqa: BLE001 - the quorum forming: poll again
-                last = in_words(e)
-            if time.monotonic() > deadline:
-                raise SandboxError(f"timed out waiting for the controllers' quorum leader (last seen: {last})")
-            time.sleep(0.25)
+        def leader() -> tuple[int]:
+            return (int(rk.quorum_view(st["bootstrap_controllers"]).leader_id),)
+
+        found: int = self._poll(st, "the controllers' quorum leader", deadline, ctrls,
+                                lambda i: i if i in rk.CONTROLLERS else None, read=leader)
+        return found
 
     def phase(self, node_id: int, phase: str) -> dict[str, Any]:
         """Rewrite a migration sandbox node's server.properties for `phase` (realkafka.PHASES); the node runs
@@ -704,10 +694,14 @@ class Sandbox:
         return {i: f for i, f in fenced.items() if i in ids}, controller
 
     def _poll(self, st: dict[str, Any], what: str, deadline: float, watch: list[dict[str, Any]],
-              check: Any) -> Any:
-        """Poll the cluster's view until `check(view, controller)` returns something other than None.
-        Fails at once when a process in `watch` exits, and at the deadline, saying why."""
+              check: Any, read: Callable[[], tuple[Any, ...]] | None = None) -> Any:
+        """Poll what `read()` returns (default: the brokers' view and the active controller) until `check(*it)`
+        returns something other than None. Fails at once when a process in `watch` exits, and at the deadline,
+        saying why and what it saw last."""
         from kadmin.sandbox import realkafka as rk
+
+        brokers = [n["id"] for n in st["nodes"] if n["role"] == "broker"]
+        read = read or (lambda: self._view(st, brokers))
 
         markers = self._markers(st)
         last: Any = None
@@ -718,11 +712,11 @@ class Sandbox:
                     raise SandboxError(f"{n['role']} {n['id']} (pid {n['pid']}: {why}) while waiting for {what}: "
                                        f"{rk.log_problem(n)}")
             try:
-                view, controller = self._view(st, [n["id"] for n in st["nodes"] if n["role"] == "broker"])
-                got = check(view, controller)
+                seen = read()
+                got = check(*seen)
                 if got is not None:
                     return got
-                last = (view, controller)
+                last = seen
             except (TimeoutError, KadminError, OSError) as e:
                 last = in_words(e)
             except Exception as e:  # noqa: BLE001 - a ZooKeeper wire error while it starts: poll again
