@@ -169,20 +169,21 @@ class Terminal:
         return out
 
     def wait_for(self, pred: Callable[[Terminal], bool], timeout: float, what: str) -> None:
+        """Until `pred(self)` holds, looked at again each time the program draws (or each second); pred runs
+        without the lock, so the reader keeps draining the terminal meanwhile."""
         deadline = time.monotonic() + timeout
-        with self._cond:
-            while True:
-                self._cond.release()
-                try:
-                    if pred(self):
-                        return
-                finally:
-                    self._cond.acquire()
-                left = deadline - time.monotonic()
-                if self._eof or left <= 0:
-                    raise AssertionError(f"the terminal {'closed' if self._eof else f'showed for {timeout:g} s'} "
-                                         f"without {what}; it last showed:\n{self.tail()}")
-                self._cond.wait(min(left, 1.0))
+        while True:
+            with self._cond:
+                ended = self._eof  # read before pred: once ended, pred has seen everything drawn
+            if pred(self):
+                return
+            left = deadline - time.monotonic()
+            if ended or left <= 0:
+                raise AssertionError(f"the terminal {'closed' if ended else f'showed for {timeout:g} s'} "
+                                     f"without {what}; it last showed:\n{self.tail()}")
+            with self._cond:
+                if not self._eof:
+                    self._cond.wait(min(left, 1.0))
 
     def tail(self, n: int = 40) -> str:
         lines = "\n".join(self.chunks()[-2:]).split("\n")
