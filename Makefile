@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 # one): not for a user to act on, so the installs hide UserWarnings (errors and pip's own messages still show)
 QUIET_BUILD := ignore::UserWarning
 
-.PHONY: demo demo-kraft test test-fast system venv venv-base lint completions docs bench clean kafka dist
+.PHONY: demo demo-kraft test test-times test-fast system venv venv-base lint completions docs bench clean kafka dist
 
 system:
 	@scripts/ensure-system.sh
@@ -47,11 +47,21 @@ demo-kraft: system venv-base
 		echo "demo-kraft: no real Kafka 4.3.1 ($$(tail -n 1 $$log))" >&2; rm -f $$log; exit 1; fi; \
 	rm -f $$log; PATH="$(CURDIR)/$(VENV)/bin:$$PATH" scripts/demo-kraft.sh $$home
 
+# The suite on TEST_WORKERS pytest-xdist workers. loadscope keeps a module (or a class) on one worker, so its real
+# cluster starts once; tests/support/schedule.py orders the scopes longest first from tests/scope_seconds.json.
+TEST_WORKERS ?= 4
+XDIST := -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
+
 test: system venv kafka
-	$(PY) -m pytest -q --durations=30
+	$(PY) -m pytest -q --durations=30 $(XDIST)
 	$(VENV)/bin/ruff check kadmin tests bench
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
+
+# The whole suite once, writing each scope's measured seconds to tests/scope_seconds.json (the order above and
+# bench/README.md's budget per directory).
+test-times: venv kafka
+	KADMIN_TEST_TIMES=tests/scope_seconds.json $(PY) -m pytest -q $(XDIST)
 
 # The unit and CLI tests only (no ZooKeeper, no Spark): under a minute.
 test-fast: venv

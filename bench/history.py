@@ -56,7 +56,8 @@ from typing import Any
 from kadmin.domain import znodes
 from kadmin.sandbox.bulk_writer import BulkWriter
 from kadmin.sandbox.fleet import BrokerSpec, ThreadedFleet
-from kadmin.sandbox.zkserver import ZkServer, free_port, stop_pid
+from kadmin.sandbox.ports import free_port
+from kadmin.sandbox.zkserver import ZkServer, stop_pid
 
 KADMIN = [sys.executable, "-m", "kadmin"]
 CHROOT = "/kafka"

@@ -56,7 +56,7 @@ def now() -> float:
 class Cluster:
     def __init__(self, home: Path, base: Path) -> None:
         from kadmin.sandbox import realkafka as rk
-        from kadmin.sandbox.zkserver import free_port
+        from kadmin.sandbox.ports import free_port
 
         self.rk, self.home, self.base = rk, home, base
         self.version = rk.detect_version(home)

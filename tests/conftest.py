@@ -20,8 +20,11 @@ from typer.testing import CliRunner
 
 from kadmin.cli.app import app
 from kadmin.sandbox.fleet import ThreadedFleet
-from kadmin.sandbox.zkserver import Ensemble, ZkServer, free_port, tls_config
+from kadmin.sandbox.ports import free_port
+from kadmin.sandbox.zkserver import Ensemble, ZkServer, tls_config
 from tests.support.hung import hung  # noqa: F401 - a fixture for every test (a server that never answers)
+
+pytest_plugins = ["tests.support.schedule"]  # the order for pytest-xdist: the longest scopes first
 
 # A runner that starts the suite as a background job without job control (nohup, `cmd &` in a
 # script, some CI agents) hands it SIGINT ignored, and an ignored signal stays ignored across exec:

@@ -27,7 +27,8 @@ from typing import Any
 
 from kadmin.domain.text import plural
 from kadmin.errors import ConditionNotMet, KadminError, SandboxError, in_words
-from kadmin.sandbox.zkserver import Ensemble, free_port, server_mode
+from kadmin.sandbox.ports import free_port
+from kadmin.sandbox.zkserver import Ensemble, server_mode
 
 STATE_VERSION = 1
 CHROOT = "/kafka"

@@ -23,6 +23,7 @@ from typing import Any
 
 from kadmin.errors import SandboxError
 from kadmin.sandbox import cds
+from kadmin.sandbox.ports import hold_port
 from kadmin.sandbox.zkserver import java_binary
 
 MODES = ("zk", "kraft", "migration")
@@ -252,6 +253,7 @@ def launch(home: str, version: str, sandbox_dir: Path, node: dict[str, Any]) -> 
     logs = Path(node["dir"]) / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     argv = command(home, version, sandbox_dir, node)
+    hold_port(int(node["port"]))
     with open(logs / "stdout.log", "ab") as out:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                 start_new_session=True)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kadmin.errors import SandboxError
+from kadmin.sandbox.ports import free_port, hold_port
 
 DEBIAN_JAR = "/usr/share/java/zookeeper.jar"
 DEBIAN_EXTRA_JARS = ("/usr/share/java/netty-codec.jar",)
@@ -63,12 +64,6 @@ def java_binary() -> str:
     if java is None:
         raise SandboxError("no `java` on PATH: install a JRE (apt-get install -y default-jre-headless)")
     return java
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def four_letter_word(host: str, port: int, word: str, timeout: float = 2.0) -> str:
@@ -142,6 +137,7 @@ class ZkServer:
     def start(self) -> int:
         if not self.cfg_path.exists():
             self.write_config()
+        hold_port(self.client_port)
         log = open(self.data_dir / "zookeeper.log", "ab")  # noqa: SIM115 - handed to the child
         proc = subprocess.Popen(
             [java_binary(), *jvm_flags(self.heap), "-cp", zookeeper_classpath(), MAIN, str(self.cfg_path)],

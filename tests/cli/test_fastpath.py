@@ -250,7 +250,7 @@ def test_the_gates_answer_alike_without_typer(zk: str, registered: ThreadedFleet
 
 
 def test_errors_read_alike_and_bad_lines_go_to_typer(zk: str, registered: ThreadedFleet) -> None:
-    from kadmin.sandbox.zkserver import free_port
+    from kadmin.sandbox.ports import free_port
 
     # unreachable: the connection error (exit 4) without Typer
     out, typer_loaded = both("brokers", "max-epoch", "-z", f"127.0.0.1:{free_port()}", "--connect-timeout", "1")

@@ -16,7 +16,8 @@ from kadmin.cluster.bulk import BulkReader, client_ssl_context, parse_hosts
 from kadmin.domain.models import Stat
 from kadmin.errors import AuthFailed, ClusterUnreachable, KadminError, NotFound
 from kadmin.sandbox.bulk_writer import BulkWriter
-from kadmin.sandbox.zkserver import Ensemble, ZkServer, free_port
+from kadmin.sandbox.ports import free_port
+from kadmin.sandbox.zkserver import Ensemble, ZkServer
 
 pytestmark = pytest.mark.integration
 

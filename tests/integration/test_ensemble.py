@@ -30,7 +30,8 @@ from kadmin.cluster.ensemble import (
     zxid_counter,
     zxid_epoch,
 )
-from kadmin.sandbox.zkserver import Ensemble, ZkServer, free_port
+from kadmin.sandbox.ports import free_port
+from kadmin.sandbox.zkserver import Ensemble, ZkServer
 
 pytestmark = pytest.mark.integration
 

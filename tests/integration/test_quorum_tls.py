@@ -14,7 +14,8 @@ from kazoo.client import KazooClient
 from kazoo.security import make_digest_acl
 
 from kadmin.cluster.zookeeper import ZkCluster
-from kadmin.sandbox.zkserver import ZkServer, free_port, tls_config
+from kadmin.sandbox.ports import free_port
+from kadmin.sandbox.zkserver import ZkServer, tls_config
 from tests.conftest import started
 from tests.integration.test_tls import otherhost_zk  # noqa: F401,F811 - a fixture (a TLS server for "otherhost")
 

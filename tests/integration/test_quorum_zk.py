@@ -9,7 +9,8 @@ import pytest
 from kazoo.client import KazooClient
 
 from kadmin.cluster.ensemble import is_not_serving
-from kadmin.sandbox.zkserver import ZkServer, four_letter_word, free_port
+from kadmin.sandbox.ports import free_port
+from kadmin.sandbox.zkserver import ZkServer, four_letter_word
 
 pytestmark = pytest.mark.integration
 

@@ -7,7 +7,8 @@ import json
 import pytest
 
 from kadmin.sandbox.fleet import BrokerSpec, ThreadedFleet
-from kadmin.sandbox.zkserver import ZkServer, free_port, tls_config
+from kadmin.sandbox.ports import free_port
+from kadmin.sandbox.zkserver import ZkServer, tls_config
 from tests.conftest import openssl, started
 
 pytestmark = pytest.mark.integration

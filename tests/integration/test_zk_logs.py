@@ -32,7 +32,8 @@ from kazoo.security import OPEN_ACL_UNSAFE, make_digest_acl
 from kadmin.formats import zk_snapshot, zk_txnlog
 from kadmin.formats.zk_txnlog import Damage, Txn
 from kadmin.sandbox.fleet import ThreadedFleet
-from kadmin.sandbox.zkserver import DEBIAN_JAR, ZkServer, four_letter_word, free_port
+from kadmin.sandbox.ports import free_port
+from kadmin.sandbox.zkserver import DEBIAN_JAR, ZkServer, four_letter_word
 from tests.support.kafka import in_ci
 from tests.support.zk_tools import Row, java, toolkit_rows
 

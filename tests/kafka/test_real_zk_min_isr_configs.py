@@ -20,7 +20,8 @@ from typing import Any
 
 import pytest
 
-from kadmin.sandbox.zkserver import Ensemble, free_port
+from kadmin.sandbox.ports import free_port
+from kadmin.sandbox.zkserver import Ensemble
 from tests.support.kafka import RealCluster, config_command, describe_all, settle, wait_for, zk_mode_cluster
 
 pytestmark = [pytest.mark.kafka, pytest.mark.integration, pytest.mark.slow]

@@ -21,7 +21,8 @@ from typing import Any
 
 import pytest
 
-from kadmin.sandbox.zkserver import Ensemble, free_port
+from kadmin.sandbox.ports import free_port
+from kadmin.sandbox.zkserver import Ensemble
 from tests.conftest import Run
 from tests.support.kafka import (
     KAFKA_3_9,

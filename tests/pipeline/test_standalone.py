@@ -24,7 +24,8 @@ import pytest
 from kazoo.client import KazooClient
 
 from kadmin.sandbox.fleet import BrokerSpec, ThreadedFleet
-from kadmin.sandbox.zkserver import Ensemble, free_port, pid_alive, stop_pid
+from kadmin.sandbox.ports import free_port
+from kadmin.sandbox.zkserver import Ensemble, pid_alive, stop_pid
 
 pytestmark = pytest.mark.integration
 

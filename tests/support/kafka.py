@@ -35,7 +35,8 @@ from typing import Any, TypeVar
 import pytest
 
 from kadmin.sandbox import cds
-from kadmin.sandbox.zkserver import free_port, java_binary
+from kadmin.sandbox.ports import free_port
+from kadmin.sandbox.zkserver import java_binary
 
 REPO = Path(__file__).resolve().parents[2]
 FETCH_SCRIPT = REPO / "scripts" / "fetch-kafka.sh"

@@ -39,7 +39,8 @@ from typing import Any
 from kadmin.sandbox import cds
 from kadmin.sandbox import realkafka as rk
 from kadmin.sandbox.manager import Sandbox, identity_after_exec, process_identity, still_ours
-from kadmin.sandbox.zkserver import free_port, java_binary
+from kadmin.sandbox.ports import free_port
+from kadmin.sandbox.zkserver import java_binary
 
 HEAP = "-Xmx384m"
 REPO = Path(__file__).resolve().parents[2]
