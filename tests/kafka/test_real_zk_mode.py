@@ -1,7 +1,8 @@
 """kadmin against three real Apache Kafka 3.9.1 brokers in ZooKeeper mode (not emulated ones).
 
-The brokers run once for the module, against the session's ZooKeeper under one chroot. Each test
-first waits until all three are registered, so the tests do not depend on each other's order.
+The brokers are the worker's shared ones (tests/kafka/conftest.py), against the session's ZooKeeper
+under one chroot. Each test first waits until all three are registered, so the tests do not depend on
+each other's order (nor on the modules that used the cluster before).
 What is compared is what Kafka itself wrote or says: the raw znodes, the brokers' own log lines,
 and Kafka's TopicCommand.
 """
@@ -14,14 +15,12 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from kazoo.exceptions import NoNodeError
 
-from kadmin.sandbox.zkserver import Ensemble
-from tests.support.kafka import TOPIC_COMMAND, RealCluster, ZkModeBroker, describe, tool, wait_for, zk_mode_cluster
+from tests.support.kafka import TOPIC_COMMAND, RealCluster, ZkModeBroker, describe, tool, wait_for
 from tests.support.zkwatch import wait_for_new_watcher, watchers
 
 pytestmark = [pytest.mark.kafka, pytest.mark.integration, pytest.mark.slow]
@@ -29,10 +28,10 @@ pytestmark = [pytest.mark.kafka, pytest.mark.integration, pytest.mark.slow]
 IDS = (1, 2, 3)
 
 
-@pytest.fixture(scope="module")
-def kafka(zk_server: Ensemble, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealCluster]:
-    with zk_mode_cluster(zk_server, tmp_path_factory.mktemp("kafka39"), IDS) as cluster:
-        yield cluster
+@pytest.fixture
+def kafka(zk_kafka: RealCluster) -> RealCluster:
+    """The worker's shared cluster (tests/kafka/conftest.py): every broker up and registered."""
+    return zk_kafka
 
 
 def logged_epochs(b: ZkModeBroker) -> list[int]:
@@ -118,7 +117,7 @@ def test_a_real_graceful_restart_is_a_bounce(kafka: RealCluster, tmp_path: Path)
 
 def test_partitions_list_agrees_with_topic_command(kafka: RealCluster) -> None:
     kafka.ready()
-    topic, n = "t", 3
+    topic, n = "zk-mode", 3
     tool(kafka.home, TOPIC_COMMAND, "--bootstrap-server", kafka.bootstrap, "--create", "--if-not-exists",
          "--topic", topic, "--partitions", str(n), "--replication-factor", "3")
 

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kadmin.sandbox import realkafka
+from kadmin.sandbox.ports import free_port
 from tests.support.kafka import tool, wait_for
 
 USERS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret", "carol": "carol-secret",
@@ -39,12 +40,6 @@ CONTROLLER = 3001
 ACL_COMMAND = "org.apache.kafka.tools.AclCommand"
 ACL_COMMAND_3 = "kafka.admin.AclCommand"  # Kafka 3.x: the Scala one
 AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _jaas() -> str:
