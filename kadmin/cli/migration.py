@@ -2,15 +2,39 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+import sys
+from typing import Annotated, Any
 
 import typer
 
-from kadmin.cli.options import Invocation, command, seconds
+from kadmin.cli.options import Invocation, command, seconds, seconds_or_zero
+from kadmin.cli.roll import (
+    AllowOpt,
+    BatchRuleOpt,
+    ParallelOpt,
+    RestartOpt,
+    StartOpt,
+    StateOpt,
+    StopOpt,
+    _allow,
+    _hooks,
+    _request,
+)
+from kadmin.errors import UsageError
 from kadmin.render import views
 
-app = typer.Typer(name="migration", help="ZooKeeper to KRaft migration: which phase, each broker's mode, rollback.",
-                  no_args_is_help=True)
+app = typer.Typer(name="migration", help="ZooKeeper to KRaft migration: which phase, each broker's mode, rollback; "
+                  "each phase as a gated, resumable roll.", no_args_is_help=True)
+
+PHASES = ("brokers-migrating", "brokers-kraft", "controllers-finalize")
+# What each phase's gates and mutations see the cluster through (kadmin/services/migration_roll.py): brokers-migrating
+# through ZooKeeper alone (a migrating broker forwards an admin request, a drain's included, to the KRaft controller,
+# which does not serve it before the metadata is copied), the others through the brokers alone (a KRaft broker has no
+# /brokers/ids znode: ZooKeeper would show it dead). The quorum: through the controllers while some brokers are still
+# ZooKeeper-mode ones (they serve no DescribeQuorum), through the brokers once all are KRaft (as `roll run -b`).
+BASE_WITHOUT = {"brokers-migrating": ("bootstrap-server", "bootstrap-controller"),
+                "brokers-kraft": ("zookeeper", "bootstrap-controller"),
+                "controllers-finalize": ("zookeeper", "bootstrap-controller")}
 
 
 @command(app, "status")
@@ -35,3 +59,92 @@ def status(
     from kadmin.services.migration import status as run
 
     return inv.emit(run(inv.backend().migration, stuck_after), views.migration_status)
+
+
+def _opener(inv: Invocation, without: tuple[str, ...] = ()) -> Any:
+    """A fresh backend each call, from the settings as given, or `without` some addresses: open_backend decides
+    the mode from what it is given, as everywhere."""
+    from dataclasses import replace
+
+    from kadmin.cluster.connect import open_backend
+
+    settings = replace(inv.settings, values={k: v for k, v in inv.settings.values.items() if k not in without})
+
+    def open_() -> Any:
+        return open_backend(settings, inv.command, log=inv.renderer.note if inv.verbose else None,
+                            on_connection=inv.renderer.note)
+
+    return open_
+
+
+@command(app, "roll", deadline=False)
+def roll(
+    inv: Invocation,
+    phase: Annotated[str, typer.Option("--phase", metavar="|".join(PHASES), help="The phase to roll: "
+                                       "brokers-migrating (from PRE_MIGRATION), brokers-kraft (from MIGRATION), "
+                                       "controllers-finalize (from MIGRATION, every broker KRaft).")],
+    state: StateOpt,
+    stop: StopOpt = None,
+    start: StartOpt = None,
+    restart: RestartOpt = None,
+    parallel: ParallelOpt = 1,
+    batch_rule: BatchRuleOpt = "distinct",
+    allow_unavailable: AllowOpt = None,
+    step_timeout: Annotated[float, typer.Option("--step-timeout", metavar="SECONDS", parser=seconds,
+                                                help="The longest any one step may take (a hook, a node coming "
+                                                "back, the phase's end state).")] = 600.0,
+    settle: Annotated[float, typer.Option("--settle", metavar="SECONDS", parser=seconds_or_zero,
+                                          help="Wait this long after each node (or batch) before the next.")] = 0.0,
+) -> int:
+    """Roll one phase of the ZooKeeper to KRaft migration: `roll run`'s engine, hooks, journal and resume, with
+    the phase's gates. Give -z, --bootstrap-controller and (brokers-kraft, controllers-finalize) -b.
+
+    Entry: the state the phase begins in (else exit 7, nothing touched, naming the state and the phase that fits).
+    Each node not yet in the phase's mode is restarted by the hooks, which install the phase's configuration
+    (docs/migration.md has it for Kafka 3.9), behind can-stop, the drain and (controllers) the quorum check; its
+    receipt is answering in the phase's mode (ApiVersions): brokers-migrating zk_migrating, brokers-kraft kraft,
+    controllers-finalize no migration flag (and caught up). Exit: MIGRATION (the controller copied the metadata),
+    MIGRATION with every broker KRaft, POST_MIGRATION. controllers-finalize is the point of no return.
+
+    Exit codes as `roll run`'s: 0 done, 1 a gate or the end state not met, 4, 7 the wrong state, 9, 130.
+    """
+    import signal
+
+    from kadmin import interrupts
+    from kadmin.render.roll_progress import RollProgress
+    from kadmin.services import migration_roll as svc
+    from kadmin.services import roll as roll_svc
+
+    if phase not in PHASES:
+        raise UsageError(f"--phase: {phase!r} is not one of {', '.join(PHASES)}")
+    if not inv.settings.get("zookeeper") or not inv.settings.get("bootstrap-controller"):
+        raise UsageError("give -z (the cluster's ZooKeeper) and --bootstrap-controller (the KRaft controllers): a "
+                         "migration's state is read from both")
+    if phase != "brokers-migrating" and not inv.settings.get("bootstrap-server"):
+        raise UsageError(f"--phase {phase} needs -b (the brokers' addresses): a KRaft broker has no ZooKeeper "
+                         "registration to find it by")
+    req = _request(None, "skip", parallel, batch_rule)
+    hooks = _hooks(stop, start, restart, None, need=True)
+    r = inv.renderer
+    progress = RollProgress(r, sys.stderr)
+
+    from kadmin.render import OutputLost
+
+    def emit(ev: dict[str, Any]) -> None:
+        if r.fmt == "ndjson" and not r.output_lost:
+            try:
+                r.stream_event(ev)
+            except OutputLost:
+                progress.say("the NDJSON stream's reader went away: the roll goes on; DIR/journal.ndjson has it all")
+        progress.update(ev)
+
+    opts = roll_svc.Options(req, hooks, step_timeout, settle, _allow(allow_unavailable))
+    with interrupts.like_ctrl_c(signal.SIGTERM, signal.SIGHUP), progress:
+        quorum = _opener(inv, ("zookeeper", "bootstrap-server")) if phase == "brokers-kraft" else None
+        result = svc.run(phase, _opener(inv, BASE_WITHOUT[phase]), _opener(inv), state, opts, emit, progress.say,
+                         progress, open_quorum=quorum)
+    if r.fmt == "ndjson":
+        if result.message:
+            r.note(result.message)
+        return int(result.exit_code)
+    return inv.emit(result, views.roll_report)

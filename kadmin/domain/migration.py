@@ -392,3 +392,87 @@ def decide(o: Observation, stuck_after_s: float = STUCK_AFTER_S) -> Status:
     unknown = any(b.mode is None for b in brokers) or any(n.migration_enabled is None for n in ctl.nodes)
     return Status(state, possible, brokers, ctl, rollback_possible, next_step, rollback, sources, found, o.unread,
                   level_of(found, state, unknown or bool(o.unread)))
+
+
+# ----------------------------------------------------------------------------------------------- the phases
+@dataclass(frozen=True)
+class Phase:
+    """A phase of the migration as a roll (`kadmin migration roll --phase NAME`): which nodes it restarts, the mode
+    each must come back in (its receipt), the state it begins in and the state it ends at."""
+
+    name: str
+    role: Literal["broker", "controller"]
+    entry: State
+    target: str  # a broker's Mode, or a controller's "finalized"
+    done: State  # the state once every node is back in `target`
+    wants: str  # what the phase's hooks install, in words
+
+
+PHASES: dict[str, Phase] = {p.name: p for p in (
+    Phase("brokers-migrating", "broker", "PRE_MIGRATION", "zk_migrating", "MIGRATION",
+          "zookeeper.metadata.migration.enable=true, controller.quorum.voters (or .bootstrap.servers), "
+          "controller.listener.names and its listener's security protocol"),
+    Phase("brokers-kraft", "broker", "MIGRATION", "kraft", "MIGRATION",
+          "process.roles=broker, node.id (its broker.id), no zookeeper.connect, no migration flag"),
+    Phase("controllers-finalize", "controller", "MIGRATION", "finalized", "POST_MIGRATION",
+          "no zookeeper.metadata.migration.enable and no zookeeper.connect"),
+)}
+PHASE_NAMES = tuple(PHASES)
+
+
+def controller_mode(migration_enabled: bool | None) -> str | None:
+    """A controller's mode for a phase's receipt: migrating (ZkMigrationReady), finalized, or None (unread)."""
+    return None if migration_enabled is None else ("migrating" if migration_enabled else "finalized")
+
+
+def fitting_phase(s: Status) -> str | None:
+    """The phase that fits the state `s` shows, or None (no phase fits: before the controllers, or finished)."""
+    if s.state == "PRE_MIGRATION":
+        return "brokers-migrating"
+    if s.state == "MIGRATION":
+        if s.brokers and all(b.mode == "kraft" for b in s.brokers):
+            return "controllers-finalize"
+        return "brokers-kraft"
+    return None
+
+
+def refusal(phase: Phase, s: Status, resumed: bool) -> str | None:
+    """Why `phase` cannot begin (or continue) in the state `s` shows (None: it can). A resumed phase may find the
+    state it ends at (its last node was done before the interruption). Unknown is refused: never a guess."""
+    fits = fitting_phase(s)
+    hint = f"; the phase that fits is {fits}" if fits else ""
+    if s.state is None:
+        return (f"the migration's state could not be read (it is {' or '.join(s.possible_states)}): "
+                + "; ".join(f"{u.what}: {u.why} (needs {u.needs})" for u in s.unread))
+    allowed = {phase.entry, phase.done} if resumed else {phase.entry}
+    if s.state not in allowed:
+        return f"--phase {phase.name} begins in {phase.entry}, and the cluster is in {s.state}{hint}"
+    unknown = [b.id for b in s.brokers if b.mode is None]
+    if unknown:
+        return (f"the mode of brokers {_ids(unknown)} is unknown (give -b with every broker's address, and "
+                "--bootstrap-controller)")
+    if phase.name == "brokers-kraft" and not resumed and (zk := [b.id for b in s.brokers if b.mode == "zk"]):
+        return f"brokers {_ids(zk)} run in ZooKeeper mode without migration settings: --phase brokers-migrating first"
+    if phase.name == "controllers-finalize" and (left := [b.id for b in s.brokers if b.mode != "kraft"]):
+        return (f"brokers {_ids(left)} are not KRaft brokers yet: --phase brokers-kraft first (finalizing ends "
+                "ZooKeeper mode for good)")
+    if phase.role == "controller" and not s.controllers.nodes:
+        return "no controller answered: give --bootstrap-controller with every controller's address"
+    return None
+
+
+def todo(phase: Phase, s: Status) -> tuple[int, ...]:
+    """The nodes of `phase` not yet in its target mode (a node already there needs no restart)."""
+    if phase.role == "broker":
+        return tuple(b.id for b in s.brokers if b.mode != phase.target)
+    return tuple(n.id for n in s.controllers.nodes if controller_mode(n.migration_enabled) != phase.target)
+
+
+def finished(phase: Phase, s: Status) -> str | None:
+    """What the phase still lacks once every node of it is back (None: it is done)."""
+    if s.state != phase.done:
+        return f"the cluster is in {s.state or ' or '.join(s.possible_states)}, not {phase.done} yet"
+    left = todo(phase, s)
+    if left:
+        return f"nodes {_ids(left)} are not {phase.target} yet"
+    return None

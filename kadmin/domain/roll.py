@@ -75,11 +75,15 @@ class Traits:
       epoch-fenced ControlledShutdown, KIP-380).
     - `quorum_nodes`: the metadata quorum's voters are nodes of the cluster (controllers a roll restarts, with
       their own gate and receipt), not a separate ensemble.
+    - receipt "mode" (a migration's phase, `target_mode`): a node proves it restarted by answering in the phase's
+      mode (a broker's zk_migrating or kraft, a controller's finalized), which only a restart with the phase's
+      configuration gives; a controller must also be caught up with the quorum leader again.
     """
 
-    receipt: Literal["epoch", "unfenced"]
+    receipt: Literal["epoch", "unfenced", "mode"]
     controlled_shutdown: bool
     quorum_nodes: bool
+    target_mode: str | None = None
 
 
 def chosen(t: Topology, wanted: Sequence[int] | None, controllers: ControllersPolicy) -> tuple[RollNode, ...]:
@@ -281,13 +285,22 @@ class NodeSeen:
     fetch_age_ms: int | None = None
     caught_up_age_ms: int | None = None
     quorum_leader: int | None = None
+    mode: str | None = None  # receipt "mode": the mode the node answers in (None: it does not answer)
+
+
+def _in_target_mode(traits: Traits, seen: NodeSeen) -> bool:
+    return traits.receipt == "mode" and seen.mode is not None and seen.mode == traits.target_mode
 
 
 def stopped(node: RollNode, traits: Traits, seen: NodeSeen, old_epoch: int | None, fetch_timeout_ms: int) -> str | None:
     """None when `seen` shows the node stopped (or gone and back: a new epoch), else what it shows instead."""
+    if _in_target_mode(traits, seen):
+        return None  # a node changes its mode only by restarting with the phase's configuration
     if node.is_broker:
         if not seen.registered:
             return None
+        if traits.receipt == "mode":
+            return f"broker {node.id} still answers in {seen.mode} mode"
         if traits.receipt == "epoch":
             if old_epoch is not None and seen.epoch != old_epoch:
                 return None  # a new registration: it went away (and came back)
@@ -304,6 +317,8 @@ def stopped(node: RollNode, traits: Traits, seen: NodeSeen, old_epoch: int | Non
 
 def stop_evidence(node: RollNode, traits: Traits, seen: NodeSeen, old_epoch: int | None, fetch_timeout_ms: int) -> str:
     """How `seen` shows the node stopped, for the journal's `seen_stopped` event (call after `stopped` is None)."""
+    if _in_target_mode(traits, seen) and (seen.registered or not node.is_broker):
+        return "new_mode"
     if node.is_broker:
         if not seen.registered:
             return "unregistered"
@@ -319,6 +334,10 @@ def back(node: RollNode, step: str, traits: Traits, seen: NodeSeen, *, old_epoch
     if step == "wait_restarted":
         if not seen.registered:
             return f"broker {node.id} is not registered"
+        if traits.receipt == "mode":
+            if _in_target_mode(traits, seen):
+                return None
+            return f"broker {node.id} answers in {seen.mode} mode, not {traits.target_mode} yet"
         if traits.receipt == "epoch":
             if seen.epoch is not None and (seen.epoch > old_epoch if old_epoch is not None else seen_stopped):
                 return None
@@ -331,6 +350,8 @@ def back(node: RollNode, step: str, traits: Traits, seen: NodeSeen, *, old_epoch
         return None
     if seen.quorum_leader is None:
         return "the quorum has no leader"
+    if traits.receipt == "mode" and not _in_target_mode(traits, seen):
+        return f"controller {node.id} runs {seen.mode or 'in an unknown mode'}, not {traits.target_mode} yet"
     fetch, caught = seen.fetch_age_ms, seen.caught_up_age_ms
     if not (seen.leads_quorum or (fetch is not None and caught is not None and fetch <= fetch_timeout_ms
                                   and caught <= fetch_timeout_ms)):
@@ -338,7 +359,7 @@ def back(node: RollNode, step: str, traits: Traits, seen: NodeSeen, *, old_epoch
             return f"quorum leader {seen.quorum_leader} to hear from controller {node.id} (not heard from yet)"
         return (f"quorum leader {seen.quorum_leader} to hear from controller {node.id}: its last fetch {fetch} ms "
                 f"ago, caught up {caught} ms ago (limit {fetch_timeout_ms} ms)")
-    if not seen_stopped:
+    if not seen_stopped and traits.receipt != "mode":
         return (f"controller {node.id} is caught up, but kadmin never saw it stopped (not fetching): a restart cannot "
                 "be told from none")
     return None

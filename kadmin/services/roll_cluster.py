@@ -146,13 +146,18 @@ class BackendRollCluster:
 
     close = reopen
 
+    @property
+    def q(self) -> Backend:
+        """The backend the metadata quorum is asked through (the same one, but for a migration's phase)."""
+        return self.b
+
     # ---------------------------------------------------------------- what the cluster is
     def traits(self) -> dom.Traits:
         if self._traits is None:
             b = self.b
             self._traits = dom.Traits(receipt="epoch" if b.registrations.epochs else "unfenced",
                                       controlled_shutdown=b.has("controller_links") and b.has("epochs"),
-                                      quorum_nodes=b.quorum.voters_are_nodes)
+                                      quorum_nodes=self.q.quorum.voters_are_nodes)
         return self._traits
 
     def cluster_id(self) -> str | None:
@@ -166,7 +171,7 @@ class BackendRollCluster:
         found: dict[int, dom.RollNode] = {}
         voters = {}
         if self.traits().quorum_nodes:
-            q, _ = b.quorum.describe_quorum()
+            q, _ = self.q.quorum.describe_quorum()
             leader = q.leader_id if q.leader_id >= 0 else None
             voters = {v.id: v for v in q.voters}
         else:
@@ -195,7 +200,7 @@ class BackendRollCluster:
         q: QuorumState | None = None
         now_ms = 0
         if self.traits().quorum_nodes and any(n.is_controller for n in nodes):
-            q, now_ms = self.b.quorum.describe_quorum()
+            q, now_ms = self.q.quorum.describe_quorum()
         out = {}
         for n in nodes:
             r = regs.get(n.id)
@@ -212,7 +217,7 @@ class BackendRollCluster:
         return out
 
     def fetch_timeout(self) -> QuorumSetting:
-        return self.b.quorum.quorum_fetch_timeout()
+        return self.q.quorum.quorum_fetch_timeout()
 
     def active_controller(self) -> int | None:
         ctl, _ = self.b.partitions.controller()
@@ -238,7 +243,7 @@ class BackendRollCluster:
         moving = [p.key for p in b.leadership.partitions() if p.reassigning]
         if moving:
             why.append(f"a reassignment is in flight for {psvc.describe_keys(moving)}")
-        q, now_ms = b.quorum.describe_quorum()
+        q, now_ms = self.q.quorum.describe_quorum()
         qc = qsvc.check(q, CheckLimits(fetch_timeout_ms=fetch_timeout_ms), now_ms)
         lagging = any(f.level == "WARNING" and "observer" not in f.message for f in qc.data.findings)
         if int(qc.exit_code) >= 2 or (int(qc.exit_code) == 1 and self.traits().quorum_nodes and lagging):
@@ -248,7 +253,7 @@ class BackendRollCluster:
     def quorum_check(self, node: int, fetch_timeout_ms: int) -> str | None:
         from kadmin.services import quorum as qsvc
 
-        q, now_ms = self.b.quorum.describe_quorum()
+        q, now_ms = self.q.quorum.describe_quorum()
         res = qsvc.check(q, CheckLimits(fetch_timeout_ms=fetch_timeout_ms, restart=node), now_ms)
         return None if int(res.exit_code) < 2 else (res.message or res.status)
 
@@ -314,7 +319,7 @@ class BackendRollCluster:
                 why.append(prules.hidden_reason(t, on))
             why += [f"broker {i}'s log dirs could not be listed: {w}" for i, w in sorted(unread.items())]
         if self.traits().quorum_nodes:
-            q, now_ms = b.quorum.describe_quorum()
+            q, now_ms = self.q.quorum.describe_quorum()
             if q.leader_id < 0:
                 why.append("the quorum has no leader")
             for v in q.voters:
