@@ -30,7 +30,7 @@ GROUPS: dict[str, tuple[str, str]] = {
     "quorum": ("kadmin.cli.quorum", "Metadata quorum status and replication lag (KRaft or ZooKeeper)."),
     "features": ("kadmin.cli.features", "KRaft feature flags: finalized levels, each node's support, upgrades."),
     "migration": ("kadmin.cli.migration",
-                  "ZooKeeper to KRaft migration: which phase, each broker's mode, rollback."),
+                  "ZooKeeper to KRaft migration: where it stands, each phase a roll."),
     "cluster": ("kadmin.cli.cluster", "Cluster identity: the cluster id and meta.properties checks."),
     "ids": ("kadmin.cli.ids", "Broker-id assignment: host -> id mappings, missing ids, repair."),
     "history": ("kadmin.cli.history", "Cluster history on Spark: ingest ZooKeeper/KRaft logs, report bounces."),

@@ -142,6 +142,17 @@ COMMANDS: dict[str, Codes] = {
                  X.HOOK_FAILED: "a `--stop`, `--start`, `--restart` or `--only-if` command failed or did not "
                  "return within `--step-timeout` (named; the nodes of its batch already stopped are brought back "
                  "first)"},
+    "migration roll": {X.OK: "every node of the phase back in its mode and the cluster at the phase's end state, or "
+                       "nothing left to restart",
+                       X.CONDITION_NOT_MET: "as `roll run`'s, or every node back but the phase's end state "
+                       "(MIGRATION, POST_MIGRATION) not reached within `--step-timeout` (run the same command again)",
+                       X.USAGE: "a phase that is not one, an address missing (-z, --bootstrap-controller and -b are "
+                       "all needed), the hooks not given, or DIR holding an unfinished roll of another phase",
+                       X.CONFIG: "as `roll run`'s", X.UNREACHABLE: "as `roll run`'s",
+                       X.UNSAFE: "the phase asked in the wrong state (nothing touched: the state found and the phase "
+                       "that fits are named), a mode or state that could not be read, or the cluster not healthy "
+                       "before the first node",
+                       X.HOOK_FAILED: "as `roll run`'s"},
     "roll confirm": {X.OK: "recorded", X.USAGE: "no roll in DIR, a node not of the roll, nothing to confirm, or "
                      "what the journal contradicts (a node kadmin saw stopped)",
                      X.CONFIG: "the journal is not kadmin's",

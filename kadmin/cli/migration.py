@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated, Any
 
 import typer
@@ -19,12 +18,13 @@ from kadmin.cli.roll import (
     _allow,
     _hooks,
     _request,
+    running,
 )
 from kadmin.errors import UsageError
 from kadmin.render import views
 
-app = typer.Typer(name="migration", help="ZooKeeper to KRaft migration: which phase, each broker's mode, rollback; "
-                  "each phase as a gated, resumable roll.", no_args_is_help=True)
+app = typer.Typer(name="migration", help="ZooKeeper to KRaft migration: where it stands, each phase a roll.",
+                  no_args_is_help=True)
 
 PHASES = ("brokers-migrating", "brokers-kraft", "controllers-finalize")
 # What each phase's gates and mutations see the cluster through (kadmin/services/migration_roll.py): brokers-migrating
@@ -97,7 +97,7 @@ def roll(
                                           help="Wait this long after each node (or batch) before the next.")] = 0.0,
 ) -> int:
     """Roll one phase of the ZooKeeper to KRaft migration: `roll run`'s engine, hooks, journal and resume, with
-    the phase's gates. Give -z, --bootstrap-controller and (brokers-kraft, controllers-finalize) -b.
+    the phase's gates. Give -z, --bootstrap-controller and -b (every broker).
 
     Entry: the state the phase begins in (else exit 7, nothing touched, naming the state and the phase that fits).
     Each node not yet in the phase's mode is restarted by the hooks, which install the phase's configuration
@@ -108,10 +108,6 @@ def roll(
 
     Exit codes as `roll run`'s: 0 done, 1 a gate or the end state not met, 4, 7 the wrong state, 9, 130.
     """
-    import signal
-
-    from kadmin import interrupts
-    from kadmin.render.roll_progress import RollProgress
     from kadmin.services import migration_roll as svc
     from kadmin.services import roll as roll_svc
 
@@ -120,31 +116,15 @@ def roll(
     if not inv.settings.get("zookeeper") or not inv.settings.get("bootstrap-controller"):
         raise UsageError("give -z (the cluster's ZooKeeper) and --bootstrap-controller (the KRaft controllers): a "
                          "migration's state is read from both")
-    if phase != "brokers-migrating" and not inv.settings.get("bootstrap-server"):
+    if not inv.settings.get("bootstrap-server"):
         raise UsageError(f"--phase {phase} needs -b (the brokers' addresses): a KRaft broker has no ZooKeeper "
-                         "registration to find it by")
+                         "registration to find it by, and once the KRaft controller is active leaderships move "
+                         "through the brokers")
     req = _request(None, "skip", parallel, batch_rule)
     hooks = _hooks(stop, start, restart, None, need=True)
-    r = inv.renderer
-    progress = RollProgress(r, sys.stderr)
-
-    from kadmin.render import OutputLost
-
-    def emit(ev: dict[str, Any]) -> None:
-        if r.fmt == "ndjson" and not r.output_lost:
-            try:
-                r.stream_event(ev)
-            except OutputLost:
-                progress.say("the NDJSON stream's reader went away: the roll goes on; DIR/journal.ndjson has it all")
-        progress.update(ev)
-
     opts = roll_svc.Options(req, hooks, step_timeout, settle, _allow(allow_unavailable))
-    with interrupts.like_ctrl_c(signal.SIGTERM, signal.SIGHUP), progress:
-        quorum = _opener(inv, ("zookeeper", "bootstrap-server")) if phase == "brokers-kraft" else None
-        result = svc.run(phase, _opener(inv, BASE_WITHOUT[phase]), _opener(inv), state, opts, emit, progress.say,
-                         progress, open_quorum=quorum)
-    if r.fmt == "ndjson":
-        if result.message:
-            r.note(result.message)
-        return int(result.exit_code)
-    return inv.emit(result, views.roll_report)
+    quorum = _opener(inv, ("zookeeper", "bootstrap-server")) if phase == "brokers-kraft" else None
+    admin = _opener(inv, ("zookeeper", "bootstrap-controller")) if phase == "brokers-migrating" else None
+    return running(inv, lambda emit, progress: svc.run(phase, _opener(inv, BASE_WITHOUT[phase]), _opener(inv), state,
+                                                       opts, emit, progress.say, progress, open_quorum=quorum,
+                                                       open_admin=admin))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -178,18 +179,27 @@ def run(
     No node is journaled done without evidence that it went down and came back, and none is restarted twice.
     -o ndjson streams one event per line. The hooks' output is in DIR/hooks.
     """
-    import signal
-
-    from kadmin import interrupts
-    from kadmin.render.roll_progress import RollProgress
     from kadmin.services import roll as svc
 
     req = _request(nodes, controllers, parallel, batch_rule)
     hooks = _hooks(stop, start, restart, only_if, need=True)
+    opts = svc.Options(req, hooks, step_timeout, settle, _allow(allow_unavailable))
+    return running(inv, lambda emit, progress: svc.run_backend(_opener(inv, None), state, opts, emit, progress.say,
+                                                               progress))
+
+
+def running(inv: Invocation, go: Callable[[Callable[[dict[str, Any]], None], Any], Any]) -> int:
+    """Run a roll (`roll run`, `migration roll`): `go(emit, progress)` under the live view, its events streamed
+    with -o ndjson, SIGTERM and SIGHUP taken as Ctrl-C; then its result printed (the roll table, or with -o ndjson
+    only the closing line on stderr) and its exit code."""
+    import signal
+
+    from kadmin import interrupts
+    from kadmin.render import OutputLost
+    from kadmin.render.roll_progress import RollProgress
+
     r = inv.renderer
     progress = RollProgress(r, sys.stderr)
-
-    from kadmin.render import OutputLost
 
     def emit(ev: dict[str, Any]) -> None:
         if r.fmt == "ndjson" and not r.output_lost:
@@ -199,9 +209,8 @@ def run(
                 progress.say("the NDJSON stream's reader went away: the roll goes on; DIR/journal.ndjson has it all")
         progress.update(ev)
 
-    opts = svc.Options(req, hooks, step_timeout, settle, _allow(allow_unavailable))
     with interrupts.like_ctrl_c(signal.SIGTERM, signal.SIGHUP), progress:
-        result = svc.run_backend(_opener(inv, None), state, opts, emit, progress.say, progress)
+        result = go(emit, progress)
     if r.fmt == "ndjson":
         if result.message:
             r.note(result.message)

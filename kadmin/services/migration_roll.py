@@ -49,13 +49,26 @@ class PhaseCluster(BackendRollCluster):
     """The base cluster's gates and mutations; each node's mode (one migration observation per look) as its
     receipt."""
 
-    def __init__(self, open_base: Opener, open_full: Opener, phase: mig.Phase, open_quorum: Opener | None = None
-                 ) -> None:
+    def __init__(self, open_base: Opener, open_full: Opener, phase: mig.Phase, open_quorum: Opener | None = None,
+                 open_admin: Opener | None = None) -> None:
         super().__init__(open_base)
-        self.open_full, self.open_quorum = open_full, open_quorum
+        self.open_full, self.open_quorum, self.open_admin = open_full, open_quorum, open_admin
         self.phase = phase
         self._full: Backend | None = None
         self._quorum: Backend | None = None
+        self._admin: Backend | None = None
+
+    @property
+    def lead(self) -> Backend:
+        """ZooKeeper's reassignments move leaderships while a ZooKeeper-mode controller is active (PRE_MIGRATION:
+        a migrating broker forwards admin requests to the KRaft controller, not active yet); once the KRaft
+        controller is (MIGRATION, which the last broker of brokers-migrating starts), the admin API through the
+        brokers: the KRaft controller does not act on /admin/reassign_partitions."""
+        if self.open_admin is None or self.status().state == "PRE_MIGRATION":
+            return self.b
+        if self._admin is None:
+            self._admin = self.open_admin()
+        return self._admin
 
     @property
     def q(self) -> Backend:
@@ -74,10 +87,10 @@ class PhaseCluster(BackendRollCluster):
 
     def reopen(self) -> None:
         super().reopen()
-        for b in (self._full, self._quorum):
+        for b in (self._full, self._quorum, self._admin):
             if b is not None:
                 b.close()
-        self._full = self._quorum = None
+        self._full = self._quorum = self._admin = None
 
     close = reopen
 
@@ -152,9 +165,11 @@ def refused(message: str, directory: Path) -> Result[RollReport]:
 
 def run(phase_name: str, open_base: Opener, open_full: Opener, directory: Path, opts: Options, emit: Emit,
         say: Callable[[str], None], watcher: Watcher | None = None, open_quorum: Opener | None = None,
-        roll: Callable[..., Result[RollReport]] | None = None) -> Result[RollReport]:
+        open_admin: Opener | None = None, roll: Callable[..., Result[RollReport]] | None = None
+        ) -> Result[RollReport]:
     """Run (or continue) `phase_name` with the state in `directory`: the entry gate, the roll, the exit gate.
-    `open_quorum`: the controllers, when the base cannot be asked for the quorum."""
+    `open_quorum`: the controllers, when the base cannot be asked for the quorum; `open_admin`: the brokers, to
+    move leaderships once the KRaft controller is active (PhaseCluster.lead)."""
     from kadmin.services import roll as roll_svc
 
     phase = mig.PHASES[phase_name]
@@ -163,7 +178,7 @@ def run(phase_name: str, open_base: Opener, open_full: Opener, directory: Path, 
     if had is not None and had != phase_name and resuming is not None:
         raise UsageError(f"--state {directory} holds an unfinished --phase {had} roll: finish it with the same "
                          f"command, or give another --state for --phase {phase_name}")
-    cluster = PhaseCluster(open_base, open_full, phase, open_quorum)
+    cluster = PhaseCluster(open_base, open_full, phase, open_quorum, open_admin)
     try:
         status = cluster.status()
         why = mig.refusal(phase, status, resumed=resuming is not None or had == phase_name)
@@ -187,7 +202,7 @@ def run(phase_name: str, open_base: Opener, open_full: Opener, directory: Path, 
             say(POINT_OF_NO_RETURN)
         asked = replace(opts, request=replace(opts.request, nodes=tuple(sorted(nodes)),
                                               controllers="first" if phase.role == "controller" else "skip"))
-        phased = PhaseCluster(open_base, open_full, phase, open_quorum)
+        phased = PhaseCluster(open_base, open_full, phase, open_quorum, open_admin)
         result = (roll or roll_svc.run)(phased, directory, asked, emit, say, watcher=watcher)
         if int(result.exit_code) != 0:
             return result

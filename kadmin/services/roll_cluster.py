@@ -151,6 +151,11 @@ class BackendRollCluster:
         """The backend the metadata quorum is asked through (the same one, but for a migration's phase)."""
         return self.b
 
+    @property
+    def lead(self) -> Backend:
+        """The backend leaderships are moved through (the drain; the same one, but for a migration's phase)."""
+        return self.b
+
     # ---------------------------------------------------------------- what the cluster is
     def traits(self) -> dom.Traits:
         if self._traits is None:
@@ -346,14 +351,14 @@ class BackendRollCluster:
     def drain(self, files: Mapping[int, Path], timeout: float) -> str | None:
         from kadmin.services import drain as dsvc
 
-        b = self.b
+        b = self.lead
         res = dsvc.drain_together(b.leadership, b.identity, files, timeout=timeout, token=_token(files))
         return None if int(res.exit_code) == 0 else (res.message or res.status)
 
     def undrain(self, files: Mapping[int, Path], timeout: float) -> str | None:
         from kadmin.services import drain as dsvc
 
-        b = self.b
+        b = self.lead
         res = dsvc.undrain_together(b.leadership, b.identity, files, timeout=timeout, token=_token(files))
         return None if int(res.exit_code) == 0 else (res.message or res.status)
 

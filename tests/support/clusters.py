@@ -54,6 +54,7 @@ OWN_CLUSTER = {
     "tests/kafka/test_real_kraft_quorum_check.py": "stops and restarts controllers of its quorum",
     "tests/kafka/test_real_kraft_scale.py": "20,000 partitions",
     "tests/kafka/test_real_migration.py": "a ZooKeeper-mode cluster migrated to KRaft and rolled back",
+    "tests/kafka/test_real_migration_roll.py": "a ZooKeeper-mode cluster rolled through every migration phase",
     "tests/kafka/test_real_producer_harness.py": "stops brokers under VerifiableProducer (min ISR 2 topic)",
     "tests/kafka/test_real_roll.py": "rolls every node of its clusters",
     "tests/kafka/test_real_security.py": "SASL and ACLs (the StandardAuthorizer's ZooKeeper twin)",

@@ -138,11 +138,12 @@ def _kill_leftovers() -> None:
 
 
 class RollRun:
-    """`kadmin roll run ARGS -o ndjson` running; its events as they come (a reader thread)."""
+    """`kadmin roll run ARGS -o ndjson` (or another `verb` with roll run's engine: `migration roll`) running; its
+    events as they come (a reader thread)."""
 
     def __init__(self, args: Sequence[str], env: Mapping[str, str], stderr_file: Path,
                  kill_when: Callable[[Event], bool] | None = None, freeze: Mapping[str, Any] | None = None,
-                 cwd: Path | None = None) -> None:
+                 cwd: Path | None = None, verb: Sequence[str] = ("roll", "run")) -> None:
         self.args = list(args)
         self.stderr_file = stderr_file
         self.kill_when = kill_when
@@ -159,7 +160,7 @@ class RollRun:
             self.marker.unlink(missing_ok=True)
             cmd = [sys.executable, "-m", "tests.support.roll_freeze", json.dumps(dict(freeze)), str(self.marker)]
             env["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [env.get("PYTHONPATH")])])
-        self.proc = subprocess.Popen([*cmd, "roll", "run", *self.args, "-o", "ndjson"], stdin=subprocess.DEVNULL,
+        self.proc = subprocess.Popen([*cmd, *verb, *self.args, "-o", "ndjson"], stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=self._err, text=True, bufsize=1, env=env,
                                      start_new_session=True, cwd=cwd)
         _live.add(self.proc)

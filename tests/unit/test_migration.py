@@ -142,3 +142,58 @@ def test_a_broker_not_asked_is_unknown() -> None:
 def test_next_step_finalizes_the_leader_last() -> None:
     s = decide(observation(record("migration: controller 3002 finalized")))
     assert "roll 3003, 3001" in s.next_step and s.controllers.leader == 3001
+
+
+# ------------------------------------------------------------------ the phases of `migration roll` (real observations)
+FITS = [  # record -> the phase that fits, the nodes it would restart
+    ("zk:", None, ()),
+    ("pre-migration: controllers up", "brokers-migrating", (1, 2, 3)),
+    ("pre-migration: 2 of 3", "brokers-migrating", (3,)),
+    ("migration: all brokers migrating", "brokers-kraft", (1, 2, 3)),
+    ("migration: 2 of 3 brokers kraft", "brokers-kraft", (3,)),
+    ("migration: 3 of 3 brokers kraft", "controllers-finalize", (3001, 3002, 3003)),
+    ("migration: controller 3002 finalized", "controllers-finalize", (3001, 3003)),
+    ("post-migration", None, ()),
+]
+
+
+@pytest.mark.parametrize(("prefix", "fits", "todo"), FITS, ids=[f[0] for f in FITS])
+def test_each_state_has_the_phase_that_fits_it_and_only_its_nodes_left(prefix: str, fits: str | None,
+                                                                      todo: tuple[int, ...]) -> None:
+    from kadmin.domain.migration import PHASES, fitting_phase, refusal
+    from kadmin.domain.migration import todo as left
+
+    s = decide(observation(record(prefix)))
+    assert fitting_phase(s) == fits
+    for name, phase in PHASES.items():
+        why = refusal(phase, s, resumed=False)
+        if name == fits:
+            assert why is None, why
+            assert tuple(sorted(left(phase, s))) == todo
+        elif name == "brokers-kraft" and fits == "controllers-finalize":  # done already: asked again, a no-op
+            assert why is None and left(phase, s) == ()
+        else:
+            assert why is not None and (fits is None or f"the phase that fits is {fits}" in why or "first" in why), why
+
+
+def test_a_resumed_phase_accepts_the_state_it_ends_at_and_says_what_is_left() -> None:
+    from kadmin.domain.migration import PHASES, finished, refusal
+
+    migrating = PHASES["brokers-migrating"]
+    s = decide(observation(record("migration: all brokers migrating")))  # its last broker started the copy
+    assert refusal(migrating, s, resumed=False) is not None and refusal(migrating, s, resumed=True) is None
+    assert finished(migrating, s) is None
+    finalize = PHASES["controllers-finalize"]
+    half = decide(observation(record("migration: controller 3003 finalized")))
+    assert finished(finalize, half) == "the cluster is in MIGRATION, not POST_MIGRATION yet"
+    assert finished(finalize, decide(observation(record("post-migration")))) is None
+
+
+def test_finalizing_with_a_broker_not_kraft_or_of_unknown_mode_is_refused() -> None:
+    from kadmin.domain.migration import PHASES, refusal
+
+    finalize = PHASES["controllers-finalize"]
+    s = decide(observation(record("migration: 2 of 3 brokers kraft")))
+    assert "brokers 3 are not KRaft brokers yet" in str(refusal(finalize, s, resumed=True))
+    unknown = decide(observation(record("migration: 3 of 3 brokers kraft"), brokers=False))
+    assert "unknown" in str(refusal(finalize, unknown, resumed=False))

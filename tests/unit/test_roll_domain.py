@@ -7,6 +7,7 @@ each node's phase, and what a resumed run may not ask differently."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -602,3 +603,34 @@ def head(nodes: list[int] | None = None, controllers: str = "first", parallel: i
 ])
 def test_differences(had: dict[str, Any], asked: Request, says: list[str]) -> None:
     assert dom.differences(had, asked) == says
+
+
+# ------------------------------------------------------------------ receipt "mode" (a migration's phase)
+def test_a_mode_receipt_is_the_phase_mode_and_nothing_else() -> None:
+    t = dom.Traits("mode", controlled_shutdown=False, quorum_nodes=False, target_mode="kraft")
+    b = dom.RollNode(1, "broker")
+    running_old = dom.NodeSeen(1, registered=True, mode="zk_migrating")
+    gone = dom.NodeSeen(1, registered=False)
+    back = dom.NodeSeen(1, registered=True, mode="kraft")
+    assert dom.stopped(b, t, running_old, None, 2000) == "broker 1 still answers in zk_migrating mode"
+    assert dom.stopped(b, t, gone, None, 2000) is None
+    assert dom.stopped(b, t, back, None, 2000) is None  # only a restart gives the phase's mode
+    assert dom.stop_evidence(b, t, back, None, 2000) == "new_mode"
+    assert dom.back(b, "wait_restarted", t, running_old, old_epoch=None, seen_stopped=True,
+                    fetch_timeout_ms=2000) == "broker 1 answers in zk_migrating mode, not kraft yet"
+    assert dom.back(b, "wait_restarted", t, gone, old_epoch=None, seen_stopped=True,
+                    fetch_timeout_ms=2000) == "broker 1 is not registered"
+    assert dom.back(b, "wait_restarted", t, back, old_epoch=None, seen_stopped=False, fetch_timeout_ms=2000) is None
+
+
+def test_a_finalized_controller_is_back_only_caught_up_too() -> None:
+    t = dom.Traits("mode", controlled_shutdown=False, quorum_nodes=True, target_mode="finalized")
+    c = dom.RollNode(3001, "controller")
+    lagging = dom.NodeSeen(3001, voter=True, fetch_age_ms=50, caught_up_age_ms=9000, quorum_leader=3002,
+                           mode="finalized")
+    caught = replace(lagging, caught_up_age_ms=10)
+    assert dom.back(c, "wait_caught_up", t, replace(caught, mode="migrating"), old_epoch=None, seen_stopped=True,
+                    fetch_timeout_ms=2000) == "controller 3001 runs migrating, not finalized yet"
+    assert "caught up 9000 ms ago" in str(dom.back(c, "wait_caught_up", t, lagging, old_epoch=None,
+                                                   seen_stopped=True, fetch_timeout_ms=2000))
+    assert dom.back(c, "wait_caught_up", t, caught, old_epoch=None, seen_stopped=False, fetch_timeout_ms=2000) is None
