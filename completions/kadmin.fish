@@ -833,6 +833,7 @@ complete -c kadmin -n '__fish_seen_subcommand_from sandbox ; and __fish_seen_sub
 complete -c kadmin -n '__fish_seen_subcommand_from sandbox ; and __fish_seen_subcommand_from phase' -s v -d 'Show tracebacks of internal errors, and more detail on stderr where the command has any'
 complete -c kadmin -n '__fish_seen_subcommand_from sandbox ; and __fish_seen_subcommand_from start' -l dir -r -x -a '(__fish_complete_directories)' -d 'Sandbox state directory (default: $XDG_STATE_HOME/kadmin/sandbox)'
 complete -c kadmin -n '__fish_seen_subcommand_from sandbox ; and __fish_seen_subcommand_from start' -l help -d 'Show help'
+complete -c kadmin -n '__fish_seen_subcommand_from sandbox ; and __fish_seen_subcommand_from start' -l kafka-home -r -x -a '(__fish_complete_directories)' -d 'Run the node from this Kafka installation from now on (an upgrade rehearsed node by node, e'
 complete -c kadmin -n '__fish_seen_subcommand_from sandbox ; and __fish_seen_subcommand_from start' -l output -r -x -a 'auto table plain json ndjson' -d 'auto: a table on a terminal, plain columns on a pipe'
 complete -c kadmin -n '__fish_seen_subcommand_from sandbox ; and __fish_seen_subcommand_from start' -l verbose -d 'Show tracebacks of internal errors, and more detail on stderr where the command has any'
 complete -c kadmin -n '__fish_seen_subcommand_from sandbox ; and __fish_seen_subcommand_from start' -s o -r -x -a 'auto table plain json ndjson' -d 'auto: a table on a terminal, plain columns on a pipe'

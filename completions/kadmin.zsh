@@ -54,7 +54,7 @@ _kadmin() {
         'kadmin sandbox down' '--dir --help --output --verbose -o -v'
         'kadmin sandbox kill' '--dir --hard --help --output --verbose -o -v'
         'kadmin sandbox phase' '--dir --help --output --verbose -o -v'
-        'kadmin sandbox start' '--dir --help --output --verbose -o -v'
+        'kadmin sandbox start' '--dir --help --kafka-home --output --verbose -o -v'
         'kadmin sandbox status' '--dir --help --output --verbose -o -v'
         'kadmin sandbox up' '--brokers --dir --ensemble --help --kafka-home --mode --output --release-version --verbose -o -v'
     )
@@ -626,6 +626,7 @@ _kadmin() {
         'kadmin sandbox phase #1' '@value'
         'kadmin sandbox phase #2' '@value'
         'kadmin sandbox start --dir' '@dir'
+        'kadmin sandbox start --kafka-home' '@dir'
         'kadmin sandbox start --output' 'auto table plain json ndjson'
         'kadmin sandbox start -o' 'auto table plain json ndjson'
         'kadmin sandbox start #1' '@value'

@@ -195,12 +195,20 @@ def kill(
 
 
 @command(app, "start", cluster=False)
-def start(inv: Invocation, broker_id: BrokerId, directory: DirOpt = None) -> int:
+def start(
+    inv: Invocation,
+    broker_id: BrokerId,
+    directory: DirOpt = None,
+    kafka_home: Annotated[Path | None, typer.Option(
+        "--kafka-home", metavar="DIR", help="Run the node from this Kafka installation from now on (an upgrade "
+        "rehearsed node by node, e.g. onto 4.x after a migration); refused for a ZooKeeper-mode node on 4.x.",
+        show_default=False)] = None,
+) -> int:
     """Start a stopped broker (it registers with a new epoch).
 
     A KRaft controller (3001...) is started again with the same config and directory; this returns once
     the quorum leader reports it caught up (its LastCaughtUpTimestamp after the start)."""
-    data = sandbox_start(_sandbox(directory).start(broker_id))
+    data = sandbox_start(_sandbox(directory).start(broker_id, kafka_home=kafka_home))
     if isinstance(data, SandboxControllerStart):  # no epoch
         msg = f"controller {broker_id} started with pid {data.pid}, caught up with leader {data.controller}"
     else:

@@ -468,11 +468,38 @@ class Sandbox:
             return self._kill_kafka(st, broker_id, hard)
         return self._call({"op": "kill", "id": broker_id, "hard": hard})
 
-    def start(self, broker_id: int) -> dict[str, Any]:
+    def start(self, broker_id: int, kafka_home: Path | str | None = None) -> dict[str, Any]:
         st = self._require()
         if _engine(st) == "kafka":
+            if kafka_home is not None:
+                self._move_home(st, broker_id, Path(kafka_home).expanduser().resolve())
             return self._start_kafka(st, broker_id)
+        if kafka_home is not None:
+            raise SandboxError("--kafka-home: the sandbox's brokers are emulated ones (`sandbox up --kafka-home DIR` "
+                               "runs real Kafka)")
         return self._call({"op": "start", "id": broker_id})
+
+    def _move_home(self, st: dict[str, Any], node_id: int, home: Path) -> None:
+        """Run a stopped node from another Kafka installation from now on (an upgrade rehearsed node by node):
+        refused for a node that runs in ZooKeeper mode on a Kafka without it (4.0 and newer), and for a running
+        node (the start that follows would refuse it anyway)."""
+        from kadmin.sandbox import realkafka as rk
+
+        node = self._controller_node(st, node_id) or self._broker(st, node_id)
+        version = rk.detect_version(home)
+        rk.java_binary()
+        zk_mode = node["role"] == "broker" and (st["mode"] == "zk" or node.get("phase") in ("zk", "migrating"))
+        if zk_mode and rk.major(version) >= 4:
+            raise SandboxError(f"--kafka-home {home} is Kafka {version}, which has no ZooKeeper mode: broker "
+                               f"{node_id} runs in ZooKeeper mode (migrate it to KRaft first)")
+        if node.get("phase") == "migrating" and rk.major(version) >= 4:
+            raise SandboxError(f"--kafka-home {home} is Kafka {version}: controller {node_id} still has migration "
+                               "enabled (finalize the migration first)")
+        if self._alive(st, _node_name(node), node):
+            raise ConditionNotMet(f"{node['role']} {node_id} is running (pid {node['pid']}): stop it first "
+                                  "(`sandbox kill`)")
+        node["kafka_home"], node["kafka_version"] = str(home), version
+        self._update(st, node)
 
     # ------------------------------------------------------------------ the real-Kafka engine
     def _up_kafka(self, home: Path, version: str, mode: str, brokers: int, ensemble: int,
@@ -593,7 +620,8 @@ class Sandbox:
     def _launch(self, st: dict[str, Any], node: dict[str, Any]) -> None:
         from kadmin.sandbox import realkafka as rk
 
-        node["pid"], argv = rk.launch(st["kafka_home"], st["kafka_version"], Path(st["dir"]), node)
+        node["pid"], argv = rk.launch(node.get("kafka_home") or st["kafka_home"],
+                                      node.get("kafka_version") or st["kafka_version"], Path(st["dir"]), node)
         node["identity"] = identity_after_exec(node["pid"], argv)
         self._save(st)
 

@@ -7,7 +7,9 @@ between a broker's stop and its start, and the same command run again finishes t
 controllers-finalize, each with the sandbox's own commands as hooks (`sandbox kill`; `sandbox phase ID P && sandbox
 start ID`, counted by tests/support/roll.py's hook script). Referees: Kafka's controllers' own log lines (the
 metadata copied, POST_MIGRATION), `kadmin migration status` after each phase, the hooks' counters (each node
-stopped and started exactly once per phase), and every acknowledged record read back with its value.
+stopped and started exactly once per phase), and every acknowledged record read back with its value. Then onto
+Kafka 4.3.1 as Kafka's upgrade notes have it: a plain `roll run` starting each node from 4.3.1's installation
+(`sandbox start --kafka-home`), and `features upgrade --release-version 4.3`.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.kafka import KAFKA_3_9, TOPIC_COMMAND, kafka_home, tool, wait_for
+from tests.support.kafka import KAFKA_3_9, KAFKA_4, TOPIC_COMMAND, kafka_home, tool, wait_for
 from tests.support.migration import COPY_DONE, FINALIZED, Migration
 from tests.support.producer import Producer, assert_no_write_lost, read_back
 from tests.support.roll import Counter, RollRun, hook_args, journal, on, write_hook
@@ -59,6 +61,15 @@ class Journey:
         starter.chmod(0o755)
         hook = write_hook(self.work / f"hook-{phase}.sh", [*kadmin, "kill", *d], [str(starter)])
         counter = self.work / f"{phase}.counter"
+        return hook_args(hook, counter), Counter(counter)
+
+    def upgrade_hooks(self, home: Path) -> tuple[list[str], Counter]:
+        """--stop/--start that move each node onto the Kafka installation `home` (`sandbox start --kafka-home`)."""
+        kadmin = [sys.executable, "-m", "kadmin", "sandbox"]
+        d = ["--dir", str(self.m.sb.dir), "-o", "plain"]
+        hook = write_hook(self.work / "hook-upgrade.sh", [*kadmin, "kill", *d],
+                          [*kadmin, "start", "--kafka-home", str(home), *d])
+        counter = self.work / "upgrade.counter"
         return hook_args(hook, counter), Counter(counter)
 
     def roll(self, phase: str, state: Path, hook: list[str], **kw: Any) -> RollRun:
@@ -136,6 +147,24 @@ def test_the_whole_journey_phase_by_phase_loses_no_acknowledged_write(journey: J
         journey.m.wait_log(FINALIZED)
         code, data = journey.status()
         assert (code, data["state"], data["rollback_possible"]) == (0, "POST_MIGRATION", False), data
+        producer.wait_acked_more_than(producer.acked_count() + 100, WAIT)
+
+        # onto Kafka 4.3.1: a plain `roll run` (controllers first, the quorum leader last), then features upgrade
+        new = kafka_home(KAFKA_4)
+        hook, counter = journey.upgrade_hooks(new)
+        upgrade = RollRun(["--state", str(journey.work / "upgrade"), "--step-timeout", "240", *hook,
+                           "-b", journey.bootstrap], journey.m.sb.env, journey.work / "upgrade.stderr")
+        assert upgrade.wait(WAIT * 3) == 0, upgrade.stderr()
+        counter.assert_each_restarted_once(BROKERS + CONTROLLERS)
+        pids = journey.m.sb.pids()
+        assert all(f"{new}/libs/*" in Path(f"/proc/{p}/cmdline").read_bytes().decode().split("\0") for p in pids
+                   if Path(f"/proc/{p}/cmdline").exists() and b"kafka.Kafka" in Path(f"/proc/{p}/cmdline").read_bytes())
+        code, feats, err = journey.m.sb.json("features", "upgrade", "--release-version", "4.3", "-b", journey.bootstrap)
+        assert code == 0, err
+        code, feats, err = journey.m.sb.json("features", "describe", "-b", journey.bootstrap)
+        assert code == 0, err
+        levels = {f["name"]: f["finalized_level"] for f in feats["features"]}
+        assert levels["metadata.version"] == 30, feats  # 4.3-IV0
         producer.wait_acked_more_than(producer.acked_count() + 100, WAIT)
         producer.stop()
     wait_for(lambda: journey.m.sb.run("sandbox", "status").returncode == 0, WAIT, "every node up")
