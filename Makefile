@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 # one): not for a user to act on, so the installs hide UserWarnings (errors and pip's own messages still show)
 QUIET_BUILD := ignore::UserWarning
 
-.PHONY: demo demo-kraft test test-times test-fast system venv venv-base lint completions docs bench clean kafka dist
+.PHONY: demo demo-kraft demo-migration test test-times test-fast system venv venv-base lint completions docs bench clean kafka dist
 
 system:
 	@scripts/ensure-system.sh
@@ -46,6 +46,13 @@ demo-kraft: system venv-base
 	if [ -z "$$home" ] || [ ! -d "$$home/libs" ]; then \
 		echo "demo-kraft: no real Kafka 4.3.1 ($$(tail -n 1 $$log))" >&2; rm -f $$log; exit 1; fi; \
 	rm -f $$log; PATH="$(CURDIR)/$(VENV)/bin:$$PATH" scripts/demo-kraft.sh $$home
+
+# The ZooKeeper -> KRaft migration of a 3.9.1 cluster, phase by phase, then onto 4.3.1 (real Kafka only).
+demo-migration: system venv-base
+	@log=$$(mktemp); old=$$(scripts/fetch-kafka.sh 3.9.1 2>$$log | tail -n 1); new=$$(scripts/fetch-kafka.sh 4.3.1 2>>$$log | tail -n 1); \
+	if [ ! -d "$$old/libs" ] || [ ! -d "$$new/libs" ]; then \
+		echo "demo-migration: no real Kafka 3.9.1 and 4.3.1 ($$(tail -n 1 $$log))" >&2; rm -f $$log; exit 1; fi; \
+	rm -f $$log; PATH="$(CURDIR)/$(VENV)/bin:$$PATH" scripts/demo-migration.sh $$old $$new
 
 # The suite on TEST_WORKERS pytest-xdist workers. loadscope keeps a module (or a class) on one worker, so its real
 # cluster starts once; tests/support/schedule.py orders the scopes longest first from tests/scope_seconds.json.

@@ -148,9 +148,11 @@ COMMANDS: dict[str, Codes] = {
                        "(MIGRATION, POST_MIGRATION) not reached within `--step-timeout` (run the same command again)",
                        X.USAGE: "a phase that is not one, an address missing (-z, --bootstrap-controller and -b are "
                        "all needed), the hooks not given, or DIR holding an unfinished roll of another phase",
-                       X.CONFIG: "as `roll run`'s", X.UNREACHABLE: "as `roll run`'s",
+                       X.CONFIG: "as `roll run`'s",
+                       X.UNREACHABLE: "the migration's state could not be read (what could not, and what would let "
+                       "kadmin read it, named; nothing touched), or as `roll run`'s",
                        X.UNSAFE: "the phase asked in the wrong state (nothing touched: the state found and the phase "
-                       "that fits are named), a mode or state that could not be read, or the cluster not healthy "
+                       "that fits are named), a broker's mode that could not be read, or the cluster not healthy "
                        "before the first node",
                        X.HOOK_FAILED: "as `roll run`'s"},
     "roll confirm": {X.OK: "recorded", X.USAGE: "no roll in DIR, a node not of the roll, nothing to confirm, or "

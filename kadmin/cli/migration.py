@@ -6,14 +6,16 @@ from typing import Annotated, Any
 
 import typer
 
-from kadmin.cli.options import Invocation, command, seconds, seconds_or_zero
+from kadmin.cli.options import Invocation, command, seconds
 from kadmin.cli.roll import (
     AllowOpt,
     BatchRuleOpt,
     ParallelOpt,
     RestartOpt,
+    SettleOpt,
     StartOpt,
     StateOpt,
+    StepTimeoutOpt,
     StopOpt,
     _allow,
     _hooks,
@@ -90,11 +92,8 @@ def roll(
     parallel: ParallelOpt = 1,
     batch_rule: BatchRuleOpt = "distinct",
     allow_unavailable: AllowOpt = None,
-    step_timeout: Annotated[float, typer.Option("--step-timeout", metavar="SECONDS", parser=seconds,
-                                                help="The longest any one step may take (a hook, a node coming "
-                                                "back, the phase's end state).")] = 600.0,
-    settle: Annotated[float, typer.Option("--settle", metavar="SECONDS", parser=seconds_or_zero,
-                                          help="Wait this long after each node (or batch) before the next.")] = 0.0,
+    step_timeout: StepTimeoutOpt = 600.0,
+    settle: SettleOpt = 0.0,
 ) -> int:
     """Roll one phase of the ZooKeeper to KRaft migration: `roll run`'s engine, hooks, journal and resume, with
     the phase's gates. Give -z, --bootstrap-controller and -b (every broker).

@@ -45,6 +45,11 @@ StateOpt = Annotated[Path, typer.Option("--state", metavar="DIR", help="The roll
 # `roll status` and `roll confirm` read (confirm: and journal to) the state a `roll run` keeps; they continue nothing
 RollStateOpt = Annotated[Path, typer.Option("--state", metavar="DIR", help="The --state DIR of the roll: its journal "
                                             "(`roll run` keeps it there).")]
+StepTimeoutOpt = Annotated[float, typer.Option("--step-timeout", metavar="SECONDS", parser=seconds,
+                                               help="The longest any one step may take (a hook, a node coming back, "
+                                               "catching up).")]
+SettleOpt = Annotated[float, typer.Option("--settle", metavar="SECONDS", parser=seconds_or_zero,
+                                          help="Wait this long after each node (or batch) before the next.")]
 BatchRuleOpt = Annotated[str, typer.Option("--batch-rule", metavar="distinct|min-isr", help="With --parallel: "
                                            "'distinct' (default) never stops two replicas of one partition at once; "
                                            "'min-isr' lets a batch share partitions where each keeps its min ISR.")]
@@ -159,11 +164,8 @@ def run(
     batch_rule: BatchRuleOpt = "distinct",
     allow_unavailable: AllowOpt = None,
     only_if: OnlyIfOpt = None,
-    step_timeout: Annotated[float, typer.Option("--step-timeout", metavar="SECONDS", parser=seconds,
-                                                help="The longest any one step may take (a hook, a node coming "
-                                                "back, catching up).")] = 600.0,
-    settle: Annotated[float, typer.Option("--settle", metavar="SECONDS", parser=seconds_or_zero,
-                                          help="Wait this long after each node (or batch) before the next.")] = 0.0,
+    step_timeout: StepTimeoutOpt = 600.0,
+    settle: SettleOpt = 0.0,
 ) -> int:
     """Restart every node (or --nodes), one at a time or in safe batches, each behind kadmin's gates, and put
     the leaderships back; journaled in --state DIR, so running the same command again continues.

@@ -158,9 +158,9 @@ def unfinished_nodes(directory: Path) -> tuple[int, ...] | None:
     return tuple(n.id for n in st.head.nodes)
 
 
-def refused(message: str, directory: Path) -> Result[RollReport]:
+def refused(message: str, directory: Path, code: ExitCode = ExitCode.UNSAFE) -> Result[RollReport]:
     data = RollReport(str(directory), None, None, "refused", (), None, None, None, None)
-    return Result(data=data, exit_code=ExitCode.UNSAFE, message=message)
+    return Result(data=data, exit_code=code, message=message)
 
 
 def run(phase_name: str, open_base: Opener, open_full: Opener, directory: Path, opts: Options, emit: Emit,
@@ -182,8 +182,9 @@ def run(phase_name: str, open_base: Opener, open_full: Opener, directory: Path, 
     try:
         status = cluster.status()
         why = mig.refusal(phase, status, resumed=resuming is not None or had == phase_name)
-        if why is not None:
-            return refused(f"--phase {phase_name} refused, nothing touched: {why}", directory)
+        if why is not None:  # the state unread: 4, as for a cluster that cannot be reached; else 7
+            code = ExitCode.UNREACHABLE if status.state is None else ExitCode.UNSAFE
+            return refused(f"--phase {phase_name} refused, nothing touched: {why}", directory, code)
         nodes = resuming if resuming is not None else mig.todo(phase, status)
     finally:
         cluster.close()

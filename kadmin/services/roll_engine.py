@@ -735,9 +735,16 @@ class Batch:
         watches = {n.id: Watch(self.r.clock()) for n in todo}
         if watch:
             self.look(todo, watches)
-        for n in todo:
-            threading.Thread(target=go, args=(n,), daemon=True, name=f"kadmin-hook-{n.id}").start()
-        interrupted = self.join(list(ended.values()), step, todo if watch else [], watches)
+        # A Ctrl-C (or the hook's own SIGTERM/SIGHUP to kadmin) while the hooks start is held back until every one
+        # has started: it then counts as join's first one (the hooks are let end and journaled), never as an
+        # exception that would leave a started hook unjournaled.
+        interrupts.arm()
+        try:
+            for n in todo:
+                threading.Thread(target=go, args=(n,), daemon=True, name=f"kadmin-hook-{n.id}").start()
+        finally:
+            early = interrupts.settle()
+        interrupted = self.join(list(ended.values()), step, todo if watch else [], watches, early)
         if watch:
             self.look(todo, watches)  # after the end too: a hook's last moment is seen
         failures: dict[int, StepFailed] = {}
@@ -763,12 +770,14 @@ class Batch:
                          line=lambda text: self.r.watcher.hook_output(n.id, name, text))
 
     def join(self, ended: list[threading.Event], step: str, watched: list[RollNode],
-             watches: dict[int, Watch]) -> bool:
+             watches: dict[int, Watch], interrupted: bool = False) -> bool:
         """Wait for the hooks (each sets its event when it ends: Thread.join interrupted by a Ctrl-C can leave a
-        running thread looking dead), looking at the `watched` nodes meanwhile. A first Ctrl-C lets them end
-        (True: stop after journaling them); a second one stops now, leaving them running (a resumed run reads
-        their status files)."""
-        interrupted = False
+        running thread looking dead), looking at the `watched` nodes meanwhile. A first Ctrl-C (`interrupted`: one
+        came while they started) lets them end (True: stop after journaling them); a second one stops now, leaving
+        them running (a resumed run reads their status files)."""
+        if interrupted:
+            self.r.say(f"interrupted: letting the running {step} hooks end first (Ctrl-C again to leave them "
+                       "running and stop now)")
         while not all(e.is_set() for e in ended):
             try:
                 if watched:

@@ -19,7 +19,7 @@ loses one that has a case). What the code does differently from the documentatio
   last one, --bootstrap-server given a controller's address, was exit 6 and is now 3).
 
 Fixing the command makes its NEVER_RETURNED entry fail: then remove the entry.
-UNPROVOKABLE would hold the documented codes no fast fixture can provoke; there are none.
+UNPROVOKABLE holds the documented codes no fast fixture can provoke, each with where it is proven instead.
 """
 
 from __future__ import annotations
@@ -587,6 +587,16 @@ def held(c: Ctx, state: str) -> str:
     return state
 
 
+# --bootstrap-controller and -b where nothing listens: the state is read from ZooKeeper alone
+NO_CONTROLLERS = ["--bootstrap-controller", "127.0.0.1:1", "-b", "127.0.0.1:1"]
+
+
+def migration_roll(c: Ctx, phase: str, *args: str) -> list[str]:
+    """`migration roll --phase PHASE` whose hooks touch nothing (`true`)."""
+    return ["migration", "roll", "--phase", phase, "--state", str(c.tmp / "roll"), "--stop", "true", "--start", "true",
+            *args]
+
+
 def roll_run(c: Ctx, *args: str, state: str | None = None) -> list[str]:
     """`roll run` whose hooks touch nothing (`true`): what it does is up to the gates."""
     return ["roll", "run", "--state", state or str(c.tmp / "roll"), "--stop", "true", "--start", "true", *args]
@@ -797,6 +807,10 @@ CASES: dict[tuple[str, int], Case] = {
     ("roll run", 7): lambda c: roll_run(c, "--step-timeout", "1", *c.w.missing.z),  # under-replicated: refused
     ("roll run", 9): lambda c: ["roll", "run", "--state", str(c.tmp / "roll"), "--stop", "exit 3", "--start", "true",
                                 "--nodes", "2", *c.cluster(1, 2, serve_kafka=True).z],
+    # migration roll: refused before the roll begins (the rest is the roll engine's, provoked for `roll run` above)
+    ("migration roll", 2): lambda c: migration_roll(c, "brokers-kraft", *NOWHERE),  # no --bootstrap-controller
+    ("migration roll", 4): lambda c: migration_roll(c, "brokers-migrating", *NOWHERE, *NO_CONTROLLERS),
+    ("migration roll", 7): lambda c: migration_roll(c, "brokers-kraft", *pre_migration(c).z, *NO_CONTROLLERS),
     # roll confirm (the journal only): broker 1's stop hook failed, kadmin never saw it go
     ("roll confirm", 0): lambda c: ["roll", "confirm", "--state", roll_journal(c, CLUSTER_ID, finished=False),
                                     "--node", "1", "--never-went-down"],
@@ -836,7 +850,14 @@ CASES: dict[tuple[str, int], Case] = {
 NEVER_RETURNED: dict[tuple[str, int], tuple[int, str]] = {}  # none left (issue 34 §6)
 
 # Documented codes no fast fixture can provoke: (command, code) -> why.
-UNPROVOKABLE: dict[tuple[str, int], str] = {}
+UNPROVOKABLE: dict[tuple[str, int], str] = {
+    ("migration roll", 0): "a whole phase needs real Kafka's migration: tests/kafka/test_real_migration.py",
+    ("migration roll", 1): "roll run's engine (provoked for `roll run`); the phase's end state not reached needs real "
+                           "Kafka's migration",
+    ("migration roll", 3): "roll run's engine and journal (provoked for `roll run`), past a real migration's entry "
+                           "gate",
+    ("migration roll", 9): "roll run's hooks (provoked for `roll run`), past a real migration's entry gate",
+}
 
 
 def no_cluster_id(c: Ctx) -> list[str]:

@@ -488,8 +488,8 @@ def test_case_ids_are_unique() -> None:
 # Commands added after the golden files were made (issue 21 pins the shapes that existed then): no golden case can
 # exist for them. `roll` (issue 23): its JSON is checked by tests/cli/test_roll_cli.py and
 # tests/integration/test_roll_zk.py; `features` (issue 36) by tests/kafka/test_real_kraft_features.py; `migration
-# status` (issue 36) by tests/kafka/test_real_migration.py at every phase of a real migration.
-AFTER_GOLDEN = {"roll plan", "roll run", "features describe", "features upgrade", "migration status"}
+# status` and `migration roll` (issue 36) by tests/kafka/test_real_migration.py at every phase of a real migration.
+AFTER_GOLDEN = {"roll plan", "roll run", "features describe", "features upgrade", "migration status", "migration roll"}
 
 
 def test_every_cluster_command_is_covered_in_both_modes() -> None:

@@ -130,6 +130,9 @@ CASES: dict[str, list[Case]] = {
     "roll plan": [Case((), W, NO_DESCRIBE)],
     "roll run": [Case(("--state", "{rollstate}", "--stop", "false", "--start", "false", "--nodes", "99"),
                       Refused(2, ("--nodes: 99: no such node",)), NO_DESCRIBE)],
+    # a phase of a ZooKeeper -> KRaft migration needs -z and --bootstrap-controller too: refused before anything
+    "migration roll": [Case(("--phase", "brokers-migrating", "--state", "{rollstate}", "--stop", "false", "--start",
+                             "false"), Refused(2, ("give -z",)))],
     # offline: no connection options (run once, on this cluster's files and processes)
     "completion": [Case(("bash",), W)],
     "help": [Case(("connection",), W)],
