@@ -580,7 +580,7 @@ complete -c kadmin -n '__fish_seen_subcommand_from migration ; and __fish_seen_s
 complete -c kadmin -n '__fish_seen_subcommand_from migration ; and __fish_seen_subcommand_from roll' -l settle -r -d 'Wait this long after each node (or batch) before the next'
 complete -c kadmin -n '__fish_seen_subcommand_from migration ; and __fish_seen_subcommand_from roll' -l start -r -d 'Shell command that starts a node and returns once it was started'
 complete -c kadmin -n '__fish_seen_subcommand_from migration ; and __fish_seen_subcommand_from roll' -l state -r -x -a '(__fish_complete_directories)' -d 'The roll\'s journal, drain files and hook logs; run again with the same DIR to continue an unfinished roll'
-complete -c kadmin -n '__fish_seen_subcommand_from migration ; and __fish_seen_subcommand_from roll' -l step-timeout -r -d 'The longest any one step may take (a hook, a node coming back, the phase\'s end state)'
+complete -c kadmin -n '__fish_seen_subcommand_from migration ; and __fish_seen_subcommand_from roll' -l step-timeout -r -d 'The longest any one step may take (a hook, a node coming back, catching up)'
 complete -c kadmin -n '__fish_seen_subcommand_from migration ; and __fish_seen_subcommand_from roll' -l stop -r -d 'Shell command that stops a node and returns once it is stopped'
 complete -c kadmin -n '__fish_seen_subcommand_from migration ; and __fish_seen_subcommand_from roll' -l verbose -d 'Say which cluster and settings are used; show tracebacks of internal errors'
 complete -c kadmin -n '__fish_seen_subcommand_from migration ; and __fish_seen_subcommand_from roll' -l zk-auth -r -d 'ZooKeeper auth, e'
