@@ -352,7 +352,10 @@ def test_zookeeper_answering_every_request_slowly_cannot_stretch_a_command(
     assert r.exit_code in codes, r.stderr
     print(f"{argv}: exit {r.exit_code} after {elapsed:.1f} s")
     if r.exit_code:
-        assert "the command's deadline passed" in r.stderr, r.stderr
+        # its time ran out; or, on a loaded machine, connecting and checking the chroot (both within one
+        # --connect-timeout) outlasted it first: "did not answer within 0.8 s (checking the chroot ...)", the same
+        # exit 4, and no later
+        assert "the command's deadline passed" in r.stderr or "did not answer within" in r.stderr, r.stderr
     assert elapsed <= OVERALL * CONNECT + GRACE, f"took {elapsed:.1f}s"
 
 
