@@ -10,6 +10,8 @@ from kadmin.cli.options import Invocation, command, seconds
 from kadmin.cli.roll import (
     AllowOpt,
     BatchRuleOpt,
+    NodesOpt,
+    OnlyIfOpt,
     ParallelOpt,
     RestartOpt,
     SettleOpt,
@@ -89,6 +91,8 @@ def roll(
     stop: StopOpt = None,
     start: StartOpt = None,
     restart: RestartOpt = None,
+    nodes: NodesOpt = None,
+    only_if: OnlyIfOpt = None,
     parallel: ParallelOpt = 1,
     batch_rule: BatchRuleOpt = "distinct",
     allow_unavailable: AllowOpt = None,
@@ -103,7 +107,8 @@ def roll(
     (docs/migration.md has it for Kafka 3.9), behind can-stop, the drain and (controllers) the quorum check; its
     receipt is answering in the phase's mode (ApiVersions): brokers-migrating zk_migrating, brokers-kraft kraft,
     controllers-finalize no migration flag (and caught up). Exit: MIGRATION (the controller copied the metadata),
-    MIGRATION with every broker KRaft, POST_MIGRATION. controllers-finalize is the point of no return.
+    MIGRATION with every broker KRaft, POST_MIGRATION (not awaited when --nodes or --only-if leaves some of the
+    phase's nodes for later). controllers-finalize is the point of no return.
 
     Exit codes as `roll run`'s: 0 done, 1 a gate or the end state not met, 4, 7 the wrong state, 9, 130.
     """
@@ -119,8 +124,8 @@ def roll(
         raise UsageError(f"--phase {phase} needs -b (the brokers' addresses): a KRaft broker has no ZooKeeper "
                          "registration to find it by, and once the KRaft controller is active leaderships move "
                          "through the brokers")
-    req = _request(None, "skip", parallel, batch_rule)
-    hooks = _hooks(stop, start, restart, None, need=True)
+    req = _request(nodes, "skip", parallel, batch_rule)
+    hooks = _hooks(stop, start, restart, only_if, need=True)
     opts = roll_svc.Options(req, hooks, step_timeout, settle, _allow(allow_unavailable))
     quorum = _opener(inv, ("zookeeper", "bootstrap-server")) if phase == "brokers-kraft" else None
     admin = _opener(inv, ("zookeeper", "bootstrap-controller")) if phase == "brokers-migrating" else None

@@ -185,7 +185,10 @@ def run(phase_name: str, open_base: Opener, open_full: Opener, directory: Path, 
         if why is not None:  # the state unread: 4, as for a cluster that cannot be reached; else 7
             code = ExitCode.UNREACHABLE if status.state is None else ExitCode.UNSAFE
             return refused(f"--phase {phase_name} refused, nothing touched: {why}", directory, code)
-        nodes = resuming if resuming is not None else mig.todo(phase, status)
+        nodes = resuming if resuming is not None else _chosen(phase, status, opts.request.nodes)
+        if resuming is not None and opts.request.nodes is not None and not set(resuming) <= set(opts.request.nodes):
+            raise UsageError(f"--nodes: --state {directory} holds an unfinished roll of nodes "
+                             f"{', '.join(map(str, resuming))}: give them all (or no --nodes) to finish it")
     finally:
         cluster.close()
     if not nodes:
@@ -209,7 +212,30 @@ def run(phase_name: str, open_base: Opener, open_full: Opener, directory: Path, 
             return result
     else:
         result = Result(data=RollReport(str(directory), None, None, "done", (), None, None, None, None))
+    if opts.request.nodes is not None or opts.hooks.only_if is not None:
+        try:  # a part of the phase asked (--nodes) or let skip (--only-if): its end state is not awaited
+            later = mig.todo(phase, cluster.status())
+        finally:
+            cluster.close()
+        if later:
+            return replace(result, message=f"--phase {phase.name}: the nodes asked are done; {phase.role}s "
+                                           f"{', '.join(map(str, later))} are not {phase.target} yet (the phase ends "
+                                           f"at {phase.done} once they are: run it again for them)")
     return _exit_gate(phase, cluster, result, opts.step_timeout, say)
+
+
+def _chosen(phase: mig.Phase, status: mig.Status, asked: tuple[int, ...] | None) -> tuple[int, ...]:
+    """The phase's nodes not yet in its mode, only those `asked` (--nodes) when given; an id that is no node of the
+    phase's role is refused."""
+    todo = mig.todo(phase, status)
+    if asked is None:
+        return todo
+    members = {b.id for b in status.brokers} if phase.role == "broker" else {n.id for n in status.controllers.nodes}
+    unknown = [i for i in asked if i not in members]
+    if unknown:
+        raise UsageError(f"--nodes: {', '.join(map(str, unknown))}: no {phase.role} of the cluster has that id "
+                         f"(its {phase.role}s: {', '.join(map(str, sorted(members)))})")
+    return tuple(i for i in todo if i in asked)
 
 
 def _exit_gate(phase: mig.Phase, cluster: PhaseCluster, result: Result[RollReport], timeout: float,
