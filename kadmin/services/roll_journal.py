@@ -14,6 +14,7 @@ import datetime
 import fcntl
 import json
 import os
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from kadmin.inputs import read_input
 
 JOURNAL = "journal.ndjson"
 LOCK = "lock"
+LOCK_PATIENCE = 2.0  # s: how long a held lock is asked again before its holder is believed (see lock())
 
 
 class RollLocked(KadminError):
@@ -113,9 +115,17 @@ class Journal:
         if not self.dir.is_dir():
             raise UsageError(f"--state {self.dir}: not a directory")
         fd = os.open(self.dir / LOCK, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        # A run that just ended may still have its lock shared for an instant by a hook's child forked before its
+        # exec (the lock is close-on-exec): asked again for LOCK_PATIENCE before a holder is believed.
+        give_up = time.monotonic() + LOCK_PATIENCE
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() < give_up:
+                    time.sleep(0.05)
+                    continue
             holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
             os.close(fd)
             raise RollLocked(f"another `kadmin roll run` (pid {holder}) holds --state {self.dir}: one roll at a "
