@@ -54,9 +54,12 @@ class PhaseCluster(BackendRollCluster):
         super().__init__(open_base)
         self.open_full, self.open_quorum, self.open_admin = open_full, open_quorum, open_admin
         self.phase = phase
-        self._full: Backend | None = None
-        self._quorum: Backend | None = None
-        self._admin: Backend | None = None
+        self._opened: dict[str, Backend] = {}  # "full", "quorum", "admin": each opened on first use
+
+    def _once(self, name: str, opener: Opener) -> Backend:
+        if name not in self._opened:
+            self._opened[name] = opener()
+        return self._opened[name]
 
     @property
     def lead(self) -> Backend:
@@ -66,31 +69,22 @@ class PhaseCluster(BackendRollCluster):
         brokers: the KRaft controller does not act on /admin/reassign_partitions."""
         if self.open_admin is None or self.status().state == "PRE_MIGRATION":
             return self.b
-        if self._admin is None:
-            self._admin = self.open_admin()
-        return self._admin
+        return self._once("admin", self.open_admin)
 
     @property
     def q(self) -> Backend:
         """The controllers, where the base's brokers cannot all be asked for the quorum (a ZooKeeper-mode broker
         serves no DescribeQuorum)."""
-        if self.open_quorum is None:
-            return self.b
-        if self._quorum is None:
-            self._quorum = self.open_quorum()
-        return self._quorum
+        return self.b if self.open_quorum is None else self._once("quorum", self.open_quorum)
 
     def status(self) -> mig.Status:
-        if self._full is None:
-            self._full = self.open_full()
-        return mig.decide(self._full.migration.observe())
+        return mig.decide(self._once("full", self.open_full).migration.observe())
 
     def reopen(self) -> None:
         super().reopen()
-        for b in (self._full, self._quorum, self._admin):
-            if b is not None:
-                b.close()
-        self._full = self._quorum = self._admin = None
+        for b in self._opened.values():
+            b.close()
+        self._opened.clear()
 
     close = reopen
 
@@ -158,9 +152,13 @@ def unfinished_nodes(directory: Path) -> tuple[int, ...] | None:
     return tuple(n.id for n in st.head.nodes)
 
 
+def no_roll(directory: Path, status: str) -> RollReport:
+    """The report of a phase that ran no roll: `refused`, or `done` (nothing left to restart)."""
+    return RollReport(str(directory), None, None, status, (), None, None, None, None)
+
+
 def refused(message: str, directory: Path, code: ExitCode = ExitCode.UNSAFE) -> Result[RollReport]:
-    data = RollReport(str(directory), None, None, "refused", (), None, None, None, None)
-    return Result(data=data, exit_code=code, message=message)
+    return Result(data=no_roll(directory, "refused"), exit_code=code, message=message)
 
 
 def run(phase_name: str, open_base: Opener, open_full: Opener, directory: Path, opts: Options, emit: Emit,
@@ -194,7 +192,7 @@ def run(phase_name: str, open_base: Opener, open_full: Opener, directory: Path, 
     if not nodes:
         left = mig.finished(phase, status)
         if left is None:
-            return Result(data=RollReport(str(directory), None, None, "done", (), None, None, None, None),
+            return Result(data=no_roll(directory, "done"),
                           message=f"--phase {phase_name}: every {phase.role} is {phase.target} already and the "
                                   f"cluster is in {phase.done}: nothing to restart")
         nodes = ()
@@ -211,7 +209,7 @@ def run(phase_name: str, open_base: Opener, open_full: Opener, directory: Path, 
         if int(result.exit_code) != 0:
             return result
     else:
-        result = Result(data=RollReport(str(directory), None, None, "done", (), None, None, None, None))
+        result = Result(data=no_roll(directory, "done"))
     if opts.request.nodes is not None or opts.hooks.only_if is not None:
         try:  # a part of the phase asked (--nodes) or let skip (--only-if): its end state is not awaited
             later = mig.todo(phase, cluster.status())
@@ -239,14 +237,11 @@ def _chosen(phase: mig.Phase, status: mig.Status, asked: tuple[int, ...] | None)
 
 
 def _exit_gate(phase: mig.Phase, cluster: PhaseCluster, result: Result[RollReport], timeout: float,
-               say: Callable[[str], None], clock: Callable[[], float] | None = None,
-               sleep: Callable[[float], None] | None = None) -> Result[RollReport]:
+               say: Callable[[str], None]) -> Result[RollReport]:
     """Every node is back in the phase's mode: wait (up to --step-timeout) for the state the phase ends at."""
     import time
 
-    clock = clock or time.monotonic
-    sleep = sleep or time.sleep
-    deadline = clock() + timeout
+    deadline = time.monotonic() + timeout
     said = False
     last = "not read yet"
     try:
@@ -260,14 +255,14 @@ def _exit_gate(phase: mig.Phase, cluster: PhaseCluster, result: Result[RollRepor
             if left is None:
                 return replace(result, message=f"--phase {phase.name} done: every {phase.role} is {phase.target}; "
                                                f"the cluster is in {phase.done}")
-            if clock() >= deadline:
+            if time.monotonic() >= deadline:
                 return replace(result, exit_code=ExitCode.CONDITION_NOT_MET,
                                message=f"--phase {phase.name}: every node was restarted, but {last} after "
                                        f"{timeout:g} s (run the same command again to wait again)")
             if not said:
                 say(f"--phase {phase.name}: waiting for {phase.done}: {left}")
                 said = True
-            sleep(1.0)
+            time.sleep(1.0)
     finally:
         cluster.close()
 
