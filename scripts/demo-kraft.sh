@@ -10,8 +10,6 @@ if [ -z "$kafka_home" ]; then
 fi
 . "$(dirname "$0")/demo-lib.sh"
 demo_sandbox kadmin-demo-kraft
-step() { printf '\n\033[1m$ %s\033[0m\n' "$*" >&2; }
-field() { python3 -c "import json,sys; print(json.load(sys.stdin)['data']['$1'])"; }
 
 step "kadmin sandbox up --kafka-home $kafka_home --mode kraft --brokers 3 -o json > up.json"
 kadmin sandbox up --kafka-home "$kafka_home" --mode kraft --brokers 3 -o json > "$KADMIN_SANDBOX_DIR/up.json"

@@ -9,7 +9,6 @@ set -euo pipefail
 kafka_home="${1:-}"
 . "$(dirname "$0")/demo-lib.sh"
 demo_sandbox kadmin-demo
-step() { printf '\n\033[1m$ %s\033[0m\n' "$*" >&2; }
 
 if [ -n "$kafka_home" ]; then
     brokers=3
