@@ -37,8 +37,8 @@ RestartOpt = Annotated[str | None, typer.Option("--restart", metavar="CMD", help
                                                 "a node (instead of --stop and --start). Placeholders as --stop's: "
                                                 "{id} {host} {port} {rack} {role}.", show_default=False)]
 OnlyIfOpt = Annotated[str | None, typer.Option("--only-if", metavar="CMD", help="Shell command run per node before "
-                                               "touching it: exit 0 restarts it, another code skips it. Placeholders "
-                                               "as --stop's: {id} {host} {port} {rack} {role}.",
+                                               "touching it: exit 0 restarts it, 1 skips it, another code fails it. "
+                                               "Placeholders as --stop's: {id} {host} {port} {rack} {role}.",
                                                show_default=False)]
 StateOpt = Annotated[Path, typer.Option("--state", metavar="DIR", help="The roll's journal, drain files and hook "
                                         "logs; run again with the same DIR to continue an unfinished roll.")]

@@ -549,6 +549,7 @@ class Batch:
 
     def only_if(self, n: RollNode) -> None:
         cmd = self.cmds[(n.id, "only_if")]
+        self.r.watcher.hook_started(n.id, "only-if", cmd)
         self.r.step_event(n, "only_if", "started")
         out = self.run_hook(n, "only_if", cmd)
         if out.code in (0, 1):

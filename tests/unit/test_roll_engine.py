@@ -280,6 +280,8 @@ def test_6_only_if_is_decided_once_and_never_skips_a_node_past_its_first_change(
     assert fc.restarts[1] == 1 and fc.restarts[2] == 0
     rows = {n.node: n.status for n in res.data.nodes}
     assert rows == {1: "done", 2: "skipped"}
+    # the live view hears each --only-if as it begins and its output, as it does the stop and start hooks'
+    assert (2, "only-if", f"$ echo 2 >> {asked}; [ 2 = 1 ]") in r.watching.hooks
 
 
 @pytest.mark.parametrize("code", [2, 127, 255])
