@@ -271,7 +271,13 @@ class FakeCluster:
     def can_stop(self, node: int, allow: prules.TopicFilter | None) -> StopGate:
         self.called("can_stop")
         block, let = self._blockers({node}, allow)
-        return StopGate("; ".join(block) or None, tuple(let))
+        if not block:
+            return StopGate(None, tuple(let))
+        held = [p for p in self.parts if f"{p.topic}-{p.partition}: would go offline or under min ISR" in block]
+        down = sorted({r for p in held for r in p.replicas if r != node and not self.nodes[r].up})
+        return StopGate("; ".join(block), tuple(let),
+                        tuple(dom.Blocker("would go offline or under min ISR", p.topic, p.partition) for p in held),
+                        f"broker {','.join(map(str, down))} is down (fake)" if down else None)
 
     def _together(self, ids: Sequence[int], rule: dom.BatchRule, allow: prules.TopicFilter | None) -> list[str]:
         block, _ = self._blockers(set(ids), allow)
