@@ -382,8 +382,7 @@ def identity_changed(node: RollNode, before: str | None, seen: NodeSeen) -> str 
             "the voter it was (KIP-853; a replaced or wiped disk). Replace the voter: `kafka-metadata-quorum "
             f"--bootstrap-controller HOST:PORT remove-controller --controller-id {node.id} --controller-directory-id "
             f"{old}`, then, from node {node.id}, `kafka-metadata-quorum --command-config <its server.properties> "
-            "--bootstrap-controller HOST:PORT add-controller`; then run the same command again (nothing else was "
-            "touched)")
+            "--bootstrap-controller HOST:PORT add-controller`: the roll goes on once it is a voter again")
 
 
 # ------------------------------------------------------------------------------------------------ the request

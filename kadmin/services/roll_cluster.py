@@ -119,10 +119,12 @@ def quorum_age_ms(q: QuorumState, node: int, now_ms: int) -> tuple[int | None, i
 
 def quorum_directory(q: QuorumState, node: int) -> tuple[str | None, bool]:
     """(the directory id the quorum knows `node` by, whether it fetches as an observer rather than as its voter):
-    an observer entry of the node's id under another directory id than its voter entry's, or with none (the
-    freshest such entry: the leader forgets an observer only minutes after its last fetch)."""
+    an observer entry of the node's id under another directory id than its voter entry's (or with none) that
+    fetched later than the voter entry did. The leader keeps an observer entry minutes after its last fetch, and
+    a voter replaced by remove-controller/add-controller lingers among the observers: those are older."""
     v = next((r for r in q.voters if r.id == node), None)
-    others = [o for o in q.observers if o.id == node and (v is None or o.directory_id != v.directory_id)]
+    others = [o for o in q.observers if o.id == node and (v is None or (
+        o.directory_id != v.directory_id and (o.last_fetch_timestamp or 0) > (v.last_fetch_timestamp or 0)))]
     if others:
         o = max(others, key=lambda r: r.last_fetch_timestamp or 0)
         return o.directory_id, True
