@@ -128,7 +128,8 @@ COMMANDS: dict[str, Codes] = {
     "roll run": {X.OK: "every node restarted (or skipped by `--only-if`), or the roll in DIR had finished",
                  X.CONDITION_NOT_MET: "a gate was not met, a node did not come back within `--step-timeout`, the "
                  "cluster refused a step (a drain, a ControlledShutdown), or kadmin cannot tell whether a node went "
-                 "down (`cannot_tell`: `roll confirm`); named, run the same command again to continue",
+                 "down (`cannot_tell`: `roll confirm`), or a controller came back with another disk "
+                 "(`identity_changed`); named, run the same command again to continue",
                  X.USAGE: "`--nodes` names an unknown node, the hooks are not given, or a hook names an unknown "
                  "placeholder",
                  X.CONFIG: "DIR holds a roll of another cluster, or one asked with other `--nodes`, `--controllers`, "
