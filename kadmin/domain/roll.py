@@ -295,7 +295,9 @@ def receipt_step(node: RollNode, traits: Traits) -> str:
 class NodeSeen:
     """One node as the cluster shows it at one moment. `registered` None: the node has no broker registration
     to look at (a controller); `fetch_age_ms` / `caught_up_age_ms`: by the quorum leader's clock, None where
-    DescribeQuorum has no timestamp or the node is no voter."""
+    DescribeQuorum has no timestamp or the node is no voter. `directory_id`: the metadata log directory the quorum
+    knows the node by (KIP-853; None: unknown, or a static quorum's voter); `observer`: the node fetches as an
+    observer under another directory id than its voter entry's (or has no voter entry): not as the voter."""
 
     node: int
     registered: bool | None = None
@@ -307,6 +309,8 @@ class NodeSeen:
     caught_up_age_ms: int | None = None
     quorum_leader: int | None = None
     mode: str | None = None  # receipt "mode": the mode the node answers in (None: it does not answer)
+    directory_id: str | None = None
+    observer: bool = False
 
 
 def _in_target_mode(traits: Traits, seen: NodeSeen) -> bool:
@@ -458,6 +462,22 @@ def until_time(text: str, now: datetime.datetime) -> float:
     if at <= now:
         raise ValueError(f"{text!r} has passed already (now: {now.isoformat(timespec='seconds')})")
     return at.timestamp()
+
+
+def identity_changed(node: RollNode, before: str | None, seen: NodeSeen) -> str | None:
+    """None while `seen` is the node that stopped; else what changed and what to do. A controller that comes back
+    with another metadata log directory (a replaced or wiped disk, formatted again) fetches as an observer, not as
+    the voter it was (KIP-853): it never catches up as that voter until the operator replaces the voter. `before`:
+    its directory id before the stop (None: not known)."""
+    if not (node.is_controller and seen.observer) or (before is not None and seen.directory_id == before):
+        return None
+    old = before or "OLD_DIRECTORY_ID"
+    return (f"controller {node.id} came back with another metadata log directory (directory id "
+            f"{seen.directory_id or 'unknown'}, it had {before or 'another one'}): it fetches as an observer, not as "
+            "the voter it was (KIP-853; a replaced or wiped disk). Replace the voter: `kafka-metadata-quorum "
+            f"--bootstrap-controller HOST:PORT remove-controller --controller-id {node.id} --controller-directory-id "
+            f"{old}`, then, from node {node.id}, `kafka-metadata-quorum --command-config <its server.properties> "
+            "--bootstrap-controller HOST:PORT add-controller`: the roll goes on once it is a voter again")
 
 
 # ------------------------------------------------------------------------------------------------ the request

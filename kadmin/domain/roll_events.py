@@ -291,6 +291,12 @@ class NodeProgress:
         return v if isinstance(v, int) else None
 
     @property
+    def old_directory_id(self) -> str | None:
+        """A controller's metadata log directory id before its stop (its stop or restart step's `started`)."""
+        v = self.detail.get("old_directory_id")
+        return v if isinstance(v, str) else None
+
+    @property
     def drain_file(self) -> str | None:
         """The roll's FIRST drain file of this node, journaled before the first reordering was sent: the
         original order, whatever drains came after (a rerun's drain saves an already reordered assignment)."""

@@ -119,6 +119,20 @@ def quorum_age_ms(q: QuorumState, node: int, now_ms: int) -> tuple[int | None, i
     return fetch, caught
 
 
+def quorum_directory(q: QuorumState, node: int) -> tuple[str | None, bool]:
+    """(the directory id the quorum knows `node` by, whether it fetches as an observer rather than as its voter):
+    an observer entry of the node's id under another directory id than its voter entry's (or with none) that
+    fetched later than the voter entry did. The leader keeps an observer entry minutes after its last fetch, and
+    a voter replaced by remove-controller/add-controller lingers among the observers: those are older."""
+    v = next((r for r in q.voters if r.id == node), None)
+    others = [o for o in q.observers if o.id == node and (v is None or (
+        o.directory_id != v.directory_id and (o.last_fetch_timestamp or 0) > (v.last_fetch_timestamp or 0)))]
+    if others:
+        o = max(others, key=lambda r: r.last_fetch_timestamp or 0)
+        return o.directory_id, True
+    return (v.directory_id if v is not None else None), False
+
+
 def _token(files: Mapping[int, Path]) -> int:
     """The leadership lease's token of a roll: its journal's directory (where its drain files are), so a run
     resumed after a kill takes back the lease the killed one held (kadmin/domain/lease.py)."""
@@ -212,15 +226,18 @@ class BackendRollCluster:
         for n in nodes:
             r = regs.get(n.id)
             fetch = caught = None
-            leader = None
-            voter = leads = False
+            leader = directory = None
+            voter = leads = observer = False
             if q is not None:
                 fetch, caught = quorum_age_ms(q, n.id, now_ms)
                 leader = q.leader_id if q.leader_id >= 0 else None
                 voter = any(v.id == n.id for v in q.voters)
                 leads = q.leader_id == n.id
+                if n.is_controller:
+                    directory, observer = quorum_directory(q, n.id)
             out[n.id] = dom.NodeSeen(n.id, (r is not None) if n.is_broker else None, r.epoch if r else None,
-                                     r.fenced if r else None, voter, leads, fetch, caught, leader)
+                                     r.fenced if r else None, voter, leads, fetch, caught, leader,
+                                     directory_id=directory, observer=observer)
         return out
 
     def fetch_timeout(self) -> QuorumSetting:

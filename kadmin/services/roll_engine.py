@@ -58,9 +58,9 @@ REASONS: dict[str, ExitCode] = {
     "unreachable": ExitCode.UNREACHABLE,
     "hook_failed": ExitCode.HOOK_FAILED,
     "refused": ExitCode.UNSAFE,
+    "identity_changed": ExitCode.CONDITION_NOT_MET,
     "interrupted": ExitCode.INTERRUPTED,
     "crash_loop": ExitCode.CONDITION_NOT_MET,
-    "identity_changed": ExitCode.CONDITION_NOT_MET,
     "window_closed": ExitCode.WINDOW_CLOSED,
 }
 PAUSE_FILE = "pause"  # DIR/pause: `roll pause` writes it, `roll continue` removes it
@@ -759,6 +759,11 @@ class Batch:
                 if n.is_broker and self.p(n).old_epoch is None:
                     self.p(n).detail["old_epoch"] = self.r.ask(lambda n=n: self.r.c.broker_epoch(n.id),  # type: ignore[misc]
                                                                self.r.until())
+        ctl = [n for n in todo if n.is_controller and self.p(n).old_directory_id is None]
+        if ctl and self.r.traits.quorum_nodes:  # the directory id a controller must come back with
+            for i, s in self.observe(ctl).items():
+                if s.directory_id is not None:
+                    self.r.state.progress(i).detail["old_directory_id"] = s.directory_id
         for wave in self.waves(todo):  # a failed hook stops the roll before the next wave
             for i, failure in self.run_hooks(step, wave, watch=True).items():
                 n = next(m for m in wave if m.id == i)
@@ -785,8 +790,8 @@ class Batch:
         `watch`, kadmin looks at the nodes while the hooks run and journals `seen_stopped` as it sees each go."""
         for n in todo:
             self.r.watcher.hook_started(n.id, step.replace("_", "-"), self.cmds[(n.id, step)])
-            started = {"old_epoch": self.p(n).old_epoch} if step in ("stop", "restart") and \
-                self.p(n).old_epoch is not None else None
+            before = {"old_epoch": self.p(n).old_epoch, "old_directory_id": self.p(n).old_directory_id}
+            started = {k: v for k, v in before.items() if v is not None and step in ("stop", "restart")} or None
             self.r.step_event(n, step, "started", detail=started)
             self.started_here.add((n.id, step))
             self.stop_again.discard(n.id)
@@ -972,6 +977,9 @@ class Batch:
 
         def check() -> str | None:
             s = self.r.c.observe([n])[n.id]
+            changed = dom.identity_changed(n, np.old_directory_id, s)
+            if changed is not None:
+                raise self.fail(n, step, "identity_changed", changed)
             if not self.p(n).seen_stopped and dom.stopped(n, traits, s, np.old_epoch, self.r.fetch_ms) is None:
                 self.seen(n, s, step)
             why = dom.back(n, step, traits, s, old_epoch=np.old_epoch, seen_stopped=bool(self.p(n).seen_stopped),
@@ -984,7 +992,7 @@ class Batch:
         try:
             self.r.poll(check, self.r.until(), what, n=n, step=step)
         except StepFailed as e:
-            if e.reason == "interrupted" or not self.start_again(n):
+            if e.reason in ("interrupted", "identity_changed") or not self.start_again(n):
                 if epoch_receipt:
                     e.message += (f" (if it never went down, `kadmin roll confirm --state {self.r.journal.dir} --node "
                                   f"{n.id} --never-went-down` lets its hook run again)")

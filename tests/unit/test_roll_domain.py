@@ -582,6 +582,24 @@ def test_back_never_without_evidence_that_it_went_down(node: RollNode, step: str
                      fetch_timeout_ms=2000) is None) == back
 
 
+@pytest.mark.parametrize(("node", "before", "seen", "changed"), [
+    (C, "dirA", NodeSeen(3001, voter=True, directory_id="dirA"), False),  # back as the voter it was
+    (C, "dirA", NodeSeen(3001, voter=True, directory_id="dirB", observer=True), True),  # a new disk: an observer
+    (C, None, NodeSeen(3001, voter=True, directory_id="dirB", observer=True), True),  # before unknown: still not it
+    (C, "dirA", NodeSeen(3001, directory_id="dirA", observer=True), False),  # removed from the voters, same disk
+    (C, None, NodeSeen(3001, voter=True), False),  # a static quorum: no directory ids
+    (bc(4), "dirA", NodeSeen(4, registered=True, voter=True, directory_id="dirB", observer=True), True),
+    (B, None, NodeSeen(1, registered=True, directory_id="dirB", observer=True), False),  # a broker is an observer
+])
+def test_identity_changed(node: RollNode, before: str | None, seen: NodeSeen, changed: bool) -> None:
+    why = dom.identity_changed(node, before, seen)
+    assert (why is not None) == changed
+    if why is not None:  # what to do, with the ids to give
+        assert f"remove-controller --controller-id {node.id} --controller-directory-id {before or 'OLD_DIRECTORY_ID'}" \
+            in why and "add-controller" in why and str(seen.directory_id) in why
+
+
+
 def test_shared_partitions() -> None:
     parts = [part("t", 0, [1, 2, 3], min_isr=1), part("t", 1, [4, 5, 6], min_isr=1)]
     assert [(x.topic, x.partition) for x in shared_partitions(parts, {1, 2})] == [("t", 0)]

@@ -191,6 +191,32 @@ def test_3_a_controller_whose_start_hook_failed_is_started_once_more(tmp_path: P
     each_once(fc, [3001])
 
 
+def test_3_a_controller_back_with_another_directory_stops_the_roll_until_its_voter_is_replaced(tmp_path: Path) -> None:
+    """Its start hook wipes its metadata log directory (a replaced disk): it comes back as an observer under a new
+    directory id, never as the voter it was (KIP-853). The roll stops there, exit 1, `identity_changed`, saying
+    what to do; nothing else touched; the same command stops again; once the voter is replaced it goes on."""
+    fc = kraft(tmp_path)
+    start = f"if [ {{id}} = 3001 ]; then {fc.ops_hook('wipe')}; else {fc.ops_hook('start')}; fi"
+    r = Roll(fc, tmp_path / "roll", start=start)
+    res = r()
+    failure = r.last_failure()
+    assert int(res.exit_code) == 1 and (failure["reason"], failure["node"], failure["step"]) == \
+        ("identity_changed", 3001, "wait_caught_up"), res.message
+    assert "remove-controller --controller-id 3001 --controller-directory-id dir-3001-a" in res.message
+    assert "add-controller" in res.message and fc.nodes[3001].directory in res.message
+    assert ops(fc) == [("stop", 3001), ("wipe", 3001)]  # nothing else touched
+    stop = next(e for e in r.journal() if on(3001, "stop", "started")(e))
+    assert stop["detail"] == {"old_directory_id": "dir-3001-a"}  # journaled before the stop
+    assert not any(e["event"] == "node_done" for e in r.journal())
+    res = r()  # the same command: stops again, runs no hook
+    assert int(res.exit_code) == 1 and r.last_failure()["reason"] == "identity_changed", res.message
+    assert ops(fc) == [("stop", 3001), ("wipe", 3001)]
+    fc.voter_dirs[3001] = fc.nodes[3001].directory  # remove-controller, add-controller
+    res = r()
+    assert int(res.exit_code) == 0, res.message
+    each_once(fc, list(fc.nodes))
+
+
 # ------------------------------------------------------------------------------------------------ 4: --restart
 @pytest.mark.parametrize("node", [1, 3001])
 def test_4_a_restart_hook_that_restarts_nothing_is_never_done(tmp_path: Path, node: int) -> None:
