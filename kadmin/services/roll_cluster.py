@@ -24,6 +24,7 @@ from kadmin.domain import partitions as prules
 from kadmin.domain import roll as dom
 from kadmin.domain.models import PartitionState, Registered
 from kadmin.domain.quorum import CheckLimits, QuorumState, leader_clock
+from kadmin.domain.roll_estimate import UpdateMetadataSizes
 from kadmin.errors import InvalidData
 
 
@@ -76,6 +77,9 @@ class RollCluster(Protocol):
                        fetch_timeout_ms: int) -> str | None: ...
 
     def broker_epoch(self, node: int) -> int | None: ...
+
+    # What a full UpdateMetadata request holds now: (partitions, live brokers, its entries' encoded sizes)
+    def update_metadata(self) -> tuple[int, int, UpdateMetadataSizes]: ...
 
     # Mutations: None when done, else why not (a refusal); KadminError when the cluster did not answer
     def drain(self, files: Mapping[int, Path], timeout: float) -> str | None: ...
@@ -231,6 +235,13 @@ class BackendRollCluster:
     def broker_epoch(self, node: int) -> int | None:
         r = self._registrations().get(node)
         return None if r is None else r.epoch
+
+    def update_metadata(self) -> tuple[int, int, UpdateMetadataSizes]:
+        from kadmin.cluster import update_metadata as um
+
+        scan = self.b.partitions.scan_partitions()
+        live = list(self._registrations().values())
+        return len(scan.partitions), len(live), um.sizes(scan.partitions, live)
 
     # ---------------------------------------------------------------- gates
     def unhealthy(self, fetch_timeout_ms: int) -> list[str]:
