@@ -152,9 +152,9 @@ def failover_cost(partitions: int, live_brokers: int, sizes: UpdateMetadataSizes
     warning = None
     if total > threshold:
         warning = (f"the controller moves at the end of the roll: the new one sends {live_brokers} full "
-                   f"UpdateMetadata requests of {partitions} partitions each, {size_text(total)} encoded, and holds "
-                   f"them at once, as objects too (several times that in heap: seed 003); check that the heap of "
-                   f"every broker that may become the controller can take it")
+                   f"UpdateMetadata requests of {partitions} partitions each, {size_text(total)} encoded, all held at "
+                   f"once, as objects too (several times that in heap); check that the heap of every broker that "
+                   f"may become the controller can take it")
     return FailoverCost(partitions, live_brokers, int(request), int(total), threshold, warning)
 
 
