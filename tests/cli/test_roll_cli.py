@@ -60,6 +60,8 @@ HOOKS = ("--stop", "kadmin sandbox kill {id}", "--start", "kadmin sandbox start 
     (("roll", "plan", "--controllers", "other"), ("--controllers: 'other' is not first or skip",)),
     (("roll", "plan", "--parallel", "0"), ("--parallel", "at least 1")),
     (("roll", "plan", "--parallel", "1001"), ("--parallel",)),
+    (("roll", "plan", "--from", "{d}/nowhere"), ("--from", "/nowhere: no roll there (no journal.ndjson)")),
+    (("roll", "plan", "--from", "{d}"), ("--from", "no roll there (no journal.ndjson)")),
     (("roll", "status"), ("Missing option '--state'",)),
     (("roll", "status", "--state", "{d}"), ("--state", "no roll there (no journal.ndjson)")),
     (("roll", "status", "--state", "{d}/nowhere"), ("no roll there",)),
@@ -281,6 +283,29 @@ def test_status_ignores_a_last_line_cut_short(run_nozk: Run, tmp_path: Path) -> 
         f.write('{"event":"step","node":3,"step":"start","status":"do')
     code, data, _ = status(run_nozk, d)
     assert code == 0 and {n["node"]: n["phase"] for n in data["nodes"]}[3] == "starting"
+
+
+@pytest.mark.parametrize(("content", "code", "says"), [
+    ("", 2, "no node of the roll there is done yet: no time measured to estimate from"),
+    ('{"event":"roll_started","at":"2026-03-01T10:00:00.000Z","journal_version":2,"clus', 2,
+     "no node of the roll there is done yet"),  # cut short: the cut line is ignored, as a run ignores it
+    ('{"event":"roll_started"}\nnot json\n', 3, "journal.ndjson line 2 is not JSON"),
+])
+def test_plan_from_a_journal_without_a_measure_is_one_line_before_any_connection(
+        run_nozk: Run, tmp_path: Path, content: str, code: int, says: str) -> None:
+    (tmp_path / "journal.ndjson").write_text(content)
+    one_line_error(run_nozk("roll", "plan", "--from", str(tmp_path), "-z", NOWHERE, "--connect-timeout", "1"), code,
+                   f"--from {tmp_path}: ", says)
+    r = run_nozk("roll", "plan", "--from", str(tmp_path), "-z", NOWHERE, "--connect-timeout", "1", "-o", "json")
+    doc = json.loads(r.stdout)
+    assert (doc["exit_code"], doc["errors"][0]["code"]) == (code, "usage" if code == 2 else "journal_corrupt")
+
+
+def test_plan_from_a_finished_roll_measures_before_it_connects(run_nozk: Run, tmp_path: Path) -> None:
+    """A good --from DIR is read, then the cluster is asked: unreachable here (exit 4), not a usage error."""
+    d = done_roll(tmp_path / "roll").write()
+    r = run_nozk("roll", "plan", "--from", str(d), "-z", NOWHERE, "--connect-timeout", "1")
+    assert r.exit_code == 4, r.stderr
 
 
 # ------------------------------------------------------------------------------------------------ the lock
