@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from kadmin.cluster.base import Backend, QuorumSetting
+from kadmin.cluster.base import Backend, QuorumSetting, update_metadata_sizes
 from kadmin.domain import partitions as prules
 from kadmin.domain import roll as dom
 from kadmin.domain.models import PartitionState, Registered
@@ -237,11 +237,9 @@ class BackendRollCluster:
         return None if r is None else r.epoch
 
     def update_metadata(self) -> tuple[int, int, UpdateMetadataSizes]:
-        from kadmin.cluster import update_metadata as um
-
         scan = self.b.partitions.scan_partitions()
         live = list(self._registrations().values())
-        return len(scan.partitions), len(live), um.sizes(scan.partitions, live)
+        return len(scan.partitions), len(live), update_metadata_sizes(scan.partitions, live)
 
     # ---------------------------------------------------------------- gates
     def unhealthy(self, fetch_timeout_ms: int) -> list[str]:
