@@ -253,3 +253,49 @@ def test_the_seeds_example_hundreds_of_thousands_of_partitions_and_200_brokers_w
     small = est.failover_cost(3_000, 6, s)
     assert small.warning is None and small.update_metadata_bytes == 6 * small.request_bytes
     assert est.failover_cost(3_000, 6, s, threshold=small.update_metadata_bytes - 1).warning is not None
+
+
+# ------------------------------------------------------------------------------------------------ how it shows
+def test_plan_views_show_the_estimate_only_with_from(tmp_path: Path) -> None:
+    import io
+
+    from kadmin.render import Renderer, views
+
+    rolled(zk(tmp_path), tmp_path / "roll")
+    fc = kraft(tmp_path / "k")
+
+    def shown(fmt: str, **kw: object) -> str:
+        out = io.StringIO()
+        Renderer(fmt, out, io.StringIO()).emit(svc.plan(fc, options(fc), **kw), views.roll_plan)  # type: ignore[arg-type]
+        return out.getvalue()
+
+    plain = shown("plain")
+    assert plain.splitlines()[0] == "BATCH\tNODE\tROLE" and all(len(ln.split("\t")) == 3 for ln in plain.splitlines())
+    lines = [ln.split("\t") for ln in shown("plain", estimate_from=tmp_path / "roll").splitlines()]
+    assert lines[0] == ["BATCH", "NODE", "ROLE", "EST_SECONDS"]
+    assert {row[1]: row[3] == "-" for row in lines[1:]} == {"3001": True, "3002": True, "3003": True, "1": False,
+                                                           "2": False, "3": False}  # no controller in that roll
+    table = shown("table", estimate_from=tmp_path / "roll")
+    assert "EST. SECONDS" in table and "at least" in table and "EST. SECONDS" not in shown("table")
+
+
+def test_the_live_view_counts_a_running_node_from_its_first_step_in_this_run() -> None:
+    import io
+
+    from kadmin.render import Renderer
+    from kadmin.render.roll_progress import RollProgress
+    from tests.unit.test_roll_progress import Clock, planned, step
+
+    clock = Clock()
+    err = io.StringIO()
+    p = RollProgress(Renderer("plain", io.StringIO(), err), err, clock=clock)
+    p.plan([planned(1), planned(2), planned(3)])
+    p.update(step(1, "can_stop", "started"))
+    clock.now += 60
+    p.update({"event": "node_done", "node": 1, "role": "broker", "status": "done", "elapsed_s": 60.0})
+    p.update(step(2, "can_stop", "started"))
+    clock.now += 10
+    p.update(step(2, "can_stop", "done", 10.0))
+    p.update(step(2, "drain", "started"))  # a new step: node 2 is still 10 s into its 60
+    clock.now += 10
+    assert p.summary() == "1m20s so far; 1 of 3 node(s) done; about 1m40s left (1m00s per node so far)"
