@@ -757,6 +757,7 @@ complete -c kadmin -n '__fish_seen_subcommand_from roll ; and __fish_seen_subcom
 complete -c kadmin -n '__fish_seen_subcommand_from roll ; and __fish_seen_subcommand_from plan' -l connect-timeout -r -d 'Give up on an answer after this long (10 seconds unless set); a command without a deadline of its own ends within 3 times this'
 complete -c kadmin -n '__fish_seen_subcommand_from roll ; and __fish_seen_subcommand_from plan' -l context -r -x -a '(kadmin __complete contexts 2>/dev/null)' -d 'Use a context from $XDG_CONFIG_HOME/kadmin/config'
 complete -c kadmin -n '__fish_seen_subcommand_from roll ; and __fish_seen_subcommand_from plan' -l controllers -r -x -a 'first skip' -d 'KRaft: restart the controllers first (the quorum leader last), or skip them'
+complete -c kadmin -n '__fish_seen_subcommand_from roll ; and __fish_seen_subcommand_from plan' -l from -r -x -a '(__fish_complete_directories)' -d 'Estimate the roll\'s time from the times measured in this earlier roll\'s state directory (its journal)'
 complete -c kadmin -n '__fish_seen_subcommand_from roll ; and __fish_seen_subcommand_from plan' -l help -d 'Show help'
 complete -c kadmin -n '__fish_seen_subcommand_from roll ; and __fish_seen_subcommand_from plan' -l nodes -r -d 'Comma-separated node ids to restart (default: every node)'
 complete -c kadmin -n '__fish_seen_subcommand_from roll ; and __fish_seen_subcommand_from plan' -l only-if -r -d 'Shell command run per node before touching it: exit 0 restarts it, 1 skips it, another code fails it'

@@ -413,9 +413,56 @@ class RollPlanNode(Payload):
 
 
 @dataclass(frozen=True)
+class RollRoleTime(Payload):
+    """The nodes of one role done in `roll plan --from DIR`'s journal: how many, and the mean seconds one took,
+    split into kadmin's own steps (gates, drain, undrain, waits) and the hooks."""
+
+    role: str
+    nodes: int
+    mean_s: float
+    kadmin_s: float
+    hooks_s: float
+
+
+@dataclass(frozen=True)
+class RollEstimate(Payload):
+    """`roll plan --from DIR`: this plan's time from the times measured in DIR's journal. `total_s`: the batches
+    one after the other, each as long as its slowest node; `per_node` (node id -> seconds, null: no node of its
+    role done in the journal, left out of `total_s`, then a lower bound; 0 for a node --only-if skips); `basis`:
+    the measured means per role."""
+
+    total_s: float
+    per_node: Mapping[int, float | None]
+    unestimated: tuple[int, ...]
+    basis: tuple[RollRoleTime, ...]
+    from_: str
+
+    def to_json(self) -> Any:
+        return {"total_s": self.total_s, "per_node": {str(k): v for k, v in self.per_node.items()},
+                "unestimated": list(self.unestimated), "from": self.from_,
+                "basis": [b.to_json() for b in self.basis]}
+
+
+@dataclass(frozen=True)
+class ControllerFailover(Payload):
+    """ZooKeeper mode: what moving the active controller at the end of the roll costs the new one, the full
+    UpdateMetadata fan-out (seed 003): `live_brokers` requests of every partition and live broker,
+    `update_metadata_bytes` encoded in all (from the request's schema); `warning` above `threshold_bytes`."""
+
+    partitions: int
+    live_brokers: int
+    request_bytes: int
+    update_metadata_bytes: int
+    threshold_bytes: int
+    warning: str | None
+
+
+@dataclass(frozen=True)
 class RollPlan(Payload):
     """`roll plan`: the order and batches a `roll run` would start with (recomputed before each batch), and
-    whether the cluster is healthy enough to begin (`healthy`; `unhealthy` says why not)."""
+    whether the cluster is healthy enough to begin (`healthy`; `unhealthy` says why not). `controller_failover`:
+    ZooKeeper mode, when the active controller is one of the roll's nodes (else null: KRaft's quorum leader sends
+    no UpdateMetadata); `estimate`: with `--from DIR` (else null)."""
 
     mode: str
     cluster_id: str | None
@@ -428,6 +475,8 @@ class RollPlan(Payload):
     nodes: tuple[RollPlanNode, ...]
     healthy: bool
     unhealthy: tuple[str, ...]
+    controller_failover: ControllerFailover | None = None
+    estimate: RollEstimate | None = None
 
 
 @dataclass(frozen=True)
@@ -501,3 +550,4 @@ class RollReport(Payload):
     started_at: str | None
     finished_at: str | None
     elapsed_s: float | None
+    estimate_left_s: float | None = None  # from the nodes done (kadmin/domain/roll_estimate.py time_left)

@@ -34,7 +34,7 @@ GROUPS: dict[str, tuple[str, str]] = {
     "cluster": ("kadmin.cli.cluster", "Cluster identity: the cluster id and meta.properties checks."),
     "ids": ("kadmin.cli.ids", "Broker-id assignment: host -> id mappings, missing ids, repair."),
     "history": ("kadmin.cli.history", "Cluster history on Spark: ingest ZooKeeper/KRaft logs, report bounces."),
-    "roll": ("kadmin.cli.roll", "Rolling restarts: plan, run (resumable), status and confirm."),
+    "roll": ("kadmin.cli.roll", "Rolling restarts: plan, run (resumable), pause and continue, status and confirm."),
     "sandbox": ("kadmin.cli.sandbox",
                 "A local playground: real ZooKeeper with emulated brokers, or real Kafka (--kafka-home)."),
 }
@@ -286,8 +286,9 @@ app = typer.Typer(
     help="An operator's toolkit for Apache Kafka: broker registrations and epochs, bounces, quorum status.\n\n"
     "Data goes to stdout, diagnostics to stderr. Every command takes -o json. Exit codes: 0 ok, 1 condition "
     "not met, 2 usage, 3 configuration, 4 unreachable/auth, 5 partial, 6 rejected by the cluster, 7 refused "
-    "as unsafe, 8 unsupported by the cluster, 9 a command kadmin ran failed (a roll hook), 70 internal error, 74 "
-    "output lost (stdout's reader closed the pipe), 130 interrupted; the check verbs (partitions "
+    "as unsafe, 8 unsupported by the cluster, 9 a command kadmin ran failed (a roll hook), 10 a roll's --until "
+    "window closed, 70 internal error, 74 output lost (stdout's reader closed the pipe), 130 interrupted; the "
+    "check verbs (partitions "
     "check, quorum check) exit 0 OK, 1 WARNING, 2 CRITICAL, 3 UNKNOWN (no verdict), as monitoring plugins do.",
     no_args_is_help=True,
     add_completion=False,  # `kadmin completion SHELL` prints static, generated scripts instead

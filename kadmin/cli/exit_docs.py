@@ -123,7 +123,9 @@ COMMANDS: dict[str, Codes] = {
                         "(no KRaft quorum: `--zookeeper` describes its ensemble)",
                         X.UNREACHABLE: "unreachable, or the quorum has no leader",
                         X.REJECTED: "NOT_LEADER_OR_FOLLOWER"},
-    "roll plan": {X.OK: "", **_READ, X.USAGE: "`--nodes` names a node the cluster does not have",
+    "roll plan": {X.OK: "", **_READ, X.USAGE: "`--nodes` names a node the cluster does not have, or `--from DIR` "
+                  "holds no roll (no journal) or no node done in it",
+                  X.CONFIG: "the configuration (as for every command), or the journal in `--from DIR` is not kadmin's",
                   X.UNSUPPORTED: "the brokers do not serve the reassignment API (Kafka before 2.4)"},
     "roll run": {X.OK: "every node restarted (or skipped by `--only-if`), or the roll in DIR had finished",
                  X.CONDITION_NOT_MET: "a gate was not met, a node did not come back within `--step-timeout`, the "

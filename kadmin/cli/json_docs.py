@@ -18,11 +18,12 @@ from typing import Any
 
 from kadmin.cli.docs import GENERATED
 from kadmin.domain import roll as dom
+from kadmin.domain import roll_estimate as est
 from kadmin.domain import roll_events as ev
 from kadmin.exit_codes import STATUS, VERDICT_STATUS, ExitCode, Verdict, status
 from kadmin.payloads.brokers import BrokerRow
 from kadmin.payloads.gates import MaxEpoch
-from kadmin.payloads_ops import RollPlan, RollPlanNode
+from kadmin.payloads_ops import ControllerFailover, RollEstimate, RollPlan, RollPlanNode, RollRoleTime
 from kadmin.render import RESULT_VERSION, dumps, envelope, json_data
 from kadmin.results import Problem
 from kadmin.services.roll_report import report
@@ -190,9 +191,20 @@ def roll_journal() -> tuple[list[ev.Event], list[ev.Event], list[ev.Event]]:
 
 
 def _plan() -> RollPlan:
+    """`roll plan --from DIR`, DIR the example roll's: its estimate from that roll's times; the failover of a
+    cluster of 1200 partitions (RF 3) on the two brokers."""
     rows = tuple(RollPlanNode(n.id, n.role, n.host, n.port, n.rack, i, dom.steps(n, ZK_TRAITS, STOP_START), None)
                  for i, n in enumerate(NODES, start=1))
-    return RollPlan("zookeeper", CLUSTER_ID, 1, "first", 1, "min-isr", (), ((1,), (2,)), rows, True, ())
+    first, confirm, second = roll_journal()
+    basis = est.role_times(ev.replay(first + confirm + second))
+    e = est.plan_estimate([[est.PlannedNode(n.id, n.role)] for n in NODES], basis)
+    f = est.failover_cost(1200, 2, est.UpdateMetadataSizes(19, 53.0, 67.0))
+    return RollPlan("zookeeper", CLUSTER_ID, 1, "first", 1, "min-isr", (), ((1,), (2,)), rows, True, (),
+                    ControllerFailover(f.partitions, f.live_brokers, f.request_bytes, f.update_metadata_bytes,
+                                       f.threshold_bytes, f.warning),
+                    RollEstimate(e.total_s, e.per_node, e.unestimated,
+                                 tuple(RollRoleTime(b.role, b.nodes, b.mean_s, b.kadmin_s, b.hooks_s)
+                                       for b in basis.values()), STATE_DIR))
 
 
 def _keys(cls: type[Any]) -> str:
@@ -217,7 +229,8 @@ def roll_section() -> list[str]:
         "continue`; broker 2 not seen stopped after its stop hook (the roll stops, resumable, exit 1); `roll confirm",
         "--node 2 --went-down`; the same `roll run` again finishes it.",
         "",
-        "`roll plan -o json`:",
+        "`roll plan --from DIR -o json`, DIR the example roll's (without `--from`, `estimate` is null;",
+        "`controller_failover` is null in KRaft mode):",
         "",
         *_json(envelope("roll plan", status(ok), ok, json_data(_plan()), [])),
         "",

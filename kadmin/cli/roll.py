@@ -63,6 +63,9 @@ StateOpt = Annotated[Path, typer.Option("--state", metavar="DIR", help="The roll
 # `roll status` and `roll confirm` read (confirm: and journal to) the state a `roll run` keeps; they continue nothing
 RollStateOpt = Annotated[Path, typer.Option("--state", metavar="DIR", help="The --state DIR of the roll: its journal "
                                             "(`roll run` keeps it there).")]
+FromOpt = Annotated[Path | None, typer.Option("--from", metavar="DIR", help="Estimate the roll's time from the "
+                                              "times measured in this earlier roll's state directory (its "
+                                              "journal).", show_default=False)]
 StepTimeoutOpt = Annotated[float, typer.Option("--step-timeout", metavar="SECONDS", parser=seconds,
                                                help="The longest any one step may take (a hook, a node coming back, "
                                                "catching up).")]
@@ -156,6 +159,7 @@ def plan(
     allow_unavailable: AllowOpt = None,
     only_if: OnlyIfOpt = None,
     restart: RestartOpt = None,
+    from_dir: FromOpt = None,
 ) -> int:
     """Print, touching nothing, the order and batches in which a roll would restart the nodes, each node's
     steps (the gates it waits on), and whether the cluster is healthy enough to begin.
@@ -165,7 +169,11 @@ def plan(
     lose its leader or min ISR and (--batch-rule distinct, the default) no two share a partition (from the
     assignments and live ISRs now; a run recomputes each batch when it starts). With --only-if CMD, the command
     runs per node (it should only look) and the plan says which would be skipped. With --allow-unavailable, the
-    partitions it lets become unavailable are named per node.
+    partitions it lets become unavailable are named per node. With --from DIR (an earlier roll's state
+    directory), each node's time and the total are estimated from the times measured there, per role (a batch
+    counts once); a node of a role none of whose nodes is done there gets no estimate. ZooKeeper mode: what the
+    controller's move at the end costs the new controller (the full UpdateMetadata fan-out), with a warning above
+    1 GiB.
     """
     from kadmin.services import roll as svc
     from kadmin.services import roll_hooks
@@ -179,7 +187,7 @@ def plan(
         return out.code == 0
 
     opts = svc.Options(req, hooks, allow_unavailable=_allow(allow_unavailable))
-    result = svc.plan_backend(_opener(inv, inv.overall_deadline()), opts, skip_check if only_if else None)
+    result = svc.plan_backend(_opener(inv, inv.overall_deadline()), opts, skip_check if only_if else None, from_dir)
     return inv.emit(result, views.roll_plan)
 
 
@@ -303,8 +311,8 @@ def continue_(inv: Invocation, state: RollStateOpt) -> int:
 
 @command(app, "status", cluster=False)
 def status(inv: Invocation, state: RollStateOpt) -> int:
-    """What the roll in --state DIR has done, is doing and has left, per node, with timings (reads the journal
-    only: no cluster needed)."""
+    """What the roll in --state DIR has done, is doing and has left, per node, with timings and the time left
+    estimated from the nodes done (reads the journal only: no cluster needed)."""
     from kadmin.services import roll as svc
 
     return inv.emit(svc.status(state), views.roll_report)

@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # annotations only: a gate that reads registrations does not 
     from kadmin.domain.migration import Observation
     from kadmin.domain.models import Broker, Controller, Coverage, Generation, PartitionState, Registered, Stat
     from kadmin.domain.quorum import QuorumState
+    from kadmin.domain.roll_estimate import UpdateMetadataSizes
 
 
 @dataclass(frozen=True)
@@ -133,6 +134,14 @@ def error_name(code: int) -> str:
     from kadmin.cluster.kafka import error_name as name
 
     return name(code)
+
+
+def update_metadata_sizes(partitions: Sequence[PartitionState], brokers: Sequence[Registered]) -> UpdateMetadataSizes:
+    """The encoded sizes of a full UpdateMetadata request's entries for these partitions and live brokers, from the
+    request's schema (kadmin/cluster/update_metadata.py, on kafka-python's message classes, loaded on first use)."""
+    from kadmin.cluster.update_metadata import sizes
+
+    return sizes(partitions, brokers)
 
 
 QUORUM_FETCH_TIMEOUT = "controller.quorum.fetch.timeout.ms"

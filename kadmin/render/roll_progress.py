@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
+from kadmin.domain.roll_estimate import Progress, clock_text, time_left
 from kadmin.payloads_ops import RollNodeResult
 from kadmin.render import Renderer, views
 
@@ -31,16 +32,11 @@ class _Row:
     status: str = "pending"  # pending, running, done, skipped, failed
     step: str = ""
     since: float = 0.0  # monotonic: when the running step began
+    began: float | None = None  # monotonic: when its first step in this run began
     seconds: float | None = None  # a finished step's (or node's) time
     waiting: str = ""  # what the running step waits for
     hook: str = ""  # the hook running now (stop, start, restart, only-if)
     last: str = ""  # its command, then its last line
-
-
-def clock_text(seconds: float) -> str:
-    s = int(round(seconds))
-    return f"{s // 3600}h{s % 3600 // 60:02d}m{s % 60:02d}s" if s >= 3600 else \
-        f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
 
 
 class RollProgress:
@@ -52,7 +48,7 @@ class RollProgress:
         self.rows: dict[int, _Row] = {}
         self.began = clock()
         self.parallel = 1
-        self.node_seconds: list[float] = []  # the nodes done in this run: their time, for the estimate
+        self.node_seconds: list[tuple[str, float]] = []  # the nodes done in this run (role, time): the estimate
         self.paused: str | None = None  # who paused the roll (`roll pause`, --pause-after), until `continued`
         self._lock = threading.Lock()  # hooks' lines arrive from their reader threads
         self._live: Any = None
@@ -130,6 +126,7 @@ class RollProgress:
                 row.step, row.waiting = str(ev.get("step") or ""), ""
                 if ev.get("status") == "started":
                     row.status, row.since, row.seconds = "running", self.clock(), None
+                    row.began = row.since if row.began is None else row.began
                     if ev.get("step") not in ("stop", "start", "restart", "only_if"):
                         row.hook, row.last = "", ""
                 else:
@@ -150,7 +147,7 @@ class RollProgress:
                 row.step, row.waiting, row.hook, row.last = "", "", "", ""
                 row.seconds = _float(ev.get("elapsed_s"))
                 if row.status == "done" and row.seconds is not None:
-                    self.node_seconds.append(row.seconds)
+                    self.node_seconds.append((row.role, row.seconds))
             if not self.live_view:
                 self.say(f"node {node} ({ev.get('role')}): {ev.get('status')} ({ev.get('elapsed_s')} s)")
         if self._live is not None:
@@ -168,13 +165,14 @@ class RollProgress:
         if self.paused is not None:
             text += f"; PAUSED ({self.paused}) until `kadmin roll continue`"
         left = [r for r in rows if r.status not in ("done", "skipped")]
-        if took and left:
-            per = sum(took) / len(took)
-            running = sum(max(0.0, per - (now - r.since)) for r in left if r.status == "running")
-            pending = sum(1 for r in left if r.status == "pending")
-            estimate = running + per * pending / self.parallel
+        nodes = [Progress(role, "done", s) for role, s in took] + \
+            [Progress(r.role, "running", now - (r.since if r.began is None else r.began)) for r in left
+             if r.status == "running"] + [Progress(r.role, "pending") for r in left if r.status == "pending"]
+        estimate = time_left(nodes, self.parallel)
+        if estimate is not None:
+            per = sum(s for _, s in took) / len(took)
             text += f"; about {clock_text(estimate)} left ({clock_text(per)} per node so far)"
-        elif left:
+        elif left and not took:
             text += "; time left: after the first node"
         return text
 

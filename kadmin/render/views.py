@@ -442,13 +442,31 @@ def table_width(isatty: bool, environ: Mapping[str, str] | None = None) -> int |
 def roll_plan(data: RollPlan) -> View:
     """One row per node in the order a run would start with; plain output: `batch<TAB>node<TAB>role` lines under
     the header line `BATCH<TAB>NODE<TAB>ROLE` (none without nodes, as every plain layout)."""
+    from kadmin.domain.roll_estimate import clock_text
+
+    e = data.estimate
     rows = [[n.batch, n.node, n.role, n.host or "", "" if n.port is None else n.port, n.rack or "",
              "" if n.skip is None else ("skip" if n.skip else "restart"), " ".join(n.steps)] for n in data.nodes]
-    v = View(["BATCH", "NODE", "ROLE", "HOST", "PORT", "RACK", "ONLY-IF", "STEPS"], rows,
-             title=f"roll plan ({data.mode}, --parallel {data.parallel})")
-    v.text = "".join(["BATCH\tNODE\tROLE\n" if data.nodes else "", *(f"{n.batch}\t{n.node}\t{n.role}\n"
-                                                                  for n in data.nodes)])
+    headers = ["BATCH", "NODE", "ROLE", "HOST", "PORT", "RACK", "ONLY-IF", "STEPS"]
+    title = f"roll plan ({data.mode}, --parallel {data.parallel})"
+    if e is not None:  # with --from DIR: each node's estimate after its role, the total in the title
+        headers.insert(3, "EST. SECONDS")
+        for row, n in zip(rows, data.nodes, strict=True):
+            row.insert(3, _seconds(e.per_node.get(n.node)))
+        title += f": {'at least' if e.unestimated else 'about'} {clock_text(e.total_s)} (from {e.from_})"
+    v = View(headers, rows, title=title)
+    if e is None:
+        v.text = "".join(["BATCH\tNODE\tROLE\n" if data.nodes else "", *(f"{n.batch}\t{n.node}\t{n.role}\n"
+                                                                      for n in data.nodes)])
+    else:
+        v.text = "".join(["BATCH\tNODE\tROLE\tEST_SECONDS\n" if data.nodes else "",
+                          *(f"{n.batch}\t{n.node}\t{n.role}\t{_seconds(e.per_node.get(n.node))}\n"
+                            for n in data.nodes)])
     return v
+
+
+def _seconds(s: float | None) -> str:
+    return "-" if s is None else f"{s:.1f}"
 
 
 def roll_confirm(data: RollConfirm) -> View:
@@ -475,5 +493,8 @@ def roll_report(data: RollReport) -> View:
     rows = [[r.node, r.role, r.status, r.step or None, "" if r.elapsed_s is None else f"{r.elapsed_s:.1f}",
              "" if r.old_epoch is None else r.old_epoch, "" if r.new_epoch is None else r.new_epoch]
             for r in data.nodes]
+    from kadmin.domain.roll_estimate import clock_text
+
+    left = "" if data.estimate_left_s is None else f", about {clock_text(data.estimate_left_s)} left"
     return View(["NODE", "ROLE", "STATUS", "STEP", "SECONDS", "OLD EPOCH", "NEW EPOCH"], rows,
-                title=f"roll: {data.status}")
+                title=f"roll: {data.status}{left}")

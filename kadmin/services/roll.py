@@ -17,10 +17,20 @@ from pathlib import Path
 
 from kadmin.cluster.base import Backend
 from kadmin.domain import roll as dom
+from kadmin.domain import roll_estimate as est
 from kadmin.domain import roll_events as ev
-from kadmin.errors import UsageError
+from kadmin.errors import KadminError, UsageError
 from kadmin.exit_codes import ExitCode
-from kadmin.payloads_ops import RollConfirm, RollPause, RollPlan, RollPlanNode, RollReport
+from kadmin.payloads_ops import (
+    ControllerFailover,
+    RollConfirm,
+    RollEstimate,
+    RollPause,
+    RollPlan,
+    RollPlanNode,
+    RollReport,
+    RollRoleTime,
+)
 from kadmin.results import Result
 from kadmin.services import roll_hooks as hooks
 from kadmin.services.roll_cluster import BackendRollCluster, RollCluster
@@ -34,12 +44,19 @@ __all__ = ["Options", "confirm", "pause", "plan", "run", "status"]
 
 
 # ------------------------------------------------------------------------------------------------ plan
-def plan(cluster: RollCluster, opts: Options, only_if: Callable[[dom.RollNode], bool] | None = None
-         ) -> Result[RollPlan]:
+def plan(cluster: RollCluster, opts: Options, only_if: Callable[[dom.RollNode], bool] | None = None,
+         estimate_from: Path | None = None) -> Result[RollPlan]:
+    """What a run would do now. `estimate_from`: a roll's state directory whose journal's measured times estimate
+    this plan's (read first: a bad one is an error before the cluster is asked anything). ZooKeeper mode, when the
+    active controller is one of the roll's nodes: what its failover at the end costs (the full UpdateMetadata
+    fan-out), with a warning above est.FAILOVER_WARN_BYTES."""
+    basis = measured(estimate_from) if estimate_from is not None else None
     try:
         traits = cluster.traits()
         t = cluster.topology()
         nodes = dom.order(t, select(t, opts.request))
+        moves = t.leading_broker is not None and any(n.id == t.leading_broker for n in nodes)
+        fanout = cluster.update_metadata() if moves else None
         hooks.render_all(opts.hooks, nodes)
         batches = dom.plan_batches(nodes, opts.request.parallel,
                                    cluster.safe_together(opts.request.batch_rule, opts.allow), t.leading_broker)
@@ -56,23 +73,69 @@ def plan(cluster: RollCluster, opts: Options, only_if: Callable[[dom.RollNode], 
                               dom.steps(n, traits, opts.asked),
                               None if only_if is None else not only_if(n), allowed.get(n.id, ()))
                  for batch in batches for n in batch)
+    failover = None if fanout is None else est.failover_cost(*fanout)
+    estimate = None
+    if basis is not None and estimate_from is not None:
+        skip = {r.node: bool(r.skip) for r in rows}
+        pe = est.plan_estimate([[est.PlannedNode(n.id, n.role, skip[n.id]) for n in batch] for batch in batches],
+                               basis)
+        estimate = RollEstimate(pe.total_s, pe.per_node, pe.unestimated,
+                                tuple(RollRoleTime(b.role, b.nodes, b.mean_s, b.kadmin_s, b.hooks_s)
+                                      for b in basis.values()), str(estimate_from))
     data = RollPlan(t.mode, cluster_id, t.leader, opts.request.controllers, opts.request.parallel,
                     opts.request.batch_rule, opts.allow_unavailable,
-                    tuple(tuple(n.id for n in batch) for batch in batches), rows, not why, tuple(why))
+                    tuple(tuple(n.id for n in batch) for batch in batches), rows, not why, tuple(why),
+                    None if failover is None else ControllerFailover(
+                        failover.partitions, failover.live_brokers, failover.request_bytes,
+                        failover.update_metadata_bytes, failover.threshold_bytes, failover.warning),
+                    estimate)
     msg = (f"{len(rows)} node(s) in {len(batches)} batch(es): " + " | ".join(",".join(map(str, bt))
                                                                             for bt in data.batches))
+    if estimate is not None:
+        msg += f"; {estimate_text(estimate)}"
+    if failover is not None:
+        msg += (f"; the controller moves at the end: {failover.live_brokers} UpdateMetadata request(s) of "
+                f"{failover.partitions} partition(s), {est.size_text(failover.update_metadata_bytes)} in all")
     unavailable = sorted({p for r in rows for p in r.unavailable})
     if unavailable:
         msg += f"; --allow-unavailable lets {len(unavailable)} partition(s) become unavailable: " + \
                "; ".join(unavailable[:8]) + (f" (+{len(unavailable) - 8} more)" if len(unavailable) > 8 else "")
     if why:
         msg += "; a run would refuse to begin now: " + "; ".join(why)
-    return Result(data=data, message=msg, warnings=[])
+    return Result(data=data, message=msg, warnings=[failover.warning] if failover and failover.warning else [])
 
 
-def plan_backend(open_backend: Opener, opts: Options, only_if: Callable[[dom.RollNode], bool] | None = None
-                 ) -> Result[RollPlan]:
-    return plan(BackendRollCluster(open_backend), opts, only_if)
+def measured(directory: Path) -> dict[str, est.RoleTimes]:
+    """The mean times per role of the nodes done in the roll in `directory` (`roll plan --from`): exit 2 when there
+    is no roll there or no node done in it, exit 3 when its journal is not kadmin's (as `roll status`)."""
+    j = Journal(directory)
+    if not j.exists():
+        raise UsageError(f"--from {directory}: no roll there (no {j.path.name}): give the --state DIR of a roll")
+    try:
+        st = ev.replay(j.read())
+    except KadminError as e:
+        e.message = e.message.replace(f"--state {directory}", f"--from {directory}", 1)
+        e.args = (e.message,)
+        raise
+    basis = est.role_times(st)
+    if not basis:
+        raise UsageError(f"--from {directory}: no node of the roll there is done yet: no time measured to estimate "
+                         "from (give the --state DIR of a roll that restarted at least one node)")
+    return basis
+
+
+def estimate_text(e: RollEstimate) -> str:
+    """`about 12m30s (from DIR: broker 2m30s per node)`, naming the nodes it cannot estimate."""
+    per = ", ".join(f"{b.role} {est.clock_text(b.mean_s)} per node" for b in e.basis)
+    text = f"{'at least' if e.unestimated else 'about'} {est.clock_text(e.total_s)} (from {e.from_}: {per})"
+    if e.unestimated:
+        text += f"; no estimate for node(s) {', '.join(map(str, e.unestimated))}: no node of their role is done there"
+    return text
+
+
+def plan_backend(open_backend: Opener, opts: Options, only_if: Callable[[dom.RollNode], bool] | None = None,
+                 estimate_from: Path | None = None) -> Result[RollPlan]:
+    return plan(BackendRollCluster(open_backend), opts, only_if, estimate_from)
 
 
 # ------------------------------------------------------------------------------------------------ status
@@ -85,6 +148,8 @@ def status(directory: Path) -> Result[RollReport]:
     data = report(st, directory, running=running)
     done = sum(1 for r in data.nodes if r.status in ("done", "skipped"))
     msg = f"roll in {directory}: {data.status}; {done} of {len(data.nodes)} node(s) done"
+    if data.estimate_left_s is not None:
+        msg += f"; about {est.clock_text(data.estimate_left_s)} left"
     if data.failure is not None:
         msg += f"; stopped at node {data.failure.node} ({data.failure.step}): {data.failure.message}"
     return Result(data=data, message=msg)

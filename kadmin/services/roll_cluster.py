@@ -19,11 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from kadmin.cluster.base import Backend, QuorumSetting
+from kadmin.cluster.base import Backend, QuorumSetting, update_metadata_sizes
 from kadmin.domain import partitions as prules
 from kadmin.domain import roll as dom
 from kadmin.domain.models import PartitionState, Registered
 from kadmin.domain.quorum import CheckLimits, QuorumState, leader_clock
+from kadmin.domain.roll_estimate import UpdateMetadataSizes
 from kadmin.errors import InvalidData
 
 
@@ -78,6 +79,9 @@ class RollCluster(Protocol):
                        fetch_timeout_ms: int) -> str | dom.Held | None: ...
 
     def broker_epoch(self, node: int) -> int | None: ...
+
+    # What a full UpdateMetadata request holds now: (partitions, live brokers, its entries' encoded sizes)
+    def update_metadata(self) -> tuple[int, int, UpdateMetadataSizes]: ...
 
     # Mutations: None when done, else why not (a refusal); KadminError when the cluster did not answer
     def drain(self, files: Mapping[int, Path], timeout: float) -> str | None: ...
@@ -250,6 +254,11 @@ class BackendRollCluster:
     def broker_epoch(self, node: int) -> int | None:
         r = self._registrations().get(node)
         return None if r is None else r.epoch
+
+    def update_metadata(self) -> tuple[int, int, UpdateMetadataSizes]:
+        scan = self.b.partitions.scan_partitions()
+        live = list(self._registrations().values())
+        return len(scan.partitions), len(live), update_metadata_sizes(scan.partitions, live)
 
     # ---------------------------------------------------------------- gates
     def unhealthy(self, fetch_timeout_ms: int) -> list[str]:

@@ -3,8 +3,10 @@ node (kadmin/domain/roll_events.py), with the roll's status and, when it stopped
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
+from kadmin.domain.roll_estimate import Progress, time_left
 from kadmin.domain.roll_events import NodeProgress, RollState
 from kadmin.payloads_ops import RollFailure, RollNodeResult, RollReport, RollStepTime
 
@@ -29,7 +31,14 @@ def report(state: RollState, directory: Path, failure: RollFailure | None = None
     return RollReport(str(directory), head.cluster_id if head else None, head.mode if head else None, status,
                       tuple(rows), fail, head.at if head else None,
                       state.finished.at if state.finished else None,
-                      state.finished.elapsed_s if state.finished else None)
+                      state.finished.elapsed_s if state.finished else None,
+                      time_left(progress(rows), head.parallel if head else 1))
+
+
+def progress(rows: Sequence[RollNodeResult]) -> list[Progress]:
+    """The report's rows as `time_left` takes them: a node under way (or failed) has taken its done steps' time."""
+    kind = {"done": "done", "pending": "pending"}
+    return [Progress(r.role, kind.get(r.status, "running"), r.elapsed_s or 0.0) for r in rows if r.status != "skipped"]
 
 
 def node_row(node: int, role: str, np: NodeProgress) -> RollNodeResult:

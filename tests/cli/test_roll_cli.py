@@ -60,6 +60,8 @@ HOOKS = ("--stop", "kadmin sandbox kill {id}", "--start", "kadmin sandbox start 
     (("roll", "plan", "--controllers", "other"), ("--controllers: 'other' is not first or skip",)),
     (("roll", "plan", "--parallel", "0"), ("--parallel", "at least 1")),
     (("roll", "plan", "--parallel", "1001"), ("--parallel",)),
+    (("roll", "plan", "--from", "{d}/nowhere"), ("--from", "/nowhere: no roll there (no journal.ndjson)")),
+    (("roll", "plan", "--from", "{d}"), ("--from", "no roll there (no journal.ndjson)")),
     (("roll", "status"), ("Missing option '--state'",)),
     (("roll", "status", "--state", "{d}"), ("--state", "no roll there (no journal.ndjson)")),
     (("roll", "status", "--state", "{d}/nowhere"), ("no roll there",)),
@@ -140,7 +142,7 @@ ALL = ("can_stop", "drain", "shutdown", "stop", "wait_stopped", "start", "wait_r
        "wait_healthy", "settle")
 UNTIL_STOP = ("can_stop", "drain", "shutdown")
 REPORT_KEYS = {"state_dir", "cluster_id", "mode", "status", "nodes", "failure", "started_at", "finished_at",
-               "elapsed_s"}
+               "elapsed_s", "estimate_left_s"}
 NODE_KEYS = {"node", "role", "status", "phase", "step", "steps", "old_epoch", "new_epoch", "started_at",
              "finished_at", "elapsed_s"}
 
@@ -183,6 +185,7 @@ def test_status_of_a_finished_roll(run_nozk: Run, tmp_path: Path) -> None:
     assert (data["state_dir"], data["cluster_id"], data["mode"], data["status"], data["failure"]) == \
         (str(d), "C-1", "zookeeper", "done", None)
     assert data["started_at"] == AT.format(0) and data["finished_at"] is not None and data["elapsed_s"] == 33.5
+    assert data["estimate_left_s"] is None  # nothing left
     assert [n["node"] for n in data["nodes"]] == [2, 3, 1]  # the roll's order
     for n, (old, new) in zip(data["nodes"], [(100, 200), (101, 201), (102, 202)], strict=True):
         assert set(n) == NODE_KEYS
@@ -206,7 +209,10 @@ def test_status_of_a_failed_roll(run_nozk: Run, tmp_path: Path) -> None:
     assert [s["step"] for s in rows[3]["steps"]] == list(UNTIL_STOP) and rows[3]["finished_at"] is None
     assert (rows[1]["status"], rows[1]["phase"], rows[1]["step"], rows[1]["steps"], rows[1]["started_at"]) == \
         ("pending", "untouched", None, [], None)
-    assert ": failed; 1 of 3 node(s) done; stopped at node 3 (stop): node 3: the --stop hook `false` exited 1" in err
+    # node 2 took 11 s (its steps); node 3 has 11 - 3 s left of its own, node 1 all 11
+    assert data["estimate_left_s"] == 19.0
+    assert ": failed; 1 of 3 node(s) done; about 19s left; stopped at node 3 (stop): node 3: the --stop hook " \
+           "`false` exited 1" in err
 
 
 def test_status_of_a_roll_resumed_past_its_failure_and_finished(run_nozk: Run, tmp_path: Path) -> None:
@@ -225,7 +231,8 @@ def test_status_of_an_unfinished_roll(run_nozk: Run, tmp_path: Path) -> None:
     rows = {n["node"]: n for n in data["nodes"]}
     assert (rows[3]["status"], rows[3]["phase"], rows[3]["step"]) == ("in_progress", "starting", "start")
     assert (rows[1]["status"], rows[1]["phase"]) == ("pending", "untouched")
-    assert ": unfinished; 1 of 3 node(s) done" in err
+    assert ": unfinished; 1 of 3 node(s) done; about 17s left" in err  # node 3 5 s in, of 11; node 1 all 11
+    assert data["estimate_left_s"] == 17.0
 
 
 @pytest.mark.parametrize(("reason", "code", "status_"), [("interrupted", 130, "interrupted"),
@@ -240,13 +247,14 @@ def test_status_names_how_the_roll_stopped(run_nozk: Run, tmp_path: Path, reason
     assert data["failure"] == {"node": None, "step": None, "reason": reason, "message": "why", "exit_code": code,
                                "down": [], "drained": []}
     assert [n["status"] for n in data["nodes"]] == ["pending", "pending"]
+    assert data["estimate_left_s"] is None  # no node done: nothing to estimate from
 
 
 def test_status_table_and_plain(run_nozk: Run, tmp_path: Path) -> None:
     d = failed_roll(tmp_path / "roll").write()
     r = run_nozk("roll", "status", "--state", str(d), "-o", "table", env={"COLUMNS": "200"})
     assert r.exit_code == 0, r.stderr
-    assert "roll: failed" in r.stdout
+    assert "roll: failed, about 19s left" in r.stdout
     r = run_nozk("roll", "status", "--state", str(d), "-o", "plain")
     assert r.exit_code == 0, r.stderr
     lines = r.stdout.splitlines()
@@ -275,6 +283,29 @@ def test_status_ignores_a_last_line_cut_short(run_nozk: Run, tmp_path: Path) -> 
         f.write('{"event":"step","node":3,"step":"start","status":"do')
     code, data, _ = status(run_nozk, d)
     assert code == 0 and {n["node"]: n["phase"] for n in data["nodes"]}[3] == "starting"
+
+
+@pytest.mark.parametrize(("content", "code", "says"), [
+    ("", 2, "no node of the roll there is done yet: no time measured to estimate from"),
+    ('{"event":"roll_started","at":"2026-03-01T10:00:00.000Z","journal_version":2,"clus', 2,
+     "no node of the roll there is done yet"),  # cut short: the cut line is ignored, as a run ignores it
+    ('{"event":"roll_started"}\nnot json\n', 3, "journal.ndjson line 2 is not JSON"),
+])
+def test_plan_from_a_journal_without_a_measure_is_one_line_before_any_connection(
+        run_nozk: Run, tmp_path: Path, content: str, code: int, says: str) -> None:
+    (tmp_path / "journal.ndjson").write_text(content)
+    one_line_error(run_nozk("roll", "plan", "--from", str(tmp_path), "-z", NOWHERE, "--connect-timeout", "1"), code,
+                   f"--from {tmp_path}: ", says)
+    r = run_nozk("roll", "plan", "--from", str(tmp_path), "-z", NOWHERE, "--connect-timeout", "1", "-o", "json")
+    doc = json.loads(r.stdout)
+    assert (doc["exit_code"], doc["errors"][0]["code"]) == (code, "usage" if code == 2 else "journal_corrupt")
+
+
+def test_plan_from_a_finished_roll_measures_before_it_connects(run_nozk: Run, tmp_path: Path) -> None:
+    """A good --from DIR is read, then the cluster is asked: unreachable here (exit 4), not a usage error."""
+    d = done_roll(tmp_path / "roll").write()
+    r = run_nozk("roll", "plan", "--from", str(d), "-z", NOWHERE, "--connect-timeout", "1")
+    assert r.exit_code == 4, r.stderr
 
 
 # ------------------------------------------------------------------------------------------------ the lock

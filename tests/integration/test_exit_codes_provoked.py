@@ -601,7 +601,7 @@ def in_seconds(s: float) -> str:
     """An ISO 8601 time `s` seconds from now, with its offset (`--until`)."""
     import datetime
 
-    return (datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=s)).isoformat()
+    return (datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=s)).isoformat()
 
 
 def roll_run(c: Ctx, *args: str, state: str | None = None) -> list[str]:

@@ -160,6 +160,14 @@ def test_plan_the_active_controller_last(run: Run, cluster: Cluster) -> None:
     assert [(n["node"], n["role"], n["batch"], n["skip"]) for n in d["nodes"]] == \
         [(2, "broker", 1, None), (3, "broker", 2, None), (1, "broker", 3, None)]
     assert all(n["steps"] == ZK_STEPS and n["host"] == "127.0.0.1" and n["port"] for n in d["nodes"])
+    # the controller (1) moves at the end: the new one sends each of the 3 brokers every partition (none here)
+    f = d["controller_failover"]
+    assert (f["partitions"], f["live_brokers"], f["warning"]) == (0, 3, None)
+    assert f["update_metadata_bytes"] == 3 * f["request_bytes"] > 0 and f["threshold_bytes"] == 1 << 30
+    assert d["estimate"] is None  # no --from
+    assert "the controller moves at the end: 3 UpdateMetadata request(s) of 0 partition(s)" in err
+    code, doc, err = run.json("roll", "plan", "--nodes", "2,3")
+    assert doc["data"]["controller_failover"] is None  # the controller is not restarted: it does not move
 
 
 @pytest.mark.parametrize(("args", "batches"), [
@@ -200,6 +208,8 @@ def test_plan_batches_keep_min_isr(run: Run, zk_server: Ensemble, chroot: str) -
         # only in the last batch, and not with 3
         assert doc["data"]["batches"] == [[2, 4], [3], [1]]
         assert doc["data"]["healthy"] is True
+        f = doc["data"]["controller_failover"]
+        assert (f["partitions"], f["live_brokers"]) == (2, 4) and f["update_metadata_bytes"] == 4 * f["request_bytes"]
     finally:
         c.close()
 
@@ -236,6 +246,26 @@ def test_a_roll_that_completes(run: Run, cluster: Cluster, tmp_path: Path) -> No
     code, doc, _ = run.json("roll", "status", "--state", str(state))
     assert code == 0 and doc["data"]["status"] == "done"
     assert [(n["node"], n["status"]) for n in doc["data"]["nodes"]] == [(2, "done"), (3, "done"), (1, "done")]
+    assert doc["data"]["estimate_left_s"] is None  # nothing left
+
+    # the time of another such roll, from this one's journal: each broker as long as this roll's mean one
+    took = [n["elapsed_s"] for n in doc["data"]["nodes"]]
+    code, doc, err = run.json("roll", "plan", "--from", str(state))
+    assert code == 0, err
+    e = doc["data"]["estimate"]
+    mean = sum(took) / 3
+    assert e["from"] == str(state) and e["unestimated"] == []
+    assert e["per_node"] == {str(i): pytest.approx(mean, abs=1e-3) for i in (1, 2, 3)}
+    assert e["total_s"] == pytest.approx(sum(took), abs=1e-2)
+    (basis,) = e["basis"]
+    assert (basis["role"], basis["nodes"]) == ("broker", 3) and basis["hooks_s"] > 0 and basis["kadmin_s"] > 0
+    assert basis["mean_s"] == pytest.approx(basis["hooks_s"] + basis["kadmin_s"], abs=1e-2)
+    assert "about " in err and f"(from {state}: broker " in err
+    r = run("roll", "plan", "--from", str(state), "-o", "plain")
+    assert r.exit_code == 0, r.stderr
+    lines = [ln.split("\t") for ln in r.stdout.splitlines()]
+    assert lines[0] == ["BATCH", "NODE", "ROLE", "EST_SECONDS"]
+    assert {row[1]: float(row[3]) for row in lines[1:]} == {str(i): pytest.approx(mean, abs=0.051) for i in (1, 2, 3)}
 
 
 def test_a_roll_in_parallel_batches_and_ndjson(run: Run, cluster: Cluster, tmp_path: Path) -> None:

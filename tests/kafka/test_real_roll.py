@@ -276,6 +276,25 @@ def assert_status_done(c: Cluster, state: Path, nodes: Sequence[int]) -> None:
     assert data["status"] == "done" and data["failure"] is None, data
     assert sorted(r["node"] for r in data["nodes"]) == sorted(nodes)
     assert {r["status"] for r in data["nodes"]} == {"done"}, data["nodes"]
+    assert data["estimate_left_s"] is None  # nothing left
+
+
+def assert_estimate(c: Cluster, state: Path, plan: Mapping[str, Any], events: Sequence[Event],
+                    extra: Sequence[str]) -> None:
+    """`roll plan --from` the finished roll: every node estimated from its role's measured mean, a batch counted
+    once, so the total is within the roll's own time (which also holds what no step measures); in ZooKeeper mode
+    the controller's failover named (the roll moved it), else null."""
+    again = c.plan(*extra, "--from", str(state))
+    e = again["estimate"]
+    assert e["unestimated"] == [] and set(e["per_node"]) == {str(n["node"]) for n in plan["nodes"]}, e
+    elapsed = float(events[-1]["elapsed_s"])
+    assert 0.3 * elapsed < e["total_s"] <= 1.2 * elapsed + 5, (e, elapsed)
+    f = again["controller_failover"]
+    if c.kind == "zk":
+        assert f["partitions"] > 0 and f["live_brokers"] == c.size and f["warning"] is None, f
+        assert f["update_metadata_bytes"] == c.size * f["request_bytes"] > 30 * f["partitions"], f  # >= 32 B each
+    else:
+        assert f is None, f
 
 
 def assert_preferred_leaders(c: Cluster) -> None:
@@ -388,6 +407,7 @@ def whole_roll(c: Cluster, name: str, *extra: str, topic: str | None = None, quo
     Counter(counter).assert_each_restarted_once(int(n["node"]) for n in plan["nodes"])
     codes = assert_checks(checks, began, c.kind)
     assert_status_done(c, state, [int(n["node"]) for n in plan["nodes"]])
+    assert_estimate(c, state, plan, events, extra)
     assert_preferred_leaders(c)
     assert producer.errors() == [], producer.describe()
     assert_no_write_lost(producer, read_back(c.bootstrap, topic, c.home))

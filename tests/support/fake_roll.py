@@ -32,8 +32,11 @@ from kadmin.cluster.base import QuorumSetting
 from kadmin.domain import partitions as prules
 from kadmin.domain import roll as dom
 from kadmin.domain import roll_events as ev
+from kadmin.domain.roll_estimate import UpdateMetadataSizes
 from kadmin.services.roll_cluster import StopGate
 from kadmin.services.roll_journal import Journal
+
+UPDATE_METADATA = UpdateMetadataSizes(19, 48.0, 31.0)  # the schema's sizes of a small cluster's entries (RF 3)
 
 
 class Killed(BaseException):
@@ -247,6 +250,11 @@ class FakeCluster:
         self.called("broker_epoch")
         n = self.nodes[node]
         return n.epoch if n.up else None
+
+    def update_metadata(self) -> tuple[int, int, UpdateMetadataSizes]:
+        self.called("update_metadata")
+        live = sum(1 for n in self.nodes.values() if n.up and n.role != "controller")
+        return len(self.parts), live, UPDATE_METADATA
 
     def _urp(self, besides: set[int] = frozenset()) -> list[str]:  # type: ignore[assignment]
         out = []

@@ -27,8 +27,9 @@ def test_every_exit_code_has_a_description_and_a_status():
 
 def test_internal_is_ex_software_and_the_general_table_keeps_its_values():
     assert int(ExitCode.INTERNAL) == 70
-    # 9: a `roll` hook failed; 74 (EX_IOERR): stdout's reader closed the pipe (issue 34 §1)
-    assert [int(c) for c in ExitCode] == [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 70, 74, 130]
+    # 9: a `roll` hook failed; 10: a roll's --until window closed (issue 37); 74 (EX_IOERR): stdout's reader
+    # closed the pipe (issue 34 §1)
+    assert [int(c) for c in ExitCode] == [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 70, 74, 130]
 
 
 def test_verdicts_are_the_monitoring_plugin_codes():

@@ -23,3 +23,7 @@ class UnregisterBrokerRequest(ApiMessage, load_json=__name__):  # type: ignore[c
 
 class UnregisterBrokerResponse(ApiMessage, load_json=__name__):  # type: ignore[call-arg,misc]
     pass
+
+
+class UpdateMetadataRequest(ApiMessage, load_json=__name__):  # type: ignore[call-arg,misc]
+    pass
