@@ -18,7 +18,7 @@ no send fails, every acknowledged record is read back.
 - node hooks: two brokers, `--before-node` / `--after-node` appending to the stop and start hooks' counter: in
   order around each node, each once; in the journal `before_node` right after the gates and before `drain`,
   `after_node` right after `wait_healthy`; each hook's log with KADMIN_ROLL_HOOK.
-- window: `--until` a minute ahead, the run frozen after the first node's `node_done` until the window closed:
+- window: `--until` 30 s ahead, the run frozen after the first node's `node_done` until the window closed:
   exit 10, `roll_failed` `window_closed`, `roll status` `window_closed`; the same command without `--until`
   finishes, each node restarted once (the hooks' count, one stop each in the journal; ZooKeeper mode: a greater
   broker epoch each).
@@ -55,7 +55,7 @@ pytestmark = [pytest.mark.kafka, pytest.mark.integration, pytest.mark.slow]
 ROLL_WAIT = 600.0  # a roll of two or three brokers, beside a CPU hog
 TIMEOUTS = ("--step-timeout", "180")  # each wait of a roll: short, but a busy machine's restart fits
 SOAK = 120  # seconds: the supervisor's restart lands well inside it (it begins at the soak's first journal line)
-WINDOW = 60  # seconds from the launch to --until: the first node starts well before it
+WINDOW = 30  # seconds from the launch to --until: the first node starts well before it (checked before its gates)
 PAIR = "1,2"  # the brokers most tests roll; broker 3 stays out
 
 MODES = {"zk": (KAFKA_3_9, ()), "kraft": (KAFKA_4, ("--mode", "kraft"))}
@@ -257,8 +257,9 @@ def test_pause_continue_and_pause_after_hold_the_next_node(c: Cluster) -> None:
         assert z not in stepped(journal(state))
         # the same command: still paused until `roll continue`
         again = roll(c, state, counter, *args)
-        p3 = again.wait_event(event("paused"), WAIT, "the resumed run paused")
-        assert z not in stepped(journal(state)) and pause_file.exists(), p3
+        wait_for(lambda: any(e.get("event") == "paused" for e in again.events) or "paused" in again.stderr(), WAIT,
+                 "the resumed run saying it is paused")  # a pause already journaled need not be journaled again
+        assert again.proc.poll() is None and z not in stepped(journal(state)) and pause_file.exists()
         control("continue")
         again.wait_event(event("continued"), WAIT, "continued again")
         assert again.wait(ROLL_WAIT) == 0, again.stderr()
@@ -350,7 +351,6 @@ def test_until_stops_at_the_window_and_the_same_command_without_it_finishes(c: C
 
 @pytest.mark.timeout(900)
 def test_a_gate_held_by_a_broker_outside_the_roll_says_which_partitions_and_why(c: Cluster) -> None:
-    a, _ = order_of(c.plan("--nodes", PAIR))
     outside = 3
     state, counter = c.work / "gate.state", c.work / "gate.counter"
     pids = c.node_pids()
@@ -370,7 +370,8 @@ def test_a_gate_held_by_a_broker_outside_the_roll_says_which_partitions_and_why(
                 os.kill(run.proc.pid, signal.SIGINT)  # Ctrl-C: the gate's wait ends, nothing was touched
             run.wait(WAIT)
             assert c.kadmin("sandbox", "start", str(outside)).returncode == 0
-    assert ev["node"] == a and ev["role"] == "broker" and ev["step"] == "can_stop", ev
+    a = ev["node"]  # the first node of the order recomputed then (ZooKeeper mode: 3 may have been the controller)
+    assert a in (1, 2) and ev["role"] == "broker" and ev["step"] == "can_stop", ev
     assert isinstance(ev["why"], str) and ev["why"], ev
     # real partitions, each one stopping `a` would take under its min ISR with broker 3 down
     blocked = {(p["topic"], p["partition"]) for p in before
