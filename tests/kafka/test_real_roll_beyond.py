@@ -4,9 +4,10 @@ window, and `gate_waiting` naming what holds a gate.
 
 One sandbox per mode, started once for the module and shared by its tests (module-scoped, parametrized: one runs
 at a time): Kafka 3.9.1 in ZooKeeper mode (3 brokers) and Kafka 4.3.1 in KRaft mode (3 controllers, 3 brokers).
-Each test begins and ends with every node up and the cluster healthy (`roll plan` says so), and runs under Kafka's
-own VerifiableProducer (acks=all, idempotent, delivery.timeout.ms 30 s) on a topic of its own (RF 3, min ISR 2):
-no send fails, every acknowledged record is read back.
+Each test begins and ends with every node up and the cluster healthy (`roll plan` says so). Kafka's own
+VerifiableProducer (acks=all, idempotent, delivery.timeout.ms 30 s) writes the module's topic (RF 3, min ISR 2)
+through every test of a mode: each test sees writes acknowledged before and after it and no send failed; at the
+mode's end every acknowledged record is read back.
 
 - soak: the victim's `--start` hook starts it and leaves a supervisor behind (a detached process, as systemd's
   Restart=): once the roll journals the victim's `soak started`, it stops the broker and starts it again, once.
@@ -114,15 +115,30 @@ def cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
         yield c
 
 
+@pytest.fixture(scope="module")
+def producer(cluster: Cluster) -> Iterator[Producer]:
+    """Kafka's VerifiableProducer writing the module's RF-3 min-ISR-2 topic through every test of the mode; at the
+    end no send error, and every acknowledged record read back (each test also checks its part: `writing`)."""
+    topic = cluster.create_topic("beyond")
+    cluster.healthy()
+    with Producer(cluster.home, cluster.bootstrap, topic) as p:
+        yield p
+        p.wait_acked_more_than(p.acked_count() + 100, WAIT)
+        p.stop()
+    assert p.errors() == [], p.describe()
+    assert_no_write_lost(p, read_back(cluster.bootstrap, topic, cluster.home))
+
+
 @pytest.fixture
-def c(cluster: Cluster) -> Iterator[Cluster]:
-    """The module's cluster, healthy before the test and again after it (a node a test left stopped started)."""
+def c(cluster: Cluster, producer: Producer) -> Iterator[Cluster]:
+    """The module's cluster, healthy before the test and again after it (a node a test left stopped started),
+    its producer writing."""
     restore(cluster)
     yield cluster
     restore(cluster)
 
 
-def restore(c: Cluster) -> None:
+def restore(c: Cluster, producer: Producer) -> None:
     assert c.sb is not None
     for p in c.sb.status()["processes"]:
         if p["role"] in ("broker", "controller") and not p["alive"]:
@@ -145,18 +161,13 @@ def roll(c: Cluster, state: Path, counter: Path, *extra: str, start: str | None 
 
 
 @contextlib.contextmanager
-def writing(c: Cluster, name: str) -> Iterator[Producer]:
-    """A VerifiableProducer writing a new RF-3 min-ISR-2 topic, acknowledged before and after the body; then no
-    send error and every acknowledged record read back."""
-    topic = c.create_topic(f"beyond-{name}")
-    c.healthy()
-    with Producer(c.home, c.bootstrap, topic) as producer:
-        producer.wait_acked_more_than(100, WAIT)  # writes flowing before
-        yield producer
-        producer.wait_acked_more_than(producer.acked_count() + 100, WAIT)  # and acknowledged after
-        producer.stop()
-    assert producer.errors() == [], producer.describe()
-    assert_no_write_lost(producer, read_back(c.bootstrap, topic, c.home))
+def writing(p: Producer) -> Iterator[None]:
+    """The module's producer acknowledging writes before the body and after it, no send error so far (the record
+    read back at the module's end)."""
+    p.wait_acked_more_than(p.acked_count() + 100, WAIT)
+    yield
+    p.wait_acked_more_than(p.acked_count() + 100, WAIT)
+    assert p.errors() == [], p.describe()
 
 
 def index(events: Sequence[Event], pred: Callable[[Event], bool], what: str) -> int:
@@ -182,7 +193,7 @@ def status(c: Cluster, state: Path) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------------------------ the tests
 @pytest.mark.timeout(900)
-def test_soak_catches_a_broker_its_supervisor_restarts_and_touches_nothing_else(c: Cluster) -> None:
+def test_soak_catches_a_broker_its_supervisor_restarts_and_touches_nothing_else(c: Cluster, producer: Producer) -> None:
     assert c.sb is not None
     victim, other = order_of(c.plan("--nodes", PAIR))
     state, counter = c.work / "soak.state", c.work / "soak.counter"
@@ -194,7 +205,7 @@ def test_soak_catches_a_broker_its_supervisor_restarts_and_touches_nothing_else(
     log = shlex.quote(str(c.work / "supervisor.log"))
     start = f"{start} && if [ {{id}} = {victim} ]; then setsid {spawn} >> {log} 2>&1 </dev/null & fi"
     pids = c.node_pids()
-    with writing(c, "soak"):
+    with writing(producer):
         run = roll(c, state, counter, "--nodes", PAIR, "--soak", str(SOAK), start=start)
         try:
             code = run.wait(ROLL_WAIT)
@@ -225,7 +236,7 @@ def test_soak_catches_a_broker_its_supervisor_restarts_and_touches_nothing_else(
 
 
 @pytest.mark.timeout(900)
-def test_pause_continue_and_pause_after_hold_the_next_node(c: Cluster) -> None:
+def test_pause_continue_and_pause_after_hold_the_next_node(c: Cluster, producer: Producer) -> None:
     a, b, z = order_of(c.plan("--nodes", "1,2,3"))
     state, counter = c.work / "pause.state", c.work / "pause.counter"
     pause_file = state / "pause"
@@ -235,7 +246,7 @@ def test_pause_continue_and_pause_after_hold_the_next_node(c: Cluster) -> None:
         r = c.kadmin("roll", verb, "--state", str(state))
         assert r.returncode == 0, f"roll {verb}: exit {r.returncode}\n{r.stderr}"
 
-    with writing(c, "pause"):
+    with writing(producer):
         # --pause-after 1: paused once the first node is done, the pause file written
         run = roll(c, state, counter, *args)
         p1 = run.wait_event(event("paused"), WAIT, "the --pause-after pause")
@@ -280,13 +291,13 @@ def test_pause_continue_and_pause_after_hold_the_next_node(c: Cluster) -> None:
 
 
 @pytest.mark.timeout(900)
-def test_before_and_after_node_hooks_run_around_each_node_in_order(c: Cluster) -> None:
+def test_before_and_after_node_hooks_run_around_each_node_in_order(c: Cluster, producer: Producer) -> None:
     order = order_of(c.plan("--nodes", PAIR))
     state, counter = c.work / "nodehooks.state", c.work / "nodehooks.counter"
     q = shlex.quote(str(counter))
     before = f'echo "hook=$KADMIN_ROLL_HOOK node={{id}}"; echo before-node {{id}} >> {q}'
     after = f'echo "hook=$KADMIN_ROLL_HOOK node={{id}}"; echo after-node {{id}} >> {q}'
-    with writing(c, "nodehooks"):
+    with writing(producer):
         run = roll(c, state, counter, "--nodes", PAIR, "--before-node", before, "--after-node", after)
         assert run.wait(ROLL_WAIT) == 0, run.stderr()
     # what the hooks did, in the order they did it
@@ -314,10 +325,10 @@ def test_before_and_after_node_hooks_run_around_each_node_in_order(c: Cluster) -
 
 
 @pytest.mark.timeout(900)
-def test_until_stops_at_the_window_and_the_same_command_without_it_finishes(c: Cluster) -> None:
+def test_until_stops_at_the_window_and_the_same_command_without_it_finishes(c: Cluster, producer: Producer) -> None:
     a, b = order_of(c.plan("--nodes", PAIR))
     state, counter = c.work / "window.state", c.work / "window.counter"
-    with writing(c, "window"):
+    with writing(producer):
         closes = datetime.datetime.now().astimezone().replace(microsecond=0) + datetime.timedelta(seconds=WINDOW)
         run = roll(c, state, counter, "--nodes", PAIR, "--until", closes.isoformat(), freeze={"event": "node_done"})
         done = run.wait_frozen(WAIT)
@@ -350,11 +361,11 @@ def test_until_stops_at_the_window_and_the_same_command_without_it_finishes(c: C
 
 
 @pytest.mark.timeout(900)
-def test_a_gate_held_by_a_broker_outside_the_roll_says_which_partitions_and_why(c: Cluster) -> None:
+def test_a_gate_held_by_a_broker_outside_the_roll_says_which_partitions_and_why(c: Cluster, producer: Producer) -> None:
     outside = 3
     state, counter = c.work / "gate.state", c.work / "gate.counter"
     pids = c.node_pids()
-    with writing(c, "gate"):
+    with writing(producer):
         before = c.partitions()
         # the preflight passed (roll_started), then broker 3 stops: the first node's can_stop cannot pass
         run = roll(c, state, counter, "--nodes", PAIR, freeze={"event": "roll_started"})
