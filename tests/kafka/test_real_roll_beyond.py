@@ -138,7 +138,7 @@ def c(cluster: Cluster, producer: Producer) -> Iterator[Cluster]:
     restore(cluster)
 
 
-def restore(c: Cluster, producer: Producer) -> None:
+def restore(c: Cluster) -> None:
     assert c.sb is not None
     for p in c.sb.status()["processes"]:
         if p["role"] in ("broker", "controller") and not p["alive"]:
