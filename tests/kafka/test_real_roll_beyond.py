@@ -16,13 +16,12 @@ mode's end every acknowledged record is read back.
   no step of the second until `roll continue` (`continued`); `roll pause` while the second runs: it finishes
   that one, then pauses (by `roll pause`); Ctrl-C while paused exits 130; the same command is still paused until
   `roll continue`, then finishes. Each broker restarted once.
-- node hooks: two brokers, `--before-node` / `--after-node` appending to the stop and start hooks' counter: in
-  order around each node, each once; in the journal `before_node` right after the gates and before `drain`,
-  `after_node` right after `wait_healthy`; each hook's log with KADMIN_ROLL_HOOK.
-- window: `--until` 30 s ahead, the run frozen after the first node's `node_done` until the window closed:
-  exit 10, `roll_failed` `window_closed`, `roll status` `window_closed`; the same command without `--until`
-  finishes, each node restarted once (the hooks' count, one stop each in the journal; ZooKeeper mode: a greater
-  broker epoch each).
+- window and node hooks: `--until` 30 s ahead, the run frozen after the first node's `node_done` until the
+  window closed: exit 10, `roll_failed` `window_closed`, `roll status` `window_closed`; the same command without
+  `--until` finishes, each node restarted once (the hooks' count, one stop each in the journal; ZooKeeper mode: a
+  greater broker epoch each). Both runs with `--before-node` / `--after-node` appending to the stop and start
+  hooks' counter: in order around each node, each once; in the journal `before_node` right after the gates and
+  before `drain`, `after_node` right after `wait_healthy`; each hook's log with KADMIN_ROLL_HOOK.
 - gate_waiting: the run frozen after `roll_started` (its preflight passed), a broker outside `--nodes` stopped:
   the first node's `can_stop` emits `gate_waiting` on stdout (never journaled) naming real partitions it would
   take under min ISR, and a `cause` naming the stopped broker; nothing touched.
@@ -290,47 +289,23 @@ def test_pause_continue_and_pause_after_hold_the_next_node(c: Cluster, producer:
     assert status(c, state)["status"] == "done"
 
 
-@pytest.mark.timeout(900)
-def test_before_and_after_node_hooks_run_around_each_node_in_order(c: Cluster, producer: Producer) -> None:
-    order = order_of(c.plan("--nodes", PAIR))
-    state, counter = c.work / "nodehooks.state", c.work / "nodehooks.counter"
-    q = shlex.quote(str(counter))
-    before = f'echo "hook=$KADMIN_ROLL_HOOK node={{id}}"; echo before-node {{id}} >> {q}'
-    after = f'echo "hook=$KADMIN_ROLL_HOOK node={{id}}"; echo after-node {{id}} >> {q}'
-    with writing(producer):
-        run = roll(c, state, counter, "--nodes", PAIR, "--before-node", before, "--after-node", after)
-        assert run.wait(ROLL_WAIT) == 0, run.stderr()
-    # what the hooks did, in the order they did it
-    want = [(w, n) for n in order for w in ("before-node", "stop-begin", "stop", "start-begin", "start", "after-node")]
-    assert Counter(counter).lines() == want
-    events = journal(state)
-    assert run.events == events
-    for n in order:
-        started = steps_of(events, n, "started")
-        assert started.count("before_node") == 1 and started.count("after_node") == 1, started
-        i, j = started.index("before_node"), started.index("after_node")
-        assert started[i - 1] == "can_stop" and started[i + 1] == "drain", started  # after the gates, first change
-        assert started[j - 1] == "wait_healthy", started
-        assert steps_of(events, n, "done").count("before_node") == 1
-        assert index(events, on(n, "before_node", "done"), "before_node done") < \
-            index(events, on(n, "drain", "started"), "drain started")
-        assert index(events, on(n, "wait_healthy", "done"), "wait_healthy done") < \
-            index(events, on(n, "after_node", "started"), "after_node started") < \
-            index(events, on(n, "after_node", "done"), "after_node done") < \
-            index(events, event("node_done", node=n), "node_done")
-        for hook in ("before-node", "after-node"):
-            log = (state / "hooks" / f"node-{n}.{hook}.log").read_text()
-            assert f"hook={hook} node={n}" in log, log
-    assert status(c, state)["status"] == "done"
+HOOKED = ("before-node", "stop-begin", "stop", "start-begin", "start", "after-node")  # a node's lines, in order
 
 
 @pytest.mark.timeout(900)
-def test_until_stops_at_the_window_and_the_same_command_without_it_finishes(c: Cluster, producer: Producer) -> None:
+def test_until_stops_at_the_window_and_node_hooks_run_around_each_node_once(c: Cluster, producer: Producer) -> None:
+    """`--until` 30 s ahead, the run frozen after the first node's node_done until the window closed: exit 10;
+    the same command without --until finishes. Both runs with --before-node and --after-node hooks appending to
+    the stop and start hooks' counter: around each node, in order, each once."""
     a, b = order_of(c.plan("--nodes", PAIR))
     state, counter = c.work / "window.state", c.work / "window.counter"
+    q = shlex.quote(str(counter))
+    hooks = ("--before-node", f'echo "hook=$KADMIN_ROLL_HOOK node={{id}}"; echo before-node {{id}} >> {q}',
+             "--after-node", f'echo "hook=$KADMIN_ROLL_HOOK node={{id}}"; echo after-node {{id}} >> {q}')
     with writing(producer):
         closes = datetime.datetime.now().astimezone().replace(microsecond=0) + datetime.timedelta(seconds=WINDOW)
-        run = roll(c, state, counter, "--nodes", PAIR, "--until", closes.isoformat(), freeze={"event": "node_done"})
+        run = roll(c, state, counter, "--nodes", PAIR, *hooks, "--until", closes.isoformat(),
+                   freeze={"event": "node_done"})
         done = run.wait_frozen(WAIT)
         assert done["node"] == a, done
         # the first node done within the window; the window closes before the roll goes on
@@ -341,22 +316,40 @@ def test_until_stops_at_the_window_and_the_same_command_without_it_finishes(c: C
         assert code == 10, f"exit {code}\n{run.stderr()}\n{events[-3:]}"
         fail = events[-1]
         assert fail["event"] == "roll_failed" and fail["reason"] == "window_closed" and fail["exit_code"] == 10, fail
-        assert stepped(events) == {a}, events  # the next node not begun
-        Counter(counter).assert_each_restarted_once([a])
+        assert run.events == events
+        assert stepped(events) == {a}, events  # the next node not begun, its before-node hook not run
+        assert Counter(counter).lines() == [(w, a) for w in HOOKED]
         assert status(c, state)["status"] == "window_closed"
         # the same command without --until goes on
-        rerun = roll(c, state, counter, "--nodes", PAIR)
+        rerun = roll(c, state, counter, "--nodes", PAIR, *hooks)
         assert rerun.wait(ROLL_WAIT) == 0, rerun.stderr()
     events = journal(state)
+    assert rerun.events == events[len(run.events):]
     kinds = [e["event"] for e in events]
     assert kinds.count("roll_started") == 1 and kinds.count("roll_resumed") == 1 and kinds[-1] == "roll_done", kinds
-    Counter(counter).assert_each_restarted_once([a, b])
+    # what the hooks did, in the order they did it: each node restarted once, between its two hooks
+    assert Counter(counter).lines() == [(w, n) for n in (a, b) for w in HOOKED]
     for n in (a, b):
         assert steps_of(events, n, "started").count("stop") == 1, steps_of(events, n)
         nd = events[index(events, event("node_done", node=n), f"node_done {n}")]
         assert nd["status"] == "done", nd
         if c.kind == "zk":
             assert nd["detail"]["new_epoch"] > nd["detail"]["old_epoch"], nd  # a new registration, once
+        # the journal: before_node right after the gates, before the first change; after_node once it is healthy
+        started = steps_of(events, n, "started")
+        assert started.count("before_node") == 1 and started.count("after_node") == 1, started
+        i, j = started.index("before_node"), started.index("after_node")
+        assert started[i - 1] == "can_stop" and started[i + 1] == "drain", started
+        assert started[j - 1] == "wait_healthy", started
+        assert index(events, on(n, "before_node", "done"), "before_node done") < \
+            index(events, on(n, "drain", "started"), "drain started")
+        assert index(events, on(n, "wait_healthy", "done"), "wait_healthy done") < \
+            index(events, on(n, "after_node", "started"), "after_node started") < \
+            index(events, on(n, "after_node", "done"), "after_node done") < \
+            index(events, event("node_done", node=n), "node_done")
+        for hook in ("before-node", "after-node"):
+            log = (state / "hooks" / f"node-{n}.{hook}.log").read_text()
+            assert f"hook={hook} node={n}" in log, log
     assert status(c, state)["status"] == "done"
 
 
