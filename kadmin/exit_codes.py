@@ -27,6 +27,7 @@ class ExitCode(IntEnum):
     UNSAFE = 7
     UNSUPPORTED = 8
     HOOK_FAILED = 9  # a command kadmin ran for the operator (a `roll` hook) failed
+    WINDOW_CLOSED = 10  # `roll run --until`: the window closed before the roll finished (resumable)
     INTERNAL = 70  # EX_SOFTWARE (sysexits.h): a bug in kadmin, never an answer about the cluster
     OUTPUT_LOST = 74  # EX_IOERR (sysexits.h): stdout's reader closed the pipe before all of it was written
     INTERRUPTED = 130
@@ -74,8 +75,12 @@ DESCRIPTIONS: dict[ExitCode, str] = {
         "migration, or the controller lacks the API)"
     ),
     ExitCode.HOOK_FAILED: (
-        "a command kadmin ran for the operator failed: a `roll run` hook (--stop, --start, --restart) exited "
-        "non-zero or did not return within --step-timeout"
+        "a command kadmin ran for the operator failed: a `roll run` hook (--stop, --start, --restart, --only-if, "
+        "--before-node, --after-node) exited non-zero or did not return within --step-timeout"
+    ),
+    ExitCode.WINDOW_CLOSED: (
+        "`roll run --until TIME`: the window closed with nodes left; none was started after TIME, none is left "
+        "down or drained; the same command without --until (or with a new window) continues"
     ),
     ExitCode.INTERNAL: (
         "internal error: a bug in kadmin (one line on stderr naming the exception; the traceback with -v)"
@@ -108,6 +113,7 @@ STATUS: dict[ExitCode, str] = {
     ExitCode.REJECTED: "error",
     ExitCode.UNSAFE: "error",
     ExitCode.HOOK_FAILED: "error",
+    ExitCode.WINDOW_CLOSED: "window_closed",
     ExitCode.UNSUPPORTED: "error",
     ExitCode.INTERNAL: "error",
     ExitCode.OUTPUT_LOST: "error",

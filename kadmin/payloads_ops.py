@@ -477,10 +477,20 @@ class RollConfirm(Payload):
 
 
 @dataclass(frozen=True)
+class RollPause(Payload):
+    """`roll pause` / `roll continue`: the state directory, whether it is paused now, and whether this changed it."""
+
+    state_dir: str
+    paused: bool
+    changed: bool
+
+
+@dataclass(frozen=True)
 class RollReport(Payload):
     """`roll run` (the final result) and `roll status`: the roll in the state directory. `status`: done,
-    failed (resumable: run the same command again), interrupted, refused (nothing touched), or running
-    (status only: another `roll run` holds the directory)."""
+    failed (resumable: run the same command again), interrupted, refused (nothing touched), window_closed
+    (`--until` passed: run the same command again, without it or with a new window), or running / paused
+    (status only: another `roll run` holds the directory; paused: until `roll continue`)."""
 
     state_dir: str
     cluster_id: str | None

@@ -291,7 +291,8 @@ def roll_steps_md() -> str:
     from kadmin.domain import roll as dom
 
     where = {"only_if": "with `--only-if`", "controlled_shutdown": "ZooKeeper mode", "quorum_nodes": "KRaft",
-             "stop_start": "with `--stop`", "restart": "with `--restart`"}
+             "stop_start": "with `--stop`", "restart": "with `--restart`", "before_node": "with `--before-node`",
+             "after_node": "with `--after-node`", "soak": "with `--soak`"}
     rows = []
     for s in dom.STEPS:
         cond = where[s.needs] if s.needs else "✓"

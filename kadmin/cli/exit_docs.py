@@ -127,8 +127,10 @@ COMMANDS: dict[str, Codes] = {
                   X.UNSUPPORTED: "the brokers do not serve the reassignment API (Kafka before 2.4)"},
     "roll run": {X.OK: "every node restarted (or skipped by `--only-if`), or the roll in DIR had finished",
                  X.CONDITION_NOT_MET: "a gate was not met, a node did not come back within `--step-timeout`, the "
-                 "cluster refused a step (a drain, a ControlledShutdown), or kadmin cannot tell whether a node went "
-                 "down (`cannot_tell`: `roll confirm`); named, run the same command again to continue",
+                 "cluster refused a step (a drain, a ControlledShutdown), kadmin cannot tell whether a node went "
+                 "down (`cannot_tell`: `roll confirm`), a node restarted or went away during `--soak` (`crash_loop`), "
+                 "or one came back under another identity (`identity_changed`); named, run the same command again "
+                 "to continue",
                  X.USAGE: "`--nodes` names an unknown node, the hooks are not given, or a hook names an unknown "
                  "placeholder",
                  X.CONFIG: "DIR holds a roll of another cluster, or one asked with other `--nodes`, `--controllers`, "
@@ -139,9 +141,13 @@ COMMANDS: dict[str, Codes] = {
                  "during the roll)",
                  X.UNSAFE: "refused before the first node (the cluster is not healthy; nothing touched, nothing "
                  "journaled), or another live `roll run` holds DIR",
-                 X.HOOK_FAILED: "a `--stop`, `--start`, `--restart` or `--only-if` command failed or did not "
-                 "return within `--step-timeout` (named; the nodes of its batch already stopped are brought back "
-                 "first)"},
+                 X.HOOK_FAILED: "a `--stop`, `--start`, `--restart`, `--only-if`, `--before-node` or `--after-node` "
+                 "command failed or did not return within `--step-timeout` (named; the nodes of its batch already "
+                 "stopped are brought back first; a failed `--before-node` leaves its node untouched)",
+                 X.WINDOW_CLOSED: "`--until` passed with nodes left: none started after it, none left down or "
+                 "drained; the same command without `--until` (or with a new window) continues"},
+    "roll pause": {X.OK: "DIR/pause written (or there already)", X.USAGE: "no roll in DIR, or it has finished"},
+    "roll continue": {X.OK: "DIR/pause removed (or not there)", X.USAGE: "no roll in DIR, or it has finished"},
     "migration roll": {X.OK: "every node of the phase back in its mode and the cluster at the phase's end state, or "
                        "nothing left to restart",
                        X.CONDITION_NOT_MET: "as `roll run`'s, or every node back but the phase's end state "

@@ -32,6 +32,7 @@ CLUSTER_ID = "JIAuV85eR7yn5kIZdlz2Xw"
 NODES = (dom.RollNode(1, "broker", "kafka-1.example", 9092, "eu-1a"),
          dom.RollNode(2, "broker", "kafka-2.example", 9092, "eu-1b"))
 ZK_TRAITS = dom.Traits(receipt="epoch", controlled_shutdown=True, quorum_nodes=False)
+STOP_START = frozenset({"stop_start"})  # the example roll: --stop and --start, nothing else asked
 OLD_EPOCH = {1: 4294, 2: 4301}
 NEW_EPOCH = {1: 4420, 2: 4436}
 
@@ -165,13 +166,14 @@ def roll_journal() -> tuple[list[ev.Event], list[ev.Event], list[ev.Event]]:
     resumable), `roll confirm`, and the run that resumes it (broker 2 restarted, the roll done)."""
     clock = _Clock()
     b1, b2 = NODES
-    steps = dom.steps(b1, ZK_TRAITS, False, False)
+    steps = dom.steps(b1, ZK_TRAITS, STOP_START)
     first: list[ev.Event] = [ev.RollStarted(clock(), ev.JOURNAL_VERSION, CLUSTER_ID, "zookeeper", None, "first", 1,
                                             NODES, [1, 2], 600.0, 4711)]
     first += _steps(b1, clock, steps)
     first.append(ev.NodeDone(clock(), 1, "broker", "done",
                              round(sum(TOOK.get(s, 0.015) for s in steps), 3),
                              {"old_epoch": OLD_EPOCH[1], "new_epoch": NEW_EPOCH[1]}))
+    first += [ev.Paused(clock(), "--pause-after", [1]), ev.Continued(clock(45), 45.0)]
     cut = steps.index("wait_stopped")
     first += _steps(b2, clock, steps[:cut])
     why = "broker 2 was not seen stopped within 600 s after its stop hook: see `kadmin roll confirm`"
@@ -188,7 +190,7 @@ def roll_journal() -> tuple[list[ev.Event], list[ev.Event], list[ev.Event]]:
 
 
 def _plan() -> RollPlan:
-    rows = tuple(RollPlanNode(n.id, n.role, n.host, n.port, n.rack, i, dom.steps(n, ZK_TRAITS, False, False), None)
+    rows = tuple(RollPlanNode(n.id, n.role, n.host, n.port, n.rack, i, dom.steps(n, ZK_TRAITS, STOP_START), None)
                  for i, n in enumerate(NODES, start=1))
     return RollPlan("zookeeper", CLUSTER_ID, 1, "first", 1, "min-isr", (), ((1,), (2,)), rows, True, ())
 
@@ -211,9 +213,9 @@ def roll_section() -> list[str]:
         "## roll",
         "",
         "The roll's keys and what each value means: [roll.md](roll.md). The examples are one roll of a",
-        "two-broker ZooKeeper-mode cluster: broker 1 restarted; broker 2 not seen stopped after its stop hook",
-        "(the roll stops, resumable, exit 1); `roll confirm --node 2 --went-down`; the same `roll run` again",
-        "finishes it.",
+        "two-broker ZooKeeper-mode cluster: broker 1 restarted; paused there (`--pause-after 1`) until `roll",
+        "continue`; broker 2 not seen stopped after its stop hook (the roll stops, resumable, exit 1); `roll confirm",
+        "--node 2 --went-down`; the same `roll run` again finishes it.",
         "",
         "`roll plan -o json`:",
         "",
@@ -225,6 +227,21 @@ def roll_section() -> list[str]:
         "| event | keys |",
         "|---|---|",
         *(f"| `{kind}` | {_keys(cls)} |" for kind, cls in ev.KINDS.items()),
+        f"| `{ev.GateWaiting.event}` | {_keys(ev.GateWaiting)} |",
+        "",
+        "`gate_waiting` is in the stream only, never in the journal: while a gate holds a node, what holds it",
+        "(`blockers`, the first 20: `topic` and `partition`, or `voter`, or `broker`, each with `why`) and",
+        "`cause`, a cause the roll cannot fix (a broker outside it down, a reassignment in flight), again each",
+        "time they change:",
+        "",
+        *_ndjson([ev.to_json(ev.GateWaiting("2026-05-04T09:12:01.250Z", 2, "broker", "can_stop",
+                                            "broker 2 cannot stop safely: 1 partition would lose leader or min ISR "
+                                            "or could not be read",
+                                            [dom.Blocker("ISR would shrink to [1], below min.insync.replicas=2",
+                                                         "orders", 0).to_json()],
+                                            "broker 3 is down (not registered) and not being restarted here: the "
+                                            "roll cannot bring it back; start it, or the gate waits until "
+                                            "--step-timeout"))]),
         "",
         "The first run:",
         "",

@@ -16,7 +16,8 @@ from kadmin.render import views
 if TYPE_CHECKING:
     from kadmin.domain.roll import Request
 
-app = typer.Typer(name="roll", help="Rolling restarts: plan, run (resumable), status and confirm.",
+app = typer.Typer(name="roll", help="Rolling restarts: plan, run (resumable), pause and continue, status "
+                  "and confirm.",
                   no_args_is_help=True)
 
 NodesOpt = Annotated[str | None, typer.Option("--nodes", metavar="IDS", help="Comma-separated node ids to restart "
@@ -40,6 +41,23 @@ OnlyIfOpt = Annotated[str | None, typer.Option("--only-if", metavar="CMD", help=
                                                "touching it: exit 0 restarts it, 1 skips it, another code fails it. "
                                                "Placeholders as --stop's: {id} {host} {port} {rack} {role}.",
                                                show_default=False)]
+SoakOpt = Annotated[float, typer.Option("--soak", metavar="SECONDS", parser=seconds_or_zero, help="Once a node (or "
+                                        "batch) is healthy, it must stay up this long (the same registration; "
+                                        "KRaft: unfenced; a controller: heard from) before the next; a node that "
+                                        "restarts or goes away meanwhile stops the roll (crash_loop, exit 1).")]
+PauseAfterOpt = Annotated[int | None, typer.Option("--pause-after", metavar="N", min=0, max=2**31 - 1, help="Pause "
+                                                   "by itself once N nodes are done (a canary), until `roll "
+                                                   "continue`; 0 pauses before the first.", show_default=False)]
+BeforeNodeOpt = Annotated[str | None, typer.Option("--before-node", metavar="CMD", help="Shell command run for each "
+                                                   "node after its gates, before its first change (silence its "
+                                                   "alerts); failing stops the roll, the node untouched. "
+                                                   "Placeholders as --stop's.", show_default=False)]
+AfterNodeOpt = Annotated[str | None, typer.Option("--after-node", metavar="CMD", help="Shell command run for each "
+                                                  "node once it is healthy (and soaked); failing stops the roll "
+                                                  "after that node. Placeholders as --stop's.", show_default=False)]
+UntilOpt = Annotated[str | None, typer.Option("--until", metavar="TIME", help="Start no node or batch after TIME "
+                                             "(ISO 8601 with an offset, or HH:MM local time); then stop, exit 10, "
+                                             "resumable.", show_default=False)]
 StateOpt = Annotated[Path, typer.Option("--state", metavar="DIR", help="The roll's journal, drain files and hook "
                                         "logs; run again with the same DIR to continue an unfinished roll.")]
 # `roll status` and `roll confirm` read (confirm: and journal to) the state a `roll run` keeps; they continue nothing
@@ -92,14 +110,28 @@ def _allow(globs: list[str] | None) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _hooks(stop: str | None, start: str | None, restart: str | None, only_if: str | None, need: bool) -> Any:
+def _hooks(stop: str | None, start: str | None, restart: str | None, only_if: str | None, need: bool,
+           before_node: str | None = None, after_node: str | None = None) -> Any:
     from kadmin.services.roll_hooks import Hooks
 
     if restart is not None and (stop is not None or start is not None):
         raise UsageError("give --restart CMD, or --stop CMD and --start CMD, not both")
     if need and restart is None and (stop is None or start is None):
         raise UsageError("give --stop CMD and --start CMD (or --restart CMD): how kadmin stops and starts a node")
-    return Hooks(stop, start, restart, only_if)
+    return Hooks(stop, start, restart, only_if, before_node, after_node)
+
+
+def _until(value: str | None) -> float | None:
+    import datetime
+
+    from kadmin.domain.roll import until_time
+
+    if value is None:
+        return None
+    try:
+        return until_time(value, datetime.datetime.now().astimezone())
+    except ValueError as e:
+        raise UsageError(f"--until: {e}") from None
 
 
 def _opener(inv: Invocation, deadline: float | None) -> Any:
@@ -166,6 +198,11 @@ def run(
     only_if: OnlyIfOpt = None,
     step_timeout: StepTimeoutOpt = 600.0,
     settle: SettleOpt = 0.0,
+    soak: SoakOpt = 0.0,
+    pause_after: PauseAfterOpt = None,
+    before_node: BeforeNodeOpt = None,
+    after_node: AfterNodeOpt = None,
+    until: UntilOpt = None,
 ) -> int:
     """Restart every node (or --nodes), one at a time or in safe batches, each behind kadmin's gates, and put
     the leaderships back; journaled in --state DIR, so running the same command again continues.
@@ -176,16 +213,19 @@ def run(
     leader. Before the first node the cluster must be healthy (else exit 7, nothing touched).
 
     A step that fails stops the roll there (no other node is touched; a batch's nodes already stopped are
-    brought back first): exit 1 (a gate not met, a node not back within --step-timeout, or one kadmin cannot tell
-    stopped: see `roll confirm`), 4 (the cluster unreachable), 9 (a hook failed), 130 (Ctrl-C, SIGTERM or SIGHUP).
+    brought back first): exit 1 (a gate not met, a node not back within --step-timeout, one kadmin cannot tell
+    stopped: see `roll confirm`, or one that restarted during --soak), 4 (the cluster unreachable), 9 (a hook
+    failed), 10 (--until passed), 130 (Ctrl-C, SIGTERM or SIGHUP). `roll pause` / `roll continue` hold and
+    release the next node.
     No node is journaled done without evidence that it went down and came back, and none is restarted twice.
     -o ndjson streams one event per line. The hooks' output is in DIR/hooks.
     """
     from kadmin.services import roll as svc
 
     req = _request(nodes, controllers, parallel, batch_rule)
-    hooks = _hooks(stop, start, restart, only_if, need=True)
-    opts = svc.Options(req, hooks, step_timeout, settle, _allow(allow_unavailable))
+    hooks = _hooks(stop, start, restart, only_if, True, before_node, after_node)
+    opts = svc.Options(req, hooks, step_timeout, settle, _allow(allow_unavailable), soak=soak,
+                       pause_after=pause_after, until=_until(until))
     return running(inv, lambda emit, progress: svc.run_backend(_opener(inv, None), state, opts, emit, progress.say,
                                                                progress))
 
@@ -240,6 +280,25 @@ def confirm(
     if went_down == never_went_down:
         raise UsageError("give --went-down or --never-went-down (one of them)")
     return inv.emit(svc.confirm(state, node, went_down), views.roll_confirm)
+
+
+@command(app, "pause", cluster=False)
+def pause(inv: Invocation, state: RollStateOpt) -> int:
+    """Hold the roll in --state DIR: the running `roll run` finishes the node (or batch) in progress, journals
+    `paused`, and starts no other until `roll continue`. Needs no cluster; a stopped roll stays paused when it
+    is run again."""
+    from kadmin.services import roll as svc
+
+    return inv.emit(svc.pause(state, True), views.roll_pause)
+
+
+@command(app, "continue", cluster=False)
+def continue_(inv: Invocation, state: RollStateOpt) -> int:
+    """Let the roll in --state DIR go on after `roll pause` or `--pause-after`: the running `roll run` journals
+    `continued` and starts its next node. Needs no cluster."""
+    from kadmin.services import roll as svc
+
+    return inv.emit(svc.pause(state, False), views.roll_pause)
 
 
 @command(app, "status", cluster=False)

@@ -8,6 +8,7 @@ in `Traits` (what the cluster's backend can show and do), which the backend is a
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -161,9 +162,11 @@ def plan_batches(ordered: Sequence[RollNode], parallel: int, safe_together: Call
 # Stages: how far a step is from the start. A resumed node never runs a step of a stage before its own
 # (NodeProgress.stage), and runs a step of BEFORE again (the gates, the drain) while its process is untouched.
 BEFORE, STOPPING, STARTING, RECEIPT, BACK = 0, 1, 2, 3, 4
-# when a step applies besides its roles: "only_if" (with --only-if), "controlled_shutdown" (Traits),
-# "quorum_nodes" (Traits), "stop_start" (--stop and --start), "restart" (--restart)
-Needs = Literal["only_if", "controlled_shutdown", "quorum_nodes", "stop_start", "restart"]
+# when a step applies besides its roles: "controlled_shutdown" and "quorum_nodes" (Traits), else what the roll
+# asks for: "only_if", "before_node", "after_node" (those hooks), "stop_start" (--stop and --start), "restart"
+# (--restart), "soak" (--soak)
+Needs = Literal["only_if", "controlled_shutdown", "quorum_nodes", "stop_start", "restart", "before_node",
+                "after_node", "soak"]
 
 
 @dataclass(frozen=True)
@@ -199,6 +202,10 @@ STEPS: tuple[Step, ...] = (
          "`brokers can-stop ID`: every partition keeps a leader and min ISR (but those of `--allow-unavailable` "
          "topics, named), with the completeness rules of docs/partitions.md; a batch: the batch rule too",
          "asked again"),
+    Step("before_node", BEFORE, True, True, "before_node", False, False, True,
+         "your `--before-node` command returns 0 (after the node's gates, before its first change: silence its "
+         "alerts); a failure stops the roll (exit 9) with the node untouched",
+         "never run again once journaled done"),
     Step("drain", BEFORE, True, False, None, True, True, False,
          "`brokers drain ID`: leaderships moved off without moving data; the original order saved in "
          "`DIR/drain-ID.json`, whose path is journaled before the reordering is sent",
@@ -242,6 +249,15 @@ STEPS: tuple[Step, ...] = (
     Step("wait_healthy", BACK, True, False, None, False, False, False,
          "`partitions check` OK again: no under-replicated partition anywhere",
          "waits again"),
+    Step("soak", BACK, True, True, "soak", False, False, False,
+         "`--soak` seconds, once per node or batch, with each node of it up the whole time: a broker keeps its "
+         "registration (the same epoch; KRaft: registered and unfenced), a controller stays a voter heard from "
+         "within `controller.quorum.fetch.timeout.ms`; else the roll stops (`crash_loop`, exit 1)",
+         "soaks again, the whole time"),
+    Step("after_node", BACK, True, True, "after_node", False, False, True,
+         "your `--after-node` command returns 0 (once the node is healthy and soaked: lift its alert silence); a "
+         "failure stops the roll (exit 9) after this node",
+         "never run again once journaled done; run again after a failure"),
     Step("settle", BACK, True, True, None, False, False, False,
          "`--settle` seconds, once per node or batch (default 0)",
          "waits again"),
@@ -252,16 +268,21 @@ HOOK_STEPS = tuple(s.name for s in STEPS if s.hook)
 RECEIPTS = ("wait_restarted", "wait_caught_up")
 
 
-def applies(step: Step, node: RollNode, traits: Traits, restart_hook: bool, only_if: bool) -> bool:
+def applies(step: Step, node: RollNode, traits: Traits, asked: frozenset[str]) -> bool:
+    """Does `step` apply to `node`: its role takes it, and what it needs the cluster has (`traits`) or the roll
+    asks for (`asked`: "stop_start" or "restart", and any of "only_if", "before_node", "after_node", "soak")."""
     if not ((step.broker and node.is_broker) or (step.controller and node.is_controller)):
         return False
-    return {None: True, "only_if": only_if, "controlled_shutdown": traits.controlled_shutdown,
-            "quorum_nodes": traits.quorum_nodes, "stop_start": not restart_hook, "restart": restart_hook}[step.needs]
+    if step.needs == "controlled_shutdown":
+        return traits.controlled_shutdown
+    if step.needs == "quorum_nodes":
+        return traits.quorum_nodes
+    return step.needs is None or step.needs in asked
 
 
-def steps(node: RollNode, traits: Traits, restart_hook: bool, only_if: bool) -> tuple[str, ...]:
+def steps(node: RollNode, traits: Traits, asked: frozenset[str]) -> tuple[str, ...]:
     """The steps one node goes through, in order (the table's rows that apply to it)."""
-    return tuple(s.name for s in STEPS if applies(s, node, traits, restart_hook, only_if))
+    return tuple(s.name for s in STEPS if applies(s, node, traits, asked))
 
 
 def receipt_step(node: RollNode, traits: Traits) -> str:
@@ -274,7 +295,9 @@ def receipt_step(node: RollNode, traits: Traits) -> str:
 class NodeSeen:
     """One node as the cluster shows it at one moment. `registered` None: the node has no broker registration
     to look at (a controller); `fetch_age_ms` / `caught_up_age_ms`: by the quorum leader's clock, None where
-    DescribeQuorum has no timestamp or the node is no voter."""
+    DescribeQuorum has no timestamp or the node is no voter. `directory_id`: the metadata log directory the quorum
+    knows the node by (KIP-853; None: unknown, or a static quorum's voter); `observer`: the node fetches as an
+    observer under another directory id than its voter entry's (or has no voter entry): not as the voter."""
 
     node: int
     registered: bool | None = None
@@ -286,6 +309,8 @@ class NodeSeen:
     caught_up_age_ms: int | None = None
     quorum_leader: int | None = None
     mode: str | None = None  # receipt "mode": the mode the node answers in (None: it does not answer)
+    directory_id: str | None = None
+    observer: bool = False
 
 
 def _in_target_mode(traits: Traits, seen: NodeSeen) -> bool:
@@ -363,6 +388,96 @@ def back(node: RollNode, step: str, traits: Traits, seen: NodeSeen, *, old_epoch
         return (f"controller {node.id} is caught up, but kadmin never saw it stopped (not fetching): a restart cannot "
                 "be told from none")
     return None
+
+
+def soak_broken(node: RollNode, traits: Traits, before: NodeSeen, now: NodeSeen, fetch_timeout_ms: int) -> str | None:
+    """During `--soak`: None while `now` shows the node up as it was at the soak's start (`before`), else what
+    changed. A broker keeps its registration (the same epoch; KRaft: registered and unfenced); a controller
+    stays a voter that leads or is heard from within `fetch_timeout_ms`."""
+    if node.is_broker:
+        if not now.registered:
+            return f"broker {node.id} is no longer registered"
+        if traits.receipt == "epoch" and now.epoch != before.epoch:
+            return f"broker {node.id} registered again (epoch {before.epoch} -> {now.epoch}): it restarted"
+        if traits.receipt != "epoch" and now.fenced:
+            return f"broker {node.id} is fenced"
+    if node.is_controller and traits.quorum_nodes:
+        if not now.voter:
+            return f"controller {node.id} is no longer a voter of the quorum"
+        if not now.leads_quorum and (now.fetch_age_ms is None or now.fetch_age_ms > fetch_timeout_ms):
+            return (f"the quorum leader has not heard from controller {node.id} for "
+                    f"{'ever' if now.fetch_age_ms is None else f'{now.fetch_age_ms} ms'} (limit {fetch_timeout_ms} ms)")
+    return None
+
+
+# ------------------------------------------------------------------------------------------------ what holds a gate
+@dataclass(frozen=True)
+class Blocker:
+    """One thing holding a gate: a partition (`topic`, `partition`), a voter or a broker, and why."""
+
+    why: str
+    topic: str | None = None
+    partition: int | None = None
+    voter: int | None = None
+    broker: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        keys = {"topic": self.topic, "partition": self.partition, "voter": self.voter, "broker": self.broker}
+        return {**{k: v for k, v in keys.items() if v is not None}, "why": self.why}
+
+
+@dataclass(frozen=True)
+class Held:
+    """A gate not met: what it says (`why`), what holds it (`blockers`, at most a page of them), and `cause`: a
+    cause the roll cannot fix by waiting on its own nodes (a broker outside the step down, a reassignment in
+    flight), when it sees one."""
+
+    why: str
+    blockers: tuple[Blocker, ...] = ()
+    cause: str | None = None
+
+    @property
+    def text(self) -> str:
+        return self.why + (f" ({self.cause})" if self.cause else "")
+
+
+def until_time(text: str, now: datetime.datetime) -> float:
+    """`--until`: ISO 8601 with an offset (`2026-11-29T06:00+01:00`, `...Z`), or `HH:MM` local time (the next such
+    time after `now`, an aware local datetime), as a POSIX timestamp. ValueError says what is wrong."""
+    t = text.strip()
+    if len(t) == 5 and t[2] == ":" and t[:2].isdigit() and t[3:].isdigit():
+        hh, mm = int(t[:2]), int(t[3:])
+        if hh > 23 or mm > 59:
+            raise ValueError(f"{text!r} is no time of day (HH:MM, 00:00 to 23:59)")
+        at = now.replace(hour=hh, minute=mm, second=0, microsecond=0)
+        if at <= now:
+            at += datetime.timedelta(days=1)
+        return at.timestamp()
+    try:
+        at = datetime.datetime.fromisoformat(t)
+    except ValueError:
+        raise ValueError(f"{text!r} is neither ISO 8601 with an offset (2026-11-29T06:00+01:00) nor HH:MM") from None
+    if at.tzinfo is None:
+        raise ValueError(f"{text!r} has no offset: give one (+01:00, Z), or HH:MM for local time")
+    if at <= now:
+        raise ValueError(f"{text!r} has passed already (now: {now.isoformat(timespec='seconds')})")
+    return at.timestamp()
+
+
+def identity_changed(node: RollNode, before: str | None, seen: NodeSeen) -> str | None:
+    """None while `seen` is the node that stopped; else what changed and what to do. A controller that comes back
+    with another metadata log directory (a replaced or wiped disk, formatted again) fetches as an observer, not as
+    the voter it was (KIP-853): it never catches up as that voter until the operator replaces the voter. `before`:
+    its directory id before the stop (None: not known)."""
+    if not (node.is_controller and seen.observer) or (before is not None and seen.directory_id == before):
+        return None
+    old = before or "OLD_DIRECTORY_ID"
+    return (f"controller {node.id} came back with another metadata log directory (directory id "
+            f"{seen.directory_id or 'unknown'}, it had {before or 'another one'}): it fetches as an observer, not as "
+            "the voter it was (KIP-853; a replaced or wiped disk). Replace the voter: `kafka-metadata-quorum "
+            f"--bootstrap-controller HOST:PORT remove-controller --controller-id {node.id} --controller-directory-id "
+            f"{old}`, then, from node {node.id}, `kafka-metadata-quorum --command-config <its server.properties> "
+            "--bootstrap-controller HOST:PORT add-controller`: the roll goes on once it is a voter again")
 
 
 # ------------------------------------------------------------------------------------------------ the request

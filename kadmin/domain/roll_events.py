@@ -130,11 +130,48 @@ class RollFailed:
     drained: list[int] = field(default_factory=list, metadata=OMIT)  # nodes left drained (not undrained yet)
 
 
-Event = RollStarted | RollResumed | StepEvent | SeenStopped | Confirmed | NodeDone | RollDone | RollFailed
+@dataclass(frozen=True)
+class Paused:
+    """The roll holds before its next node or batch until `kadmin roll continue` (`by`: "roll pause", or
+    "--pause-after" once that many nodes were done); `done`: the nodes done so far."""
+
+    event: ClassVar[str] = "paused"
+    at: str
+    by: str
+    done: list[int] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Continued:
+    """`kadmin roll continue` was seen: the roll goes on after `paused_s` seconds paused."""
+
+    event: ClassVar[str] = "continued"
+    at: str
+    paused_s: float
+
+
+@dataclass(frozen=True)
+class GateWaiting:
+    """A gate holding a node (`roll run -o ndjson` only; never journaled: a resumed run asks again): what it waits
+    for, the partitions, voters or brokers holding it (`blockers`), and `cause`, a cause the roll cannot fix
+    (a broker outside the roll down, a reassignment in flight), when it sees one. Emitted again as they change."""
+
+    event: ClassVar[str] = "gate_waiting"
+    at: str
+    node: int
+    role: str
+    step: str
+    why: str
+    blockers: list[dict[str, Any]] = field(default_factory=list)
+    cause: str | None = None
+
+
+Event = (RollStarted | RollResumed | StepEvent | SeenStopped | Confirmed | NodeDone | RollDone | RollFailed | Paused
+         | Continued)
 KINDS: dict[str, type[Any]] = {c.event: c for c in typing.get_args(Event)}
 
 
-def to_json(ev: Event) -> dict[str, Any]:
+def to_json(ev: Event | GateWaiting) -> dict[str, Any]:
     """The event as its NDJSON object: `event`, `at`, then its fields in order (an `omit` field only when set)."""
     out: dict[str, Any] = {"event": ev.event}
     for f in dataclasses.fields(ev):
@@ -254,6 +291,12 @@ class NodeProgress:
         return v if isinstance(v, int) else None
 
     @property
+    def old_directory_id(self) -> str | None:
+        """A controller's metadata log directory id before its stop (its stop or restart step's `started`)."""
+        v = self.detail.get("old_directory_id")
+        return v if isinstance(v, str) else None
+
+    @property
     def drain_file(self) -> str | None:
         """The roll's FIRST drain file of this node, journaled before the first reordering was sent: the
         original order, whatever drains came after (a rerun's drain saves an already reordered assignment)."""
@@ -271,6 +314,8 @@ class RollState:
     last_failure: RollFailed | None = None  # the last roll_failed (a resumable stop)
     runs: int = 0  # roll_started + roll_resumed events
     last_run: RollStarted | RollResumed | None = None
+    paused: Paused | None = None  # a pause not continued yet
+    paused_after: bool = False  # --pause-after has paused this roll once (it does not again)
 
     def progress(self, node: int) -> NodeProgress:
         if node not in self.nodes:
@@ -290,6 +335,11 @@ class RollState:
             self.finished = ev
         elif isinstance(ev, RollFailed):
             self.last_failure = ev
+        elif isinstance(ev, Paused):
+            self.paused = ev
+            self.paused_after = self.paused_after or ev.by == "--pause-after"
+        elif isinstance(ev, Continued):
+            self.paused = None
         elif isinstance(ev, (StepEvent, NodeDone, SeenStopped, Confirmed)):
             _apply(self.progress(ev.node), ev)
 

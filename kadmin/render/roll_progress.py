@@ -53,6 +53,7 @@ class RollProgress:
         self.began = clock()
         self.parallel = 1
         self.node_seconds: list[float] = []  # the nodes done in this run: their time, for the estimate
+        self.paused: str | None = None  # who paused the roll (`roll pause`, --pause-after), until `continued`
         self._lock = threading.Lock()  # hooks' lines arrive from their reader threads
         self._live: Any = None
         self._console: Any = None
@@ -119,6 +120,10 @@ class RollProgress:
         kind, node = ev.get("event"), ev.get("node")
         if kind == "roll_started" and isinstance(ev.get("parallel"), int):
             self.parallel = max(1, int(ev["parallel"]))
+        if kind == "paused":
+            self.paused = str(ev.get("by") or "roll pause")
+        elif kind == "continued":
+            self.paused = None
         if kind == "step" and isinstance(node, int):
             with self._lock:
                 row = self.rows.setdefault(node, _Row(str(ev.get("role") or "")))
@@ -160,6 +165,8 @@ class RollProgress:
             took = list(self.node_seconds)
         done = sum(1 for r in rows if r.status in ("done", "skipped"))
         text = f"{clock_text(now - self.began)} so far; {done} of {len(rows)} node(s) done"
+        if self.paused is not None:
+            text += f"; PAUSED ({self.paused}) until `kadmin roll continue`"
         left = [r for r in rows if r.status not in ("done", "skipped")]
         if took and left:
             per = sum(took) / len(took)

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
         Shutdown,
         StaleMapping,
     )
-    from kadmin.payloads_ops import RollConfirm, RollPlan, RollReport, SandboxDown, SandboxStatus
+    from kadmin.payloads_ops import RollConfirm, RollPause, RollPlan, RollReport, SandboxDown, SandboxStatus
 
 
 @dataclass
@@ -457,6 +457,15 @@ def roll_confirm(data: RollConfirm) -> View:
     v = View(["NODE", "CONFIRMED", "PHASE BEFORE", "PHASE AFTER"], [[data.node, said, data.phase_before,
                                                                    data.phase_after]], title="roll confirm")
     v.text = f"{data.node}\t{said}\t{data.phase_before}\t{data.phase_after}\n"
+    return v
+
+
+def roll_pause(data: RollPause) -> View:
+    """One row: the state directory, paused or not, and whether this command changed it."""
+    said = "paused" if data.paused else "not paused"
+    v = View(["STATE", "NOW", "CHANGED"], [[data.state_dir, said, "yes" if data.changed else "no"]],
+             title="roll pause" if data.paused else "roll continue")
+    v.text = f"{data.state_dir}\t{said}\t{'changed' if data.changed else 'unchanged'}\n"
     return v
 
 

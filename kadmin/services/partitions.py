@@ -320,10 +320,10 @@ def can_stop(cluster: Partitions, broker_id: int, progress: Progress | None = No
 
 def stop_gate(cluster: Partitions, broker_id: int, progress: Progress | None = None,
               min_isr_default: int | None = None, wanted: rules.TopicFilter | None = None,
-              allow: rules.TopicFilter | None = None) -> tuple[Result[CanStop], list[rules.Blocker]]:
+              allow: rules.TopicFilter | None = None) -> tuple[Result[CanStop], list[rules.Blocker], PartitionScan]:
     """can_stop, and (a roll's `--allow-unavailable`) the partitions of the `allow` topics that would become
     unavailable and do not block: read and judged like the rest, named, never hidden. What could not be read
-    still blocks whatever `allow` says."""
+    still blocks whatever `allow` says. The scan it judged is returned too (a roll names what holds a gate)."""
     v, s = stop_verdict(cluster, broker_id, progress, min_isr_default, wanted)
     keep, let = rules.allowed(v.blocking, allow)
     if let:
@@ -341,7 +341,7 @@ def stop_gate(cluster: Partitions, broker_id: int, progress: Progress | None = N
         warnings.append(f"allowed to become unavailable: {describe_keys((b.topic, b.partition) for b in let)}")
     # Anything the verdict depends on that could not be read blocks it (exit 1) and is in `errors`.
     return Result(data=verdict_payload(v), errors=relevant, warnings=warnings,
-                  exit_code=ExitCode.OK if v.safe else ExitCode.CONDITION_NOT_MET, message=msg), let
+                  exit_code=ExitCode.OK if v.safe else ExitCode.CONDITION_NOT_MET, message=msg), let, s
 
 
 def describe_keys(keys: Iterable[tuple[str, int | None]], limit: int = 8) -> str:

@@ -20,17 +20,17 @@ from kadmin.domain import roll as dom
 from kadmin.domain import roll_events as ev
 from kadmin.errors import UsageError
 from kadmin.exit_codes import ExitCode
-from kadmin.payloads_ops import RollConfirm, RollPlan, RollPlanNode, RollReport
+from kadmin.payloads_ops import RollConfirm, RollPause, RollPlan, RollPlanNode, RollReport
 from kadmin.results import Result
 from kadmin.services import roll_hooks as hooks
 from kadmin.services.roll_cluster import BackendRollCluster, RollCluster
-from kadmin.services.roll_engine import Emit, Options, Roller, Watcher, select
+from kadmin.services.roll_engine import PAUSE_FILE, Emit, Options, Roller, Watcher, select
 from kadmin.services.roll_journal import Journal, now_iso
 from kadmin.services.roll_report import report
 
 Opener = Callable[[], Backend]
 
-__all__ = ["Options", "confirm", "plan", "run", "status"]
+__all__ = ["Options", "confirm", "pause", "plan", "run", "status"]
 
 
 # ------------------------------------------------------------------------------------------------ plan
@@ -53,7 +53,7 @@ def plan(cluster: RollCluster, opts: Options, only_if: Callable[[dom.RollNode], 
         cluster.close()
     batch_of = {n.id: i for i, batch in enumerate(batches, start=1) for n in batch}
     rows = tuple(RollPlanNode(n.id, n.role, n.host, n.port, n.rack, batch_of[n.id],
-                              dom.steps(n, traits, opts.hooks.restart is not None, opts.hooks.only_if is not None),
+                              dom.steps(n, traits, opts.asked),
                               None if only_if is None else not only_if(n), allowed.get(n.id, ()))
                  for batch in batches for n in batch)
     data = RollPlan(t.mode, cluster_id, t.leader, opts.request.controllers, opts.request.parallel,
@@ -109,6 +109,37 @@ def run(cluster: RollCluster, directory: Path, opts: Options, emit: Emit, say: C
 def run_backend(open_backend: Opener, directory: Path, opts: Options, emit: Emit,
                 say: Callable[[str], None], watcher: Watcher | None = None) -> Result[RollReport]:
     return run(BackendRollCluster(open_backend), directory, opts, emit, say, watcher=watcher)
+
+
+# ------------------------------------------------------------------------------------------------ pause, continue
+def pause(directory: Path, paused: bool) -> Result[RollPause]:
+    """`roll pause` (`paused`) writes DIR/pause, `roll continue` removes it: the `roll run` holding DIR (or the
+    next one) starts no new node or batch while it is there (it finishes the one in progress). No lock: the
+    running roll holds it; the file is the message."""
+    j = Journal(directory)
+    if not j.exists():
+        raise UsageError(f"--state {directory}: no roll there (no {j.path.name}); `roll run --pause-after 0` "
+                         "begins a roll paused")
+    st = ev.replay(j.read())
+    if st.finished is not None:
+        raise UsageError(f"--state {directory}: the roll there has finished: nothing to "
+                         f"{'pause' if paused else 'continue'}")
+    marker = directory / PAUSE_FILE
+    was = marker.exists()
+    if paused and not was:
+        tmp = marker.with_name(f".{PAUSE_FILE}.{os.getpid()}")
+        tmp.write_text(f"paused by `kadmin roll pause` (pid {os.getpid()}) at {now_iso()}\n")
+        os.replace(tmp, marker)
+    elif not paused and was:
+        marker.unlink(missing_ok=True)
+    changed = was != paused
+    if paused:
+        msg = ("paused: the running roll starts no new node or batch (it finishes the one in progress); "
+               f"`kadmin roll continue --state {directory}` lets it go on") if changed else "paused already"
+    else:
+        msg = "continued: the running roll goes on (a stopped one: run the same command again)" if changed \
+            else "not paused: nothing to continue"
+    return Result(data=RollPause(str(directory), paused, changed), message=msg)
 
 
 # ------------------------------------------------------------------------------------------------ confirm

@@ -39,6 +39,8 @@ class StopGate:
 
     why: str | None
     allowed: tuple[str, ...] = ()
+    blockers: tuple[dom.Blocker, ...] = ()  # the partitions holding it (the first page of them)
+    cause: str | None = None  # a cause the roll cannot fix (dom.Held)
 
 
 class RollCluster(Protocol):
@@ -60,7 +62,7 @@ class RollCluster(Protocol):
     # Why the cluster is not healthy enough to begin a roll (empty: it is)
     def unhealthy(self, fetch_timeout_ms: int) -> list[str]: ...
 
-    def quorum_check(self, node: int, fetch_timeout_ms: int) -> str | None: ...
+    def quorum_check(self, node: int, fetch_timeout_ms: int) -> str | dom.Held | None: ...
 
     def can_stop(self, node: int, allow: prules.TopicFilter | None) -> StopGate: ...
 
@@ -73,7 +75,7 @@ class RollCluster(Protocol):
 
     # Is anything outside `batch` down, fenced, lagging or under-replicated (None: nothing)?
     def others_healthy(self, batch: Sequence[int], roll_nodes: Sequence[dom.RollNode],
-                       fetch_timeout_ms: int) -> str | None: ...
+                       fetch_timeout_ms: int) -> str | dom.Held | None: ...
 
     def broker_epoch(self, node: int) -> int | None: ...
 
@@ -115,6 +117,20 @@ def quorum_age_ms(q: QuorumState, node: int, now_ms: int) -> tuple[int | None, i
     fetch = None if v.last_fetch_timestamp is None else now - v.last_fetch_timestamp
     caught = None if v.last_caught_up_timestamp is None else now - v.last_caught_up_timestamp
     return fetch, caught
+
+
+def quorum_directory(q: QuorumState, node: int) -> tuple[str | None, bool]:
+    """(the directory id the quorum knows `node` by, whether it fetches as an observer rather than as its voter):
+    an observer entry of the node's id under another directory id than its voter entry's (or with none) that
+    fetched later than the voter entry did. The leader keeps an observer entry minutes after its last fetch, and
+    a voter replaced by remove-controller/add-controller lingers among the observers: those are older."""
+    v = next((r for r in q.voters if r.id == node), None)
+    others = [o for o in q.observers if o.id == node and (v is None or (
+        o.directory_id != v.directory_id and (o.last_fetch_timestamp or 0) > (v.last_fetch_timestamp or 0)))]
+    if others:
+        o = max(others, key=lambda r: r.last_fetch_timestamp or 0)
+        return o.directory_id, True
+    return (v.directory_id if v is not None else None), False
 
 
 def _token(files: Mapping[int, Path]) -> int:
@@ -210,15 +226,18 @@ class BackendRollCluster:
         for n in nodes:
             r = regs.get(n.id)
             fetch = caught = None
-            leader = None
-            voter = leads = False
+            leader = directory = None
+            voter = leads = observer = False
             if q is not None:
                 fetch, caught = quorum_age_ms(q, n.id, now_ms)
                 leader = q.leader_id if q.leader_id >= 0 else None
                 voter = any(v.id == n.id for v in q.voters)
                 leads = q.leader_id == n.id
+                if n.is_controller:
+                    directory, observer = quorum_directory(q, n.id)
             out[n.id] = dom.NodeSeen(n.id, (r is not None) if n.is_broker else None, r.epoch if r else None,
-                                     r.fenced if r else None, voter, leads, fetch, caught, leader)
+                                     r.fenced if r else None, voter, leads, fetch, caught, leader,
+                                     directory_id=directory, observer=observer)
         return out
 
     def fetch_timeout(self) -> QuorumSetting:
@@ -255,19 +274,36 @@ class BackendRollCluster:
             why.append(f"quorum check: {qc.message or qc.status}")
         return why
 
-    def quorum_check(self, node: int, fetch_timeout_ms: int) -> str | None:
+    def quorum_check(self, node: int, fetch_timeout_ms: int) -> dom.Held | None:
         from kadmin.services import quorum as qsvc
 
         q, now_ms = self.q.quorum.describe_quorum()
         res = qsvc.check(q, CheckLimits(fetch_timeout_ms=fetch_timeout_ms, restart=node), now_ms)
-        return None if int(res.exit_code) < 2 else (res.message or res.status)
+        if int(res.exit_code) < 2:
+            return None
+        blockers = []
+        for v in q.voters:  # the other voters not heard from: the majority without `node` rests on them
+            fetch, _ = quorum_age_ms(q, v.id, now_ms)
+            if v.id != node and v.id != q.leader_id and (fetch is None or fetch > fetch_timeout_ms):
+                blockers.append(dom.Blocker(f"not heard from {'ever' if fetch is None else f'for {fetch} ms'} "
+                                            f"(limit {fetch_timeout_ms} ms)", voter=v.id))
+        if q.leader_id < 0:
+            blockers.append(dom.Blocker("the quorum has no leader"))
+        return dom.Held(res.message or res.status, tuple(blockers[:PAGE]))
 
     def can_stop(self, node: int, allow: prules.TopicFilter | None) -> StopGate:
         from kadmin.services import partitions as psvc
 
-        res, let = psvc.stop_gate(self.b.partitions, node, allow=allow)
+        res, let, scan = psvc.stop_gate(self.b.partitions, node, allow=allow)
         allowed = tuple(f"{b.topic}-{b.partition}: {b.reason}" for b in let)
-        return StopGate(None if int(res.exit_code) == 0 else (res.message or res.status), allowed)
+        if int(res.exit_code) == 0:
+            return StopGate(None, allowed)
+        held = res.data.blocking if res.data is not None else ()
+        keys = {(b.topic, b.partition) for b in held}
+        parts = [p for p in scan.partitions if (p.topic, p.partition) in keys]
+        return StopGate(res.message or res.status, allowed,
+                        tuple(dom.Blocker(b.reason, b.topic, b.partition) for b in held[:PAGE]),
+                        _cause(parts, scan.live, {node}))
 
     def safe_together(self, rule: dom.BatchRule, allow: prules.TopicFilter | None
                       ) -> Callable[[Sequence[int]], bool]:
@@ -289,7 +325,7 @@ class BackendRollCluster:
                f"{where}: {first.reason}"
 
     def others_healthy(self, batch: Sequence[int], roll_nodes: Sequence[dom.RollNode],
-                       fetch_timeout_ms: int) -> str | None:
+                       fetch_timeout_ms: int) -> dom.Held | None:
         """Yelp's rule before every stop: every other broker registered and unfenced, every other voter heard from,
         and no partition missing a replica outside `batch` (the batch's own drained or shut-down replicas may be
         out of the ISR already), every partition seen (KRaft: against the brokers' log dirs)."""
@@ -314,6 +350,9 @@ class BackendRollCluster:
             elif set(p.replicas) - set(p.isr) - mine:
                 out = sorted(set(p.replicas) - set(p.isr) - mine)
                 short.append((p.topic, p.partition, f"replica {','.join(map(str, out))} out of the ISR"))
+        blockers = [dom.Blocker(f"broker {n.id} is not registered", broker=n.id) for n in roll_nodes
+                    if n.is_broker and n.id not in mine and n.id not in regs]
+        blockers += [dom.Blocker(w, t, pt) for t, pt, w in short[:PAGE]]
         if short:
             t, pt, w = short[0]
             why.append(f"{len(short)} partition(s) under-replicated or offline outside this batch, e.g. {t}-{pt}: {w}")
@@ -333,7 +372,12 @@ class BackendRollCluster:
                 fetch, _ = quorum_age_ms(q, v.id, now_ms)
                 if fetch is None or fetch > fetch_timeout_ms:
                     why.append(f"voter {v.id} was last heard from {fetch} ms ago (limit {fetch_timeout_ms} ms)")
-        return "; ".join(why) or None
+                    blockers.append(dom.Blocker(f"last heard from {fetch} ms ago", voter=v.id))
+        if not why:
+            return None
+        keys = {(t, pt) for t, pt, _ in short}
+        return dom.Held("; ".join(why), tuple(blockers),
+                        _cause([p for p in scan.partitions if (p.topic, p.partition) in keys], scan.live, mine))
 
     def in_sync(self, node: int, timeout: float, on_status: Callable[[str], None] | None = None) -> str | None:
         from kadmin.services import partitions as psvc
@@ -369,6 +413,25 @@ class BackendRollCluster:
         res = ssvc.shutdown(b.epochs, b.controller_links, node, epoch=epoch, wait=True, timeout=timeout,
                             dry_run=False, force=False)
         return None if int(res.exit_code) == 0 else (res.message or res.status)
+
+
+PAGE = 20  # blockers named in a gate's answer (a `gate_waiting` event): the first page; `why` counts them all
+
+
+def _cause(held: Sequence[PartitionState], live: frozenset[int], mine: set[int]) -> str | None:
+    """What holds these partitions that the roll's own nodes cannot free: a replica on a broker that is down (not
+    registered, not one of `mine`), a reassignment in flight."""
+    down = sorted({r for p in held for r in p.replicas if r not in live and r not in mine})
+    moving = [f"{p.topic}-{p.partition}" for p in held if p.adding_replicas]
+    said = []
+    if down:
+        said.append(f"broker{'s' if len(down) > 1 else ''} {', '.join(map(str, down))} "
+                    f"{'are' if len(down) > 1 else 'is'} down (not registered) and not being restarted here: the "
+                    "roll cannot bring it back; start it, or the gate waits until --step-timeout")
+    if moving:
+        said.append(f"a reassignment is in flight for {', '.join(moving[:5])}"
+                    + (f" (+{len(moving) - 5} more)" if len(moving) > 5 else "") + ": it must finish first")
+    return "; ".join(said) or None
 
 
 def _batch_blockers(partitions: Sequence[PartitionState], live: frozenset[int], unreadable: Mapping[str, str],

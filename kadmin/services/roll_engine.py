@@ -58,8 +58,18 @@ REASONS: dict[str, ExitCode] = {
     "unreachable": ExitCode.UNREACHABLE,
     "hook_failed": ExitCode.HOOK_FAILED,
     "refused": ExitCode.UNSAFE,
+    "identity_changed": ExitCode.CONDITION_NOT_MET,
     "interrupted": ExitCode.INTERRUPTED,
+    "crash_loop": ExitCode.CONDITION_NOT_MET,
+    "window_closed": ExitCode.WINDOW_CLOSED,
 }
+PAUSE_FILE = "pause"  # DIR/pause: `roll pause` writes it, `roll continue` removes it
+SOAK_GAP = 5.0  # s: a soak's looks at its nodes are never further apart than this, else its time starts over
+
+
+def wall() -> float:
+    """The wall clock --until is read against (one place: a test sets it)."""
+    return time.time()
 
 
 class StepFailed(Exception):
@@ -79,6 +89,14 @@ class Options:
     fetch_timeout_ms: int | None = None  # None: read from the controllers (RollCluster.fetch_timeout)
     patience: float = GATE_PATIENCE  # how long a gate before the stop (and the health before the first) is asked
     unseen_grace: float = UNSEEN_GRACE
+    soak: float = 0.0  # --soak: s each node (or batch) must stay up once healthy before the next
+    pause_after: int | None = None  # --pause-after: pause by itself once this many nodes are done (a canary)
+    until: float | None = None  # --until: no node or batch starts after this wall-clock time (time.time())
+
+    @property
+    def asked(self) -> frozenset[str]:
+        """The optional steps this roll takes (kadmin/domain/roll.py `applies`)."""
+        return self.hooks.asked() | ({"soak"} if self.soak > 0 else frozenset())
 
     @property
     def allow(self) -> prules.TopicFilter | None:
@@ -175,20 +193,29 @@ class Roller:
         t = self.opts.step_timeout if patience is None else min(patience, self.opts.step_timeout)
         return self.clock() + t
 
-    def poll(self, check: Callable[[], str | None], until: float, what: str, reason: str = "gate_not_met",
-             n: RollNode | None = None, step: str | None = None) -> None:
-        """Ask `check` (None: met; else what is missing now) until it is met or `until` passes (then `reason`,
-        saying what it waited for and what it saw last). What the cluster does not answer is asked again."""
+    def poll(self, check: Callable[[], str | dom.Held | None], until: float, what: str,
+             reason: str = "gate_not_met", n: RollNode | None = None, step: str | None = None) -> None:
+        """Ask `check` (None: met; else what is missing now, or what holds it: dom.Held) until it is met or `until`
+        passes (then `reason`, saying what it waited for and what it saw last). What the cluster does not answer
+        is asked again. While a gate is held, a `gate_waiting` event names what holds it, again as that changes."""
         pause = POLL
         window = round(until - self.clock())
+        said: tuple[Any, ...] | None = None
         while True:
             try:
-                missing = check()
+                got = check()
             except KadminError as e:
                 self.c.reopen()
-                missing = e.message
-            if missing is None:
+                got = e.message
+            if got is None:
                 return
+            missing = got.text if isinstance(got, dom.Held) else got
+            if n is not None and step is not None and STEP[step].again:  # a gate (not a wait for the node)
+                held = got if isinstance(got, dom.Held) else dom.Held(got)
+                if (held.blockers, held.cause) != said:
+                    said = (held.blockers, held.cause)
+                    self.emit_out(ev.to_json(ev.GateWaiting(now_iso(), n.id, n.role, step, held.why,
+                                                            [b.to_json() for b in held.blockers], held.cause)))
             if n is not None:
                 self.watcher.waiting(n.id, missing)
             if self.clock() + pause >= until:
@@ -301,6 +328,8 @@ class Roller:
                 batch = self.next_batch()
                 if not batch:
                     break
+                if all(self.progress(n).phase == "untouched" for n in batch) and self.hold(batch):
+                    continue  # paused, and continued: the next batch is computed again (the cluster moved)
                 Batch(self, batch).run()
                 self.c.reopen()  # a fresh connection for the next batch
         except JournalUnwritable:
@@ -319,6 +348,43 @@ class Roller:
         skipped = [r.node for r in data.nodes if r.status == "skipped"]
         return Result(data=data, message=f"rolled {sum(1 for r in data.nodes if r.status == 'done')} node(s)"
                       + (f"; skipped (--only-if): {', '.join(map(str, skipped))}" if skipped else ""))
+
+    # ---------------------------------------------------------------- the window and the pauses
+    def hold(self, batch: Sequence[RollNode]) -> bool:
+        """Before a new node or batch: stop when --until has passed; pause (`roll pause`, or --pause-after N once N
+        nodes are done) until `roll continue`. True when it paused (then continued)."""
+        self.window(batch)
+        marker = self.journal.dir / PAUSE_FILE
+        done = [i for i, np in sorted(self.state.nodes.items()) if np.finished and not np.skipped]
+        after = self.opts.pause_after
+        if after is not None and not self.state.paused_after and self.state.paused is None and len(done) >= after:
+            marker.write_text(f"paused by --pause-after {after} at {now_iso()}\n")
+            self.event(ev.Paused(now_iso(), "--pause-after", done))
+        if not marker.exists():
+            if self.state.paused is not None:  # continued while no kadmin watched
+                self.event(ev.Continued(now_iso(), 0.0))
+            return False
+        if self.state.paused is None:
+            self.event(ev.Paused(now_iso(), "roll pause", done))
+        paused = self.state.paused
+        assert paused is not None
+        self.say(f"paused ({paused.by}) after {len(done)} node(s) done: no node starts until `kadmin roll continue "
+                 f"--state {self.journal.dir}` (Ctrl-C stops here: run the same command again, still paused)")
+        began = self.clock()
+        while marker.exists():
+            self.window(batch)  # a window can close while paused
+            self.sleep(POLL_MAX)
+        self.event(ev.Continued(now_iso(), round(self.clock() - began, 3)))
+        self.say("continued")
+        return True
+
+    def window(self, batch: Sequence[RollNode]) -> None:
+        until = self.opts.until
+        if until is not None and wall() >= until:
+            when = time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(until))
+            raise StepFailed("window_closed", f"--until {when} has passed: no node starts after it (next: "
+                             f"{', '.join(f'node {n.id}' for n in batch)}); run the same command again without "
+                             "--until, or with a new window, to continue")
 
     def stopped(self, e: StepFailed) -> Result[RollReport]:
         down, drained = down_and_drained(self.state)
@@ -383,7 +449,7 @@ class Batch:
         return self.r.progress(n)
 
     def takes(self, n: RollNode, step: str) -> bool:
-        return step in dom.steps(n, self.r.traits, self.restart_hook, self.opts.hooks.only_if is not None)
+        return step in dom.steps(n, self.r.traits, self.opts.asked)
 
     def stage(self, n: RollNode) -> int:
         """The stage `n` resumes at: the journal's (NodeProgress.stage), except that a node whose stop (or restart)
@@ -568,6 +634,7 @@ class Batch:
         self.each("quorum_check", self.quorum_check)
         self.each("can_stop", lambda n: self.can_stop(n, allow))
         self.together()
+        self.node_hooks("before_node")
         todo = [n for n in self.nodes if self.wants(n, "drain")]
         if todo:
             files = {n.id: self.drain_file(n) for n in todo}
@@ -586,10 +653,10 @@ class Batch:
     def can_stop(self, n: RollNode, allow: prules.TopicFilter | None) -> dict[str, Any] | None:
         got: list[tuple[str, ...]] = []
 
-        def check() -> str | None:
+        def check() -> dom.Held | None:
             gate = self.r.c.can_stop(n.id, allow)
             got[:] = [gate.allowed]
-            return gate.why
+            return None if gate.why is None else dom.Held(gate.why, gate.blockers, gate.cause)
 
         self.r.poll(check, self.r.until(self.opts.patience), f"can-stop {n.id}", n=n, step="can_stop")
         if got and got[0]:
@@ -641,7 +708,7 @@ class Batch:
         ids = [n.id for n in self.nodes]
         planned = list(self.r.state.head.nodes) if self.r.state.head else []
         self.r.poll(lambda: self.r.c.others_healthy(ids, planned, self.r.fetch_ms), self.r.until(self.opts.patience),
-                    "nothing else down or under-replicated")
+                    "nothing else down or under-replicated", n=self.nodes[0], step="others_healthy")
 
     # ---------------------------------------------------------------- the stop (or restart) hooks
     def hook_stage(self, step: str) -> None:
@@ -692,6 +759,11 @@ class Batch:
                 if n.is_broker and self.p(n).old_epoch is None:
                     self.p(n).detail["old_epoch"] = self.r.ask(lambda n=n: self.r.c.broker_epoch(n.id),  # type: ignore[misc]
                                                                self.r.until())
+        ctl = [n for n in todo if n.is_controller and self.p(n).old_directory_id is None]
+        if ctl and self.r.traits.quorum_nodes:  # the directory id a controller must come back with
+            for i, s in self.observe(ctl).items():
+                if s.directory_id is not None:
+                    self.r.state.progress(i).detail["old_directory_id"] = s.directory_id
         for wave in self.waves(todo):  # a failed hook stops the roll before the next wave
             for i, failure in self.run_hooks(step, wave, watch=True).items():
                 n = next(m for m in wave if m.id == i)
@@ -718,8 +790,8 @@ class Batch:
         `watch`, kadmin looks at the nodes while the hooks run and journals `seen_stopped` as it sees each go."""
         for n in todo:
             self.r.watcher.hook_started(n.id, step.replace("_", "-"), self.cmds[(n.id, step)])
-            started = {"old_epoch": self.p(n).old_epoch} if step in ("stop", "restart") and \
-                self.p(n).old_epoch is not None else None
+            before = {"old_epoch": self.p(n).old_epoch, "old_directory_id": self.p(n).old_directory_id}
+            started = {k: v for k, v in before.items() if v is not None and step in ("stop", "restart")} or None
             self.r.step_event(n, step, "started", detail=started)
             self.started_here.add((n.id, step))
             self.stop_again.discard(n.id)
@@ -905,6 +977,9 @@ class Batch:
 
         def check() -> str | None:
             s = self.r.c.observe([n])[n.id]
+            changed = dom.identity_changed(n, np.old_directory_id, s)
+            if changed is not None:
+                raise self.fail(n, step, "identity_changed", changed)
             if not self.p(n).seen_stopped and dom.stopped(n, traits, s, np.old_epoch, self.r.fetch_ms) is None:
                 self.seen(n, s, step)
             why = dom.back(n, step, traits, s, old_epoch=np.old_epoch, seen_stopped=bool(self.p(n).seen_stopped),
@@ -917,7 +992,7 @@ class Batch:
         try:
             self.r.poll(check, self.r.until(), what, n=n, step=step)
         except StepFailed as e:
-            if e.reason == "interrupted" or not self.start_again(n):
+            if e.reason in ("interrupted", "identity_changed") or not self.start_again(n):
                 if epoch_receipt:
                     e.message += (f" (if it never went down, `kadmin roll confirm --state {self.r.journal.dir} --node "
                                   f"{n.id} --never-went-down` lets its hook run again)")
@@ -954,6 +1029,10 @@ class Batch:
         if not healthy:
             return
         self.each("wait_healthy", self.wait_healthy)
+        todo = [n for n in self.nodes if self.wants(n, "soak")]
+        if todo:
+            self.journaled(todo, "soak", lambda: self.soak(todo))
+        self.node_hooks("after_node")
         self.each("settle", self.settle)
 
     def wait_in_sync(self, n: RollNode) -> None:
@@ -973,6 +1052,53 @@ class Batch:
             if why is not None:
                 raise StepFailed("gate_not_met", f"undrain {','.join(map(str, saved))}: {why}")
         return out
+
+    def soak(self, todo: list[RollNode]) -> dict[int, dict[str, Any]]:
+        """--soak: each of `todo` up as it is now, the whole time (dom.soak_broken), looked at every POLL_MAX; a
+        gap of more than SOAK_GAP between two looks (the cluster did not answer) starts the time over, up to
+        --step-timeout beyond the soak. A node that restarts or goes away stops the roll (crash_loop)."""
+        seconds, traits, fetch_ms = self.opts.soak, self.r.traits, self.r.fetch_ms
+        give_up = self.r.until() + seconds
+        before = self.observe(todo)
+        began = last = self.r.clock()
+        while True:
+            try:
+                now = self.r.c.observe(todo)
+            except KadminError as e:
+                self.r.c.reopen()
+                if self.r.clock() >= give_up:
+                    raise StepFailed("gate_not_met", f"--soak: the cluster did not answer: {e.message}") from e
+                self.r.sleep(POLL_MAX)
+                continue
+            t = self.r.clock()
+            if t - last > SOAK_GAP:
+                self.r.say(f"--soak: no look at the cluster for {t - last:.0f} s: the soak starts over")
+                began, before = t, now
+            last = t
+            for n in todo:
+                why = dom.soak_broken(n, traits, before[n.id], now[n.id], fetch_ms)
+                if why is not None:
+                    raise StepFailed("crash_loop", f"node {n.id}: {why} {t - began:.0f} s into its {seconds:g} s "
+                                     "soak, after it came back healthy: it may be crash-looping. No other node was "
+                                     "touched. Look at its logs; once it stays up, run the same command again (the "
+                                     "soak starts over)", n.id, "soak")
+                self.r.watcher.waiting(n.id, f"up for {t - began:.0f} s of its {seconds:g} s soak")
+            if t - began >= seconds:
+                return {n.id: {"soaked_s": round(t - began, 3)} | ({"epoch": now[n.id].epoch}
+                                                                   if now[n.id].epoch is not None else {})
+                        for n in todo}
+            if t >= give_up:
+                raise StepFailed("gate_not_met", f"--soak: not {seconds:g} s of looks without a gap within "
+                                 "--step-timeout")
+            self.r.sleep(min(POLL_MAX, max(0.0, seconds - (t - began))))
+
+    def node_hooks(self, step: str) -> None:
+        """--before-node / --after-node for the batch's nodes that take it now, at once; a failure stops the roll
+        (before: with its node untouched; after: once its node is back and healthy)."""
+        todo = [n for n in self.nodes if self.wants(n, step)]
+        failures = self.run_hooks(step, todo, watch=False) if todo else {}
+        if failures:
+            raise next(iter(failures.values()))
 
     def wait_healthy(self, n: RollNode) -> None:
         self.r.poll(self.r.c.healthy, self.r.until(), "partitions check OK (no under-replicated partition)", n=n,

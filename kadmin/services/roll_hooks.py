@@ -41,7 +41,8 @@ from kadmin.errors import ConfigError, UsageError
 PLACEHOLDERS = ("{id}", "{host}", "{port}", "{rack}", "{role}")
 NAMES = tuple(p[1:-1] for p in PLACEHOLDERS)
 # the hooks by their journal step names, and the options that give them
-FLAGS = {"stop": "--stop", "start": "--start", "restart": "--restart", "only_if": "--only-if"}
+FLAGS = {"stop": "--stop", "start": "--start", "restart": "--restart", "only_if": "--only-if",
+         "before_node": "--before-node", "after_node": "--after-node"}
 # the environment variable that carries each placeholder's value (for the contexts kadmin cannot quote)
 ENV = {"id": "KADMIN_ROLL_NODE", "role": "KADMIN_ROLL_ROLE", "host": "KADMIN_ROLL_HOST", "port": "KADMIN_ROLL_PORT",
        "rack": "KADMIN_ROLL_RACK"}
@@ -62,6 +63,14 @@ class Hooks:
     start: str | None = None
     restart: str | None = None
     only_if: str | None = None
+    before_node: str | None = None
+    after_node: str | None = None
+
+    def asked(self) -> frozenset[str]:
+        """The optional steps these hooks bring (kadmin/domain/roll.py `Needs`)."""
+        out = {"restart" if self.restart is not None else "stop_start"}
+        out |= {k for k in ("only_if", "before_node", "after_node") if getattr(self, k) is not None}
+        return frozenset(out)
 
 
 @dataclass(frozen=True)

@@ -20,9 +20,11 @@ def report(state: RollState, directory: Path, failure: RollFailure | None = None
     if fail is None and state.last_failure is not None and state.finished is None:
         f = state.last_failure
         fail = RollFailure(f.node, f.step, f.reason, f.message, f.exit_code, tuple(f.down), tuple(f.drained))
-    status = ("done" if state.finished is not None else "running" if running else
+    status = ("done" if state.finished is not None else
+              ("paused" if state.paused is not None else "running") if running else
               "refused" if fail is not None and fail.reason == "refused" else
               "interrupted" if fail is not None and fail.reason == "interrupted" else
+              "window_closed" if fail is not None and fail.reason == "window_closed" else
               "failed" if fail is not None else "unfinished")
     return RollReport(str(directory), head.cluster_id if head else None, head.mode if head else None, status,
                       tuple(rows), fail, head.at if head else None,

@@ -384,3 +384,32 @@ def test_confirm_refuses_in_one_line(run_nozk: Run, tmp_path: Path, args: tuple[
     errors = [ln for ln in r.stderr.splitlines() if ln.startswith("kadmin: error: ")]
     assert len(errors) == 1 and says in errors[0], r.stderr
     assert (d / "journal.ndjson").read_bytes() == before  # nothing journaled
+
+
+# ------------------------------------------------------------------------------------------------ pause, continue
+def test_pause_and_continue_write_and_remove_the_marker_and_say_so(run_nozk: Run, tmp_path: Path) -> None:
+    d = failed_roll(tmp_path / "roll").write()
+    for cmd, paused, changed in (("pause", True, True), ("pause", True, False), ("continue", False, True),
+                                 ("continue", False, False)):
+        r = run_nozk("roll", cmd, "--state", str(d), "-o", "json")
+        assert r.exit_code == 0, r.stderr
+        doc = json.loads(r.stdout)
+        assert doc["command"] == f"roll {cmd}"
+        assert doc["data"] == {"state_dir": str(d), "paused": paused, "changed": changed}
+        assert (d / "pause").exists() == paused
+    r = run_nozk("roll", "pause", "--state", str(d), "-o", "plain")
+    assert r.stdout == f"{d}\tpaused\tchanged\n"
+
+
+@pytest.mark.parametrize(("value", "says"), [
+    ("25:00", "is no time of day"),
+    ("2020-01-01T00:00+00:00", "has passed already"),
+    ("2999-01-01T00:00", "has no offset"),
+    ("tomorrow", "is neither ISO 8601"),
+])
+def test_until_refuses_what_is_no_future_time_in_one_line(run_nozk: Run, tmp_path: Path, value: str,
+                                                          says: str) -> None:
+    r = run_nozk("roll", "run", "--state", str(tmp_path / "roll"), *HOOKS, "--until", value,
+                 "--bootstrap-server", NOWHERE)
+    one_line_error(r, 2, "--until", says)
+    assert not (tmp_path / "roll" / "journal.ndjson").exists()

@@ -597,6 +597,13 @@ def migration_roll(c: Ctx, phase: str, *args: str) -> list[str]:
             *args]
 
 
+def in_seconds(s: float) -> str:
+    """An ISO 8601 time `s` seconds from now, with its offset (`--until`)."""
+    import datetime
+
+    return (datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=s)).isoformat()
+
+
 def roll_run(c: Ctx, *args: str, state: str | None = None) -> list[str]:
     """`roll run` whose hooks touch nothing (`true`): what it does is up to the gates."""
     return ["roll", "run", "--state", state or str(c.tmp / "roll"), "--stop", "true", "--start", "true", *args]
@@ -807,6 +814,8 @@ CASES: dict[tuple[str, int], Case] = {
     ("roll run", 7): lambda c: roll_run(c, "--step-timeout", "1", *c.w.missing.z),  # under-replicated: refused
     ("roll run", 9): lambda c: ["roll", "run", "--state", str(c.tmp / "roll"), "--stop", "exit 3", "--start", "true",
                                 "--nodes", "2", *c.cluster(1, 2, serve_kafka=True).z],
+    # 10: paused before the first node (--pause-after 0) while a 3 s window closes: nothing touched
+    ("roll run", 10): lambda c: roll_run(c, "--pause-after", "0", "--until", in_seconds(3), *c.w.healthy.z),
     # migration roll: refused before the roll begins (the rest is the roll engine's, provoked for `roll run` above)
     ("migration roll", 2): lambda c: migration_roll(c, "brokers-kraft", *NOWHERE),  # no --bootstrap-controller
     ("migration roll", 4): lambda c: migration_roll(c, "brokers-migrating", *NOWHERE, *NO_CONTROLLERS),
@@ -821,6 +830,11 @@ CASES: dict[tuple[str, int], Case] = {
     ("roll confirm", 7): lambda c: ["roll", "confirm", "--state",
                                     held(c, roll_journal(c, CLUSTER_ID, finished=False)), "--node", "1",
                                     "--went-down"],
+    # roll pause / continue (the journal only)
+    ("roll pause", 0): lambda c: ["roll", "pause", "--state", roll_journal(c, CLUSTER_ID, finished=False)],
+    ("roll pause", 2): lambda c: ["roll", "pause", "--state", str(c.tmp)],  # no journal there
+    ("roll continue", 0): lambda c: ["roll", "continue", "--state", roll_journal(c, CLUSTER_ID, finished=False)],
+    ("roll continue", 2): lambda c: ["roll", "continue", "--state", roll_journal(c, CLUSTER_ID, finished=True)],
     # roll status (the journal only)
     ("roll status", 0): lambda c: ["roll", "status", "--state", roll_journal(c, CLUSTER_ID, finished=False)],
     ("roll status", 2): lambda c: ["roll", "status", "--state", str(c.tmp)],  # no journal there

@@ -141,6 +141,8 @@ CASES: dict[str, list[Case]] = {
     "roll status": [Case(("--state", "{rollstate}"), Refused(2, ("--state", "no roll there")))],  # no journal
     "roll confirm": [Case(("--state", "{rollstate}", "--node", "1", "--went-down"),
                           Refused(2, ("--state", "no roll there")))],
+    "roll pause": [Case(("--state", "{rollstate}"), Refused(2, ("--state", "no roll there")))],
+    "roll continue": [Case(("--state", "{rollstate}"), Refused(2, ("--state", "no roll there")))],
     "sandbox status": [Case((), W)],
     "sandbox phase": [Case(("1", "kraft"), Refused(3, ("sandbox phase needs a migration sandbox",
                                                         "--mode migration")))],
@@ -153,6 +155,7 @@ CASES: dict[str, list[Case]] = {
 }
 # the offline commands' order matters: kill 3 before start 3, everything before down
 OFFLINE_ORDER = ["completion", "help", "history ingest", "history report", "roll status", "roll confirm",
+                 "roll pause", "roll continue",
                  "sandbox status", "sandbox phase", "sandbox up", "sandbox kill", "sandbox start", "sandbox bounce",
                  "sandbox down"]
 

@@ -32,6 +32,10 @@ Four clusters, each started once for its class of tests (class-scoped fixtures: 
   wait_restarted windows) share a partition; the producer's guarantees.
 - KRaft 4.3.1, 3 combined nodes (process.roles=broker,controller; tests/support/roll_clusters.py): the whole
   roll's guarantees, the quorum leader last, each node through wait_restarted and wait_caught_up.
+- KRaft 4.3.1, 3 combined nodes with a dynamic quorum (KIP-853): a node whose start hook replaces its disk (its
+  log directory formatted again: a new directory id) comes back as an observer, not the voter it was: the roll
+  stops there (exit 1, `identity_changed`, naming the old directory id and add-controller), no other process
+  touched, and stops again when run again; once Kafka's own tool replaces the voter, the same command finishes.
 
 Nothing waits on time: on the journal, the NDJSON stream, the hooks' counter file, the producer's
 acknowledgements, what the cluster says.
@@ -89,7 +93,8 @@ RACK_BROKERS, RACKS = 6, 3
 EVENTS = {"roll_started", "roll_resumed", "step", "seen_stopped", "node_done", "roll_done", "roll_failed"}
 STEP_KEYS = {"event", "at", "node", "role", "step", "status", "elapsed_s", "detail", "message"}
 STATUSES = {"started", "done", "failed", "skipped"}
-REASONS = {"gate_not_met", "cannot_tell", "hook_failed", "refused", "interrupted", "unreachable", "error"}
+REASONS = {"gate_not_met", "cannot_tell", "hook_failed", "refused", "interrupted", "unreachable", "error",
+           "identity_changed"}
 
 
 # ------------------------------------------------------------------------------------------------ a cluster
@@ -890,3 +895,63 @@ class TestCombinedNodes:
         assert r.leader_before is not None
         facts = assert_order_and_leader(r.events, {1, 2, 3}, r.leader_before, r.leaders)
         print(f"combined: {facts}")
+
+
+# ------------------------------------------------------------------------------------------------ identity
+@pytest.fixture(scope="class")
+def dynamic(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[str, Any], dict[str, str]]]:
+    work = tmp_path_factory.mktemp("roll-dynamic")
+    directory = work / "cluster"
+    with roll_clusters.combined_cluster(directory, kafka_home(KAFKA_4), dynamic=True) as st:
+        env = {**Sandbox(directory).env, "KADMIN_BOOTSTRAP_SERVER": roll_clusters.bootstrap(st),
+               "XDG_CONFIG_HOME": str(work / "config"), "XDG_STATE_HOME": str(work / "state")}
+        yield directory, st, env
+
+
+class TestIdentity:
+    @pytest.mark.timeout(600)
+    def test_a_controller_back_with_a_new_disk_stops_the_roll_until_its_voter_is_replaced(
+            self, dynamic: tuple[Path, dict[str, Any], dict[str, str]]) -> None:
+        directory, st, env = dynamic
+        node, old = 2, next(n["directory_id"] for n in st["nodes"] if n["id"] == 2)
+        state = directory.parent / "identity.state"
+        hooks = ["--stop", shlex.join(roll_clusters.hook_command("stop", directory)) + " {id}",
+                 "--start", shlex.join(roll_clusters.hook_command("reformat", directory)) + " {id}"]
+
+        def roll() -> tuple[int, list[Event]]:
+            r = subprocess.run([sys.executable, "-m", "kadmin", "roll", "run", "--nodes", str(node), "--state",
+                                str(state), *hooks, "--step-timeout", "120", "-o", "ndjson"], capture_output=True,
+                               text=True, env=env, timeout=600, stdin=subprocess.DEVNULL)
+            events, out = journal(state), [json.loads(line) for line in r.stdout.splitlines()]
+            assert out and out == events[-len(out):], r.stderr[-2000:]  # this run's events: the journal's last
+            return r.returncode, events
+
+        def pids() -> dict[int, int]:
+            return {int(n["id"]): int(n["pid"]) for n in roll_clusters.read_state(directory)["nodes"]}
+
+        others = {i: p for i, p in pids().items() if i != node}
+        code, events = roll()
+        failed = events[-1]
+        assert (code, failed["event"], failed["reason"], failed["node"]) == (1, "roll_failed", "identity_changed",
+                                                                            node), failed
+        assert f"remove-controller --controller-id {node} --controller-directory-id {old}" in failed["message"]
+        assert "add-controller" in failed["message"]
+        stop = next(e for e in events if on(node, "stop", "started")(e))
+        assert stop["detail"]["old_directory_id"] == old
+        assert {i: p for i, p in pids().items() if i != node} == others  # no other process touched
+        restarted = pids()[node]
+
+        code, events = roll()  # the same command: stops again, no hook run
+        assert (code, events[-1]["reason"]) == (1, "identity_changed"), events[-1]
+        assert pids() == {**others, node: restarted}
+
+        controllers = roll_clusters.bootstrap_controllers(st)
+        quorum_tool = "org.apache.kafka.tools.MetadataQuorumCommand"
+        tool(Path(st["home"]), quorum_tool, "--bootstrap-controller", controllers, "remove-controller",
+             "--controller-id", str(node), "--controller-directory-id", old)
+        tool(Path(st["home"]), quorum_tool, "--command-config", str(directory / f"node-{node}" / "server.properties"),
+             "--bootstrap-controller", controllers, "add-controller")
+        code, events = roll()
+        assert (code, events[-1]["event"]) == (0, "roll_done"), events[-3:]
+        assert pids() == {**others, node: restarted}  # finished without running a hook again
+

@@ -5,7 +5,9 @@
   ops file (`ops_hook("stop")` -> `printf 'stop %s\\n' {id} >> OPS`), and the cluster applies new lines at each
   call (`sync`). Operations: `stop N` (the node goes down), `start N` (it comes back: a new epoch; a KRaft-like
   broker registers fenced and is unfenced a few looks later), `restart N` (both, seen in between), `bounce N` (down
-  and back at once: a restart no look can see), `noop N`. Each down -> up is counted in `restarts[N]`: the
+  and back at once: a restart no look can see), `wipe N` (down, and back with a new metadata log directory: a
+  KRaft controller then fetches as an observer, not as its voter, until the test replaces the voter: `voter_dirs`),
+  `noop N`. Each down -> up is counted in `restarts[N]`: the
   promise "no node restarted twice" is asserted on it directly.
 - Partitions: replicas in preference order, an ISR, a leader. A node going down leaves every ISR (its leaderships
   move); back and unfenced, it rejoins. `drain` writes the drain files (the original order, as the real drain
@@ -47,6 +49,7 @@ class Node:
     epoch: int = 0
     fenced: bool = False
     unfence_in: int = 0  # looks left before a started KRaft broker is unfenced
+    directory: str = ""  # its metadata log directory id (KIP-853)
 
     @property
     def host(self) -> str:
@@ -79,6 +82,7 @@ class FakeCluster:
     fetch_ms: int = 1500
     unfence_looks: int = 2
     cluster: str = "fake-cluster"
+    voter_dirs: dict[int, str] = field(default_factory=dict)  # KRaft: the voter set, id -> directory id
 
     # ---------------------------------------------------------------- building
     @classmethod
@@ -101,6 +105,8 @@ class FakeCluster:
         for i in combined:
             c.nodes[i] = Node(i, "combined", epoch=c.next_zxid())
         voters = [n.id for n in c.nodes.values() if n.role != "broker"]
+        for i in voters:
+            c.nodes[i].directory = c.voter_dirs[i] = f"dir-{i}-a"
         c.leader = max(voters) if voters else None
         return c
 
@@ -130,9 +136,11 @@ class FakeCluster:
 
     def apply(self, op: str, nid: int) -> None:
         self.log.append((op, nid))
-        if op in ("stop", "restart", "bounce"):
+        if op in ("stop", "restart", "bounce", "wipe"):
             self.down(nid)
-        if op in ("start", "restart", "bounce"):
+        if op == "wipe":
+            self.nodes[nid].directory = f"dir-{nid}-{self.next_zxid()}"
+        if op in ("start", "restart", "bounce", "wipe"):
             self.up(nid, seen_fenced=op != "bounce")
 
     def down(self, nid: int) -> None:
@@ -217,11 +225,14 @@ class FakeCluster:
             broker = n.role != "controller"
             reg = (n.up if self.kind == "zookeeper" else True) if broker else None
             voter = self.kind == "kraft" and n.role != "broker"
-            fetching = n.up and n.unfence_in <= 0
+            observer = voter and n.up and n.directory != self.voter_dirs.get(n.id)  # a new directory: no voter
+            fetching = n.up and n.unfence_in <= 0 and not observer
             age = (0 if fetching else 60_000) if voter else None
             out[rn.id] = dom.NodeSeen(rn.id, reg, n.epoch if (broker and n.up) else None,
                                       (n.fenced or not n.up) if broker and self.kind == "kraft" else None, voter,
-                                      voter and self.leader == n.id, age, age, self.leader if voter else None)
+                                      voter and self.leader == n.id, age, age, self.leader if voter else None,
+                                      directory_id=(n.directory if observer else self.voter_dirs.get(n.id)) or None,
+                                      observer=observer)
         return out
 
     def fetch_timeout(self) -> QuorumSetting:
@@ -271,7 +282,13 @@ class FakeCluster:
     def can_stop(self, node: int, allow: prules.TopicFilter | None) -> StopGate:
         self.called("can_stop")
         block, let = self._blockers({node}, allow)
-        return StopGate("; ".join(block) or None, tuple(let))
+        if not block:
+            return StopGate(None, tuple(let))
+        held = [p for p in self.parts if f"{p.topic}-{p.partition}: would go offline or under min ISR" in block]
+        down = sorted({r for p in held for r in p.replicas if r != node and not self.nodes[r].up})
+        return StopGate("; ".join(block), tuple(let),
+                        tuple(dom.Blocker("would go offline or under min ISR", p.topic, p.partition) for p in held),
+                        f"broker {','.join(map(str, down))} is down (fake)" if down else None)
 
     def _together(self, ids: Sequence[int], rule: dom.BatchRule, allow: prules.TopicFilter | None) -> list[str]:
         block, _ = self._blockers(set(ids), allow)

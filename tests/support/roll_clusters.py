@@ -12,9 +12,15 @@ Run as a script (by path: it imports only kadmin, so a hook needs no PYTHONPATH)
   process.roles=broker,controller (node ids 1..N, a static quorum of all of them) on loopback, formatted and
   started; returns once every node is a registered, unfenced broker. DIR/state.json names each node's pid and
   identity (kadmin.sandbox.manager.process_identity), so only those processes are ever signalled.
+- `roll_clusters.py combined-up DIR HOME N dynamic`: the same with a dynamic quorum (KIP-853: kraft.version 1,
+  `controller.quorum.bootstrap.servers`, formatted with `--initial-controllers`, each node's directory id chosen
+  here and kept in DIR/state.json as `directory_id`).
 - `roll_clusters.py combined-stop DIR ID` / `combined-start DIR ID`: a hook's work: SIGTERM the node and return
   once its process is gone (Kafka's shutdown hook runs the broker's controlled shutdown); start it again with
   the same config, directory and ports (returns once the JVM runs: the roll waits for the receipt).
+- `roll_clusters.py combined-reformat DIR ID`: a start hook that replaces the node's disk first: its log
+  directory deleted and formatted again with the cluster's id (`--no-initial-controllers`: a new directory id,
+  as after a disk replacement), then started.
 - `roll_clusters.py combined-down DIR`: SIGKILL every node still running (a test's teardown).
 
 Run it with the repository on PYTHONPATH (`python -m tests.support.roll_clusters`; by path, this directory's
@@ -28,11 +34,13 @@ import contextlib
 import fcntl
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -103,12 +111,15 @@ def read_state(directory: Path) -> dict[str, Any]:
     return dict(json.loads(_state_file(directory).read_text()))
 
 
-def _properties(node: dict[str, Any], nodes: list[dict[str, Any]], version: str) -> dict[str, str]:
+def _properties(node: dict[str, Any], nodes: list[dict[str, Any]], version: str,
+                dynamic: bool = False) -> dict[str, str]:
     voters = ",".join(f"{n['id']}@127.0.0.1:{n['cport']}" for n in nodes)
+    quorum = {"controller.quorum.bootstrap.servers": ",".join(f"127.0.0.1:{n['cport']}" for n in nodes)} if dynamic \
+        else {"controller.quorum.voters": voters}
     return {
         "process.roles": "broker,controller",
         "node.id": str(node["id"]),
-        "controller.quorum.voters": voters,
+        **quorum,
         "controller.listener.names": "CONTROLLER",
         "listeners": f"PLAINTEXT://127.0.0.1:{node['port']},CONTROLLER://127.0.0.1:{node['cport']}",
         "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node['port']}",
@@ -156,18 +167,36 @@ def bootstrap_controllers(st: dict[str, Any]) -> str:
     return ",".join(f"127.0.0.1:{n['cport']}" for n in st["nodes"])
 
 
-def combined_up(directory: Path, home: Path, count: int = 3, timeout: float = 300.0) -> dict[str, Any]:
+def _format(st: dict[str, Any], node: dict[str, Any], *extra: str) -> None:
+    """`kafka-storage format` of one node with `extra` arguments (a dynamic quorum's)."""
+    cmd = [java_binary(), rk.HEAP["tool"], *rk.JVM, *cds.flags(st["home"], server=False),
+           *rk._logging_flags(Path(st["dir"]), st["version"], tools=True), "-cp", f"{st['home']}/libs/*",
+           "kafka.tools.StorageTool", "format", f"--cluster-id={st['cluster_id']}",
+           "-c", str(Path(node["dir"]) / "server.properties"), *extra]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    if out.returncode != 0:
+        raise SystemExit(f"kafka-storage format of node {node['id']} exited {out.returncode}: {out.stderr[-2000:]}")
+
+
+def combined_up(directory: Path, home: Path, count: int = 3, timeout: float = 300.0,
+                dynamic: bool = False) -> dict[str, Any]:
     directory.mkdir(parents=True, exist_ok=True)
     version = rk.check(home, "kraft")
     rk.write_logging(directory)
     nodes = [{"id": i, "port": free_port(), "cport": free_port(), "dir": str(directory / f"node-{i}"), "pid": None,
-              "identity": None} for i in range(1, count + 1)]
+              "identity": None, "directory_id": rk.new_cluster_id() if dynamic else None}
+             for i in range(1, count + 1)]  # a Kafka Uuid's text, as a cluster id's
     st = {"dir": str(directory), "home": str(home), "version": version, "cluster_id": rk.new_cluster_id(),
-          "nodes": nodes}
+          "nodes": nodes, "dynamic": dynamic}
     for n in nodes:
-        rk.write_config(n, _properties(n, nodes, version))
+        rk.write_config(n, _properties(n, nodes, version, dynamic))
     _state_file(directory).write_text(json.dumps(st, indent=1))
-    rk.format_storage(str(home), version, directory, nodes, st["cluster_id"])
+    if dynamic:
+        initial = ",".join(f"{n['id']}@127.0.0.1:{n['cport']}:{n['directory_id']}" for n in nodes)
+        with ThreadPoolExecutor(len(nodes)) as pool:
+            list(pool.map(lambda n: _format(st, n, "--initial-controllers", initial), nodes))
+    else:
+        rk.format_storage(str(home), version, directory, nodes, st["cluster_id"])
     with _locked_state(directory) as locked:
         for n in locked["nodes"]:
             _launch(locked, n)
@@ -217,6 +246,17 @@ def combined_start(directory: Path, node_id: int) -> None:
         if node.get("pid") and still_ours(node, _marker(node))[0]:
             raise SystemExit(f"node {node_id} is already running (pid {node['pid']})")
         _launch(st, node)
+
+
+def combined_reformat(directory: Path, node_id: int) -> None:
+    """A replaced disk: the node's log directory deleted, formatted again (a new directory id), then started."""
+    st = read_state(directory)
+    node = _node(st, node_id)
+    if node.get("pid") and still_ours(node, _marker(node))[0]:
+        raise SystemExit(f"node {node_id} is running (pid {node['pid']}): stop it first")
+    shutil.rmtree(Path(node["dir"]) / "data", ignore_errors=True)
+    _format(st, node, "--no-initial-controllers")
+    combined_start(directory, node_id)
 
 
 def combined_down(directory: Path) -> None:
@@ -273,10 +313,11 @@ def rack_sandbox(directory: Path, home: Path, brokers: int, racks: int) -> Itera
 
 
 @contextlib.contextmanager
-def combined_cluster(directory: Path, home: Path, count: int = 3) -> Iterator[dict[str, Any]]:
+def combined_cluster(directory: Path, home: Path, count: int = 3, dynamic: bool = False) -> Iterator[dict[str, Any]]:
     """`combined-up` in a subprocess; its state; every node SIGKILLed at the end."""
     try:
-        up = subprocess.run(_module("combined-up", str(directory), str(home), str(count)), capture_output=True,
+        up = subprocess.run(_module("combined-up", str(directory), str(home), str(count),
+                                    *(["dynamic"] if dynamic else [])), capture_output=True,
                             text=True, env=_env(), timeout=900, stdin=subprocess.DEVNULL)
         assert up.returncode == 0, f"combined-up exited {up.returncode}:\n{up.stderr[-3000:]}"
         yield read_state(directory)
@@ -295,11 +336,14 @@ def main(argv: list[str]) -> int:
         st = rack_up(directory, Path(argv[2]), int(argv[3]), int(argv[4]))
         print(json.dumps(st))
     elif op == "combined-up":
-        print(json.dumps(combined_up(directory, Path(argv[2]), int(argv[3]) if len(argv) > 3 else 3)))
+        print(json.dumps(combined_up(directory, Path(argv[2]), int(argv[3]) if len(argv) > 3 else 3,
+                                     dynamic=argv[4:5] == ["dynamic"])))
     elif op == "combined-stop":
         combined_stop(directory, int(argv[2]))
     elif op == "combined-start":
         combined_start(directory, int(argv[2]))
+    elif op == "combined-reformat":
+        combined_reformat(directory, int(argv[2]))
     elif op == "combined-down":
         combined_down(directory)
     else:

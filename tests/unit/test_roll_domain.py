@@ -135,11 +135,24 @@ def with_restart(s: tuple[str, ...]) -> tuple[str, ...]:
 ])
 @pytest.mark.parametrize("restart_hook", [False, True])
 @pytest.mark.parametrize("only_if", [False, True])
-def test_steps(node: RollNode, traits: Traits, base: tuple[str, ...], restart_hook: bool, only_if: bool) -> None:
+@pytest.mark.parametrize("node_hooks", [False, True])
+@pytest.mark.parametrize("soak", [False, True])
+def test_steps(node: RollNode, traits: Traits, base: tuple[str, ...], restart_hook: bool, only_if: bool,
+               node_hooks: bool, soak: bool) -> None:
     expected = with_restart(base) if restart_hook else base
     if only_if:
         expected = ("only_if",) + expected
-    got = dom.steps(node, traits, restart_hook, only_if)
+    if node_hooks:  # before the first change (the drain, else the stop), after the node is healthy and soaked
+        first = next(s for s in expected if s in ("drain", "others_healthy", "stop", "restart"))
+        i = expected.index(first)
+        expected = expected[:i] + ("before_node",) + expected[i:]
+        expected = expected[:-1] + ("after_node",) + expected[-1:]
+    if soak:
+        i = expected.index("after_node") if node_hooks else len(expected) - 1
+        expected = expected[:i] + ("soak",) + expected[i:]
+    asked = {"restart" if restart_hook else "stop_start"} | ({"only_if"} if only_if else set()) \
+        | ({"before_node", "after_node"} if node_hooks else set()) | ({"soak"} if soak else set())
+    got = dom.steps(node, traits, frozenset(asked))
     assert got == expected
     # always in the contract's order, each once, every one of them a known step
     assert list(got) == sorted(got, key=dom.STEP_ORDER.index)
@@ -148,7 +161,7 @@ def test_steps(node: RollNode, traits: Traits, base: tuple[str, ...], restart_ho
 
 def test_shutdown_where_the_backend_can_ask_for_it_and_the_quorum_steps_where_voters_are_nodes() -> None:
     for node, traits in [(b(1), KRAFT_TRAITS), (c(1), KRAFT_TRAITS), (bc(1), KRAFT_TRAITS), (b(1), ZK)]:
-        s = dom.steps(node, traits, False, False)
+        s = dom.steps(node, traits, frozenset({"stop_start"}))
         assert ("shutdown" in s) == traits.controlled_shutdown
         assert ("quorum_check" in s) == ("wait_caught_up" in s) == (node.is_controller and traits.quorum_nodes)
         assert ("can_stop" in s) == ("drain" in s) == ("undrain" in s) == node.is_broker
@@ -156,12 +169,13 @@ def test_shutdown_where_the_backend_can_ask_for_it_and_the_quorum_steps_where_vo
 
 
 def test_the_table_of_steps() -> None:
-    """One table: names unique, stages never going back, every hook step a mutation, the gates and the drain the
-    only steps a resumed run repeats (before the stop), a receipt for every role."""
+    """One table: names unique, stages never going back, the hooks that change a node mutations, the gates and
+    the drain the only steps a resumed run repeats (before the stop), a receipt for every role."""
     names = [s.name for s in dom.STEPS]
     assert len(names) == len(set(names)) and tuple(names) == dom.STEP_ORDER
     assert [s.stage for s in dom.STEPS] == sorted(s.stage for s in dom.STEPS)
-    assert all(s.mutates for s in dom.STEPS if s.hook and s.name != "only_if")
+    # every hook step a mutation but those that only ask or tell (--only-if, --before-node, --after-node)
+    assert {s.name for s in dom.STEPS if s.hook and not s.mutates} == {"only_if", "before_node", "after_node"}
     assert {s.name for s in dom.STEPS if s.again} == {"quorum_check", "can_stop", "drain", "shutdown",
                                                       "others_healthy"}
     assert all(s.stage == dom.BEFORE for s in dom.STEPS if s.again)
@@ -566,6 +580,24 @@ def test_back_never_without_evidence_that_it_went_down(node: RollNode, step: str
                                                        old: int | None, seen_stopped: bool, back: bool) -> None:
     assert (dom.back(node, step, traits, seen, old_epoch=old, seen_stopped=seen_stopped,
                      fetch_timeout_ms=2000) is None) == back
+
+
+@pytest.mark.parametrize(("node", "before", "seen", "changed"), [
+    (C, "dirA", NodeSeen(3001, voter=True, directory_id="dirA"), False),  # back as the voter it was
+    (C, "dirA", NodeSeen(3001, voter=True, directory_id="dirB", observer=True), True),  # a new disk: an observer
+    (C, None, NodeSeen(3001, voter=True, directory_id="dirB", observer=True), True),  # before unknown: still not it
+    (C, "dirA", NodeSeen(3001, directory_id="dirA", observer=True), False),  # removed from the voters, same disk
+    (C, None, NodeSeen(3001, voter=True), False),  # a static quorum: no directory ids
+    (bc(4), "dirA", NodeSeen(4, registered=True, voter=True, directory_id="dirB", observer=True), True),
+    (B, None, NodeSeen(1, registered=True, directory_id="dirB", observer=True), False),  # a broker is an observer
+])
+def test_identity_changed(node: RollNode, before: str | None, seen: NodeSeen, changed: bool) -> None:
+    why = dom.identity_changed(node, before, seen)
+    assert (why is not None) == changed
+    if why is not None:  # what to do, with the ids to give
+        assert f"remove-controller --controller-id {node.id} --controller-directory-id {before or 'OLD_DIRECTORY_ID'}" \
+            in why and "add-controller" in why and str(seen.directory_id) in why
+
 
 
 def test_shared_partitions() -> None:

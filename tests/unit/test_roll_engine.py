@@ -71,7 +71,8 @@ class Roll:
         if restart is not None:
             stop = start = None
         req = Request(o.pop("nodes", None), "first", o.pop("parallel", 1), o.pop("rule", "distinct"))
-        hookset = Hooks(stop, start, restart, o.pop("only_if", None))
+        hookset = Hooks(stop, start, restart, o.pop("only_if", None), o.pop("before_node", None),
+                        o.pop("after_node", None))
         return Options(req, hookset, o.pop("step_timeout", 5.0), 0.0, tuple(o.pop("allow", ())), None,
                        patience=o.pop("patience", 0.5), unseen_grace=o.pop("grace", 0.5), **o)
 
@@ -188,6 +189,32 @@ def test_3_a_controller_whose_start_hook_failed_is_started_once_more(tmp_path: P
     assert int(res.exit_code) == 0, res.message
     assert "starting it again" in " ".join(r.said)
     each_once(fc, [3001])
+
+
+def test_3_a_controller_back_with_another_directory_stops_the_roll_until_its_voter_is_replaced(tmp_path: Path) -> None:
+    """Its start hook wipes its metadata log directory (a replaced disk): it comes back as an observer under a new
+    directory id, never as the voter it was (KIP-853). The roll stops there, exit 1, `identity_changed`, saying
+    what to do; nothing else touched; the same command stops again; once the voter is replaced it goes on."""
+    fc = kraft(tmp_path)
+    start = f"if [ {{id}} = 3001 ]; then {fc.ops_hook('wipe')}; else {fc.ops_hook('start')}; fi"
+    r = Roll(fc, tmp_path / "roll", start=start)
+    res = r()
+    failure = r.last_failure()
+    assert int(res.exit_code) == 1 and (failure["reason"], failure["node"], failure["step"]) == \
+        ("identity_changed", 3001, "wait_caught_up"), res.message
+    assert "remove-controller --controller-id 3001 --controller-directory-id dir-3001-a" in res.message
+    assert "add-controller" in res.message and fc.nodes[3001].directory in res.message
+    assert ops(fc) == [("stop", 3001), ("wipe", 3001)]  # nothing else touched
+    stop = next(e for e in r.journal() if on(3001, "stop", "started")(e))
+    assert stop["detail"] == {"old_directory_id": "dir-3001-a"}  # journaled before the stop
+    assert not any(e["event"] == "node_done" for e in r.journal())
+    res = r()  # the same command: stops again, runs no hook
+    assert int(res.exit_code) == 1 and r.last_failure()["reason"] == "identity_changed", res.message
+    assert ops(fc) == [("stop", 3001), ("wipe", 3001)]
+    fc.voter_dirs[3001] = fc.nodes[3001].directory  # remove-controller, add-controller
+    res = r()
+    assert int(res.exit_code) == 0, res.message
+    each_once(fc, list(fc.nodes))
 
 
 # ------------------------------------------------------------------------------------------------ 4: --restart
@@ -557,10 +584,15 @@ def sweep_cluster(tmp_path: Path, mode: str) -> tuple[FakeCluster, tuple[int, ..
     if mode == "kraft-combined":
         fc = FakeCluster.kraft(tmp_path / "ops", brokers=(1, 2), controllers=(), combined=(4, 5, 6))
         return fc.topic("t", [1, 4, 5], [4, 5, 6]), (4,), {}
+    if mode.endswith("-node-hooks"):  # --before-node, --after-node and --soak: their steps' windows too
+        fc, nodes, more = sweep_cluster(tmp_path, mode.removesuffix("-node-hooks"))
+        return fc, nodes, {**more, "before_node": fc.ops_hook("before"), "after_node": fc.ops_hook("after"),
+                           "soak": 0.05}
     return kraft(tmp_path), (1, 3001), {}
 
 
-@pytest.mark.parametrize("mode", ["zookeeper", "kraft", "zookeeper-batch", "kraft-combined"])
+@pytest.mark.parametrize("mode", ["zookeeper", "kraft", "zookeeper-batch", "kraft-combined",
+                                  "zookeeper-node-hooks", "kraft-node-hooks"])
 @pytest.mark.parametrize("hookset", ["stop_start", "restart"])
 def test_killed_after_any_journal_line_the_same_command_finishes_each_node_restarted_once(
         tmp_path: Path, mode: str, hookset: str) -> None:
@@ -721,3 +753,207 @@ def test_a_batch_with_a_node_it_cannot_tell_about_brings_the_others_back_and_sto
     assert fc.nodes[2].up and fc.restarts[2] == 1 and fc.restarts[1] == 0
     assert [o for o in ops(fc) if o[0] == "stop"] == [("stop", 2)]
     assert r.last_failure()["drained"] == [1]
+
+
+# ------------------------------------------------------------------------------------------------ issue 37
+class Trigger(list):  # type: ignore[type-arg]
+    """An event list that acts when an event it is given arrives (the NDJSON stream, as a test sees it)."""
+
+    def __init__(self, *pairs: tuple[Callable[[dict[str, Any]], bool], Callable[[], None]]) -> None:
+        super().__init__()
+        self.pairs = list(pairs)
+
+    def append(self, e: Any) -> None:
+        super().append(e)
+        for when, do in list(self.pairs):
+            if when(e):
+                self.pairs.remove((when, do))
+                do()
+
+
+def is_(kind: str, node: int | None = None, step: str | None = None, status: str | None = None
+        ) -> Callable[[dict[str, Any]], bool]:
+    return lambda e: e["event"] == kind and (node is None or e.get("node") == node) \
+        and (step is None or e.get("step") == step) and (status is None or e.get("status") == status)
+
+
+def bounce(fc: FakeCluster, nid: int) -> Callable[[], None]:
+    """What a supervisor does to a crashing node: it goes, and comes back (a new registration)."""
+    return lambda: (fc.down(nid), fc.up(nid))
+
+
+@pytest.mark.parametrize("mode", ["zookeeper", "kraft"])
+def test_soak_a_node_that_restarts_after_it_came_back_stops_the_roll_and_nothing_else_is_touched(
+        tmp_path: Path, mode: str) -> None:
+    fc = zk(tmp_path) if mode == "zookeeper" else kraft(tmp_path)
+    r = Roll(fc, tmp_path / "roll", nodes=(1, 2), soak=20.0)
+    # the soak's first look sees it up; before its second one, it crashes and its supervisor starts it again
+    r.events = Trigger((is_("step", 1, "soak", "started"),
+                        lambda: fc.inject.__setitem__("observe", [lambda: None, bounce(fc, 1)])))
+    res = r()
+    assert int(res.exit_code) == 1, res.message
+    failed = r.last_failure()
+    assert (failed["reason"], failed["node"], failed["step"]) == ("crash_loop", 1, "soak")
+    assert "crash-looping" in failed["message"] and "No other node was touched" in failed["message"]
+    assert [o for o in ops(fc) if o[1] == 2] == [] and fc.restarts[2] == 0
+    assert r.events[-1]["event"] == "roll_failed" and r.events[-1]["reason"] == "crash_loop"
+
+
+@pytest.mark.parametrize("mode", ["zookeeper", "kraft"])
+def test_soak_a_node_that_stays_up_is_soaked_the_whole_time_then_the_next(tmp_path: Path, mode: str) -> None:
+    fc = zk(tmp_path) if mode == "zookeeper" else kraft(tmp_path)
+    r = Roll(fc, tmp_path / "roll", nodes=(1, 2), soak=0.3)
+    res = r()
+    assert int(res.exit_code) == 0, res.message
+    each_once(fc, [1, 2])
+    soaked = [e for e in r.journal() if e["event"] == "step" and e["step"] == "soak" and e["status"] == "done"]
+    assert [e["node"] for e in soaked] == [1, 2]
+    assert all(e["detail"]["soaked_s"] >= 0.3 and e["elapsed_s"] >= 0.3 for e in soaked)
+    steps = [e["step"] for e in r.journal() if e["event"] == "step" and e["node"] == 1 and e["status"] == "done"]
+    assert steps.index("wait_healthy") < steps.index("soak") < steps.index("settle")
+
+
+def test_soak_killed_during_it_soaks_again_and_never_restarts_the_node_twice(tmp_path: Path) -> None:
+    fc = zk(tmp_path)
+    r = Roll(fc, tmp_path / "roll", nodes=(1,), soak=0.2)
+    assert r(kill=on(1, "soak", "started")) is None
+    res = r()
+    assert int(res.exit_code) == 0, res.message
+    each_once(fc, [1])
+    soak = [e["status"] for e in r.journal() if e["event"] == "step" and e["step"] == "soak"]
+    assert soak == ["started", "started", "done"]
+
+
+def test_pause_after_1_holds_the_next_node_until_roll_continue(tmp_path: Path) -> None:
+    from kadmin.services import roll as roll_svc
+
+    fc = zk(tmp_path)
+    d = tmp_path / "roll"
+    seen: dict[str, Any] = {}
+
+    def on_pause() -> None:  # while paused: nothing of node 2 journaled, the marker there, then `roll continue`
+        seen["node2"] = [e for e in journal(d) if e.get("node") == 2]
+        seen["marker"] = (d / "pause").exists()
+        seen["continue"] = roll_svc.pause(d, False)
+
+    r = Roll(fc, d, nodes=(1, 2), pause_after=1)
+    r.events = Trigger((is_("paused"), on_pause))
+    res = r()
+    assert int(res.exit_code) == 0, res.message
+    each_once(fc, [1, 2])
+    assert seen["node2"] == [] and seen["marker"] and seen["continue"].data.changed
+    kinds = [(e["event"], e.get("node")) for e in r.journal() if e["event"] in ("node_done", "paused", "continued")]
+    assert kinds == [("node_done", 1), ("paused", None), ("continued", None), ("node_done", 2)]
+    paused = next(e for e in r.journal() if e["event"] == "paused")
+    assert (paused["by"], paused["done"]) == ("--pause-after", [1])
+
+
+def test_roll_pause_while_running_holds_the_next_node_and_ctrl_c_while_paused_is_130_and_resumable(
+        tmp_path: Path) -> None:
+    from kadmin.services import roll as roll_svc
+
+    fc = zk(tmp_path)
+    d = tmp_path / "roll"
+    r = Roll(fc, d, nodes=(1, 2, 3))
+
+    def ctrl_c() -> None:
+        raise KeyboardInterrupt
+
+    r.events = Trigger((is_("node_done", 1), lambda: roll_svc.pause(d, True)), (is_("paused"), ctrl_c))
+    res = r()
+    assert int(res.exit_code) == 130, res.message
+    assert fc.restarts[2] == 0 and (d / "pause").exists()
+    assert next(e for e in r.journal() if e["event"] == "paused")["by"] == "roll pause"
+    # run again: still paused (no second `paused` line); `roll continue` lets it finish
+    r.said = Trigger((lambda s: "paused (roll pause)" in s, lambda: roll_svc.pause(d, False)))  # type: ignore[arg-type]
+    res = r()
+    assert int(res.exit_code) == 0, res.message
+    each_once(fc, [1, 2, 3])
+    assert [e["event"] for e in r.journal()].count("paused") == 1
+    assert roll_svc.status(d).data.status == "done"
+
+
+def test_roll_pause_and_continue_refuse_a_directory_without_a_roll(tmp_path: Path) -> None:
+    from kadmin.errors import UsageError
+    from kadmin.services import roll as roll_svc
+
+    with pytest.raises(UsageError, match="no roll there"):
+        roll_svc.pause(tmp_path, True)
+
+
+def test_before_and_after_node_hooks_run_in_order_around_each_node(tmp_path: Path) -> None:
+    fc = zk(tmp_path)
+    r = Roll(fc, tmp_path / "roll", nodes=(1, 2), before_node=fc.ops_hook("before"), after_node=fc.ops_hook("after"),
+             soak=0.1)
+    res = r()
+    assert int(res.exit_code) == 0, res.message
+    assert ops(fc) == [("before", 1), ("stop", 1), ("start", 1), ("after", 1),
+                       ("before", 2), ("stop", 2), ("start", 2), ("after", 2)]
+    steps = [e["step"] for e in r.journal() if e["event"] == "step" and e["node"] == 1 and e["status"] == "done"]
+    assert steps.index("can_stop") < steps.index("before_node") < steps.index("drain")
+    assert steps.index("wait_healthy") < steps.index("soak") < steps.index("after_node") < steps.index("settle")
+    assert (tmp_path / "roll" / "hooks" / "node-1.before_node.log").exists()
+
+
+def test_a_failing_before_node_hook_stops_the_roll_with_the_node_untouched(tmp_path: Path) -> None:
+    fc = zk(tmp_path)
+    r = Roll(fc, tmp_path / "roll", nodes=(1, 2), before_node="exit 3")
+    res = r()
+    assert int(res.exit_code) == 9, res.message
+    failed = r.last_failure()
+    assert (failed["reason"], failed["node"], failed["step"]) == ("hook_failed", 1, "before_node")
+    assert not failed.get("down") and not failed.get("drained")
+    assert ops(fc) == [] and not any(e.get("step") == "drain" for e in r.journal())
+
+
+def test_a_failing_after_node_hook_stops_after_that_node_and_a_rerun_runs_it_again_then_goes_on(
+        tmp_path: Path) -> None:
+    fc = zk(tmp_path)
+    flag = tmp_path / "fail"
+    flag.write_text("")
+    after = f"[ ! -e {flag} ] && " + fc.ops_hook("after")
+    r = Roll(fc, tmp_path / "roll", nodes=(1, 2), after_node=after)
+    res = r()
+    assert int(res.exit_code) == 9 and r.last_failure()["step"] == "after_node", res.message
+    assert fc.restarts[1] == 1 and fc.restarts[2] == 0
+    flag.unlink()
+    res = r()
+    assert int(res.exit_code) == 0, res.message
+    each_once(fc, [1, 2])
+    assert [o for o in ops(fc) if o[0] == "after"] == [("after", 1), ("after", 2)]
+
+
+def test_until_stops_before_the_next_node_with_exit_10_and_a_rerun_without_it_finishes(
+        tmp_path: Path, mocker: Any) -> None:
+    from kadmin.services import roll as roll_svc
+
+    fc = zk(tmp_path)
+    now = [1000.0]
+    mocker.patch("kadmin.services.roll_engine.wall", lambda: now[0])
+    r = Roll(fc, tmp_path / "roll", nodes=(1, 2, 3), until=1500.0)
+    r.events = Trigger((is_("node_done", 1), lambda: now.__setitem__(0, 2000.0)))
+    res = r()
+    assert int(res.exit_code) == 10, res.message
+    failed = r.last_failure()
+    assert failed["reason"] == "window_closed" and failed["exit_code"] == 10
+    assert "node 2" in failed["message"] and not failed.get("down") and not failed.get("drained")
+    assert fc.restarts[1] == 1 and fc.restarts[2] == 0
+    assert roll_svc.status(tmp_path / "roll").data.status == "window_closed"
+    res = r(until=None)
+    assert int(res.exit_code) == 0, res.message
+    each_once(fc, [1, 2, 3])
+
+
+def test_gate_waiting_names_the_partitions_and_the_broker_outside_the_roll_then_goes_on(tmp_path: Path) -> None:
+    fc = FakeCluster.zookeeper(tmp_path / "ops", (1, 2, 3)).topic("t", [1, 2, 3], [2, 3, 1], min_isr=2)
+    r = Roll(fc, tmp_path / "roll", nodes=(1, 2), patience=20.0)
+    r.events = Trigger((is_("node_done", 1), lambda: fc.down(3)), (is_("gate_waiting"), lambda: fc.up(3)))
+    res = r()
+    assert int(res.exit_code) == 0, res.message
+    waiting = [e for e in r.events if e["event"] == "gate_waiting"]
+    assert len(waiting) == 1, waiting  # once: again only when what holds it changes
+    w = waiting[0]
+    assert (w["node"], w["role"], w["step"]) == (2, "broker", "can_stop")
+    assert {(b["topic"], b["partition"]) for b in w["blockers"]} == {("t", 0), ("t", 1)}
+    assert "broker 3" in w["cause"]
+    assert not any(e["event"] == "gate_waiting" for e in r.journal())  # the stream's, never the journal's

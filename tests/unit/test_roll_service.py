@@ -130,6 +130,24 @@ def test_observe_one_read_for_every_node() -> None:
     assert seen[3001] == NodeSeen(3001, None, None, None, True, True, 0, 0, 3001)
 
 
+def test_observe_a_controller_back_with_another_directory_is_an_observer() -> None:
+    """KIP-853: the voter set keeps (3002, dirA); the node fetches as (3002, dirB), an observer. An older observer
+    entry (dirC) is not the one it fetches as now; brokers are observers too and say nothing of it."""
+    def r(i: int, d: str | None, fetched: int = NOW) -> ReplicaState:
+        return ReplicaState(i, 1000, d, fetched, fetched)
+
+    q = quorum((r(3001, "d1"), r(3002, "dirA", NOW - 60_000)), (r(1, "b1"), r(3002, "dirC", NOW - 9000),
+                                                                r(3002, "dirB")))
+    seen = rc(backend("kraft", {}, q)).observe([RollNode(3001, "controller"), RollNode(3002, "controller")])
+    assert (seen[3001].directory_id, seen[3001].observer) == ("d1", False)
+    assert (seen[3002].directory_id, seen[3002].observer) == ("dirB", True)
+    assert seen[3002].voter and seen[3002].fetch_age_ms == 60_000  # as the voter: not heard from
+    # the voter replaced (remove-controller, add-controller): the old one lingers among the observers (Kafka 4.3.1)
+    replaced = quorum((r(3001, "d1"), r(3002, "dirB")), (r(3002, "dirA", NOW - 5000),))
+    seen = rc(backend("kraft", {}, replaced)).observe([RollNode(3002, "controller")])
+    assert (seen[3002].directory_id, seen[3002].observer) == ("dirB", False)
+
+
 def test_a_registration_that_cannot_be_read_is_no_answer() -> None:
     from kadmin.results import Problem
 
