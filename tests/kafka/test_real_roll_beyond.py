@@ -21,7 +21,8 @@ mode's end every acknowledged record is read back.
   `--until` finishes, each node restarted once (the hooks' count, one stop each in the journal; ZooKeeper mode: a
   greater broker epoch each). Both runs with `--before-node` / `--after-node` appending to the stop and start
   hooks' counter: in order around each node, each once; in the journal `before_node` right after the gates and
-  before `drain`, `after_node` right after `wait_healthy`; each hook's log with KADMIN_ROLL_HOOK.
+  before `drain`, `after_node` right after `wait_healthy`; each hook's log (DIR/hooks/node-ID.before_node.log)
+  with KADMIN_ROLL_HOOK.
 - gate_waiting: the run frozen after `roll_started` (its preflight passed), a broker outside `--nodes` stopped:
   the first node's `can_stop` emits `gate_waiting` on stdout (never journaled) naming real partitions it would
   take under min ISR, and a `cause` naming the stopped broker; nothing touched.
@@ -348,7 +349,7 @@ def test_until_stops_at_the_window_and_node_hooks_run_around_each_node_once(c: C
             index(events, on(n, "after_node", "done"), "after_node done") < \
             index(events, event("node_done", node=n), "node_done")
         for hook in ("before-node", "after-node"):
-            log = (state / "hooks" / f"node-{n}.{hook}.log").read_text()
+            log = (state / "hooks" / f"node-{n}.{hook.replace('-', '_')}.log").read_text()
             assert f"hook={hook} node={n}" in log, log
     assert status(c, state)["status"] == "done"
 
