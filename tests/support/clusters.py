@@ -56,6 +56,7 @@ OWN_CLUSTER = {
     "tests/kafka/test_real_migration.py": "a ZooKeeper-mode cluster migrated to KRaft (and 4.3.1), one rolled back",
     "tests/kafka/test_real_producer_harness.py": "stops brokers under VerifiableProducer (min ISR 2 topic)",
     "tests/kafka/test_real_roll.py": "rolls every node of its clusters; replaces a controller's disk",
+    "tests/kafka/test_real_roll_beyond.py": "rolls its nodes, restarts one in a soak, stops one outside the roll",
     "tests/kafka/test_real_security.py": "SASL and ACLs (the StandardAuthorizer's ZooKeeper twin)",
     "tests/kafka/test_real_zk_bounces.py": "kills brokers and lets their sessions expire",
     "tests/kafka/test_real_zk_history.py": "a ZooKeeper whose transaction log is the history it ingests",
