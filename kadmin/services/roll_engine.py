@@ -15,6 +15,7 @@ Where the journal stops short, three sources finish the story, in this order:
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import time
@@ -1060,6 +1061,10 @@ class Batch:
         seconds, traits, fetch_ms = self.opts.soak, self.r.traits, self.r.fetch_ms
         give_up = self.r.until() + seconds
         before = self.observe(todo)
+        for n in todo:  # an epoch broker is held to the registration its receipt saw: a restart since is caught too
+            got = self.p(n).detail.get("new_epoch")
+            if n.is_broker and traits.receipt == "epoch" and isinstance(got, int):
+                before[n.id] = dataclasses.replace(before[n.id], epoch=got)
         began = last = self.r.clock()
         while True:
             try:

@@ -957,3 +957,14 @@ def test_gate_waiting_names_the_partitions_and_the_broker_outside_the_roll_then_
     assert {(b["topic"], b["partition"]) for b in w["blockers"]} == {("t", 0), ("t", 1)}
     assert "broker 3" in w["cause"]
     assert not any(e["event"] == "gate_waiting" for e in r.journal())  # the stream's, never the journal's
+
+
+def test_soak_catches_a_restart_between_the_receipt_and_the_soak(tmp_path: Path) -> None:
+    """ZooKeeper mode: the soak holds a broker to the registration its receipt saw, so a supervisor's restart
+    while the roll waited for the ISR (before the soak's first look) is caught too."""
+    fc = zk(tmp_path)
+    r = Roll(fc, tmp_path / "roll", nodes=(1, 2), soak=5.0)
+    r.events = Trigger((is_("step", 1, "wait_in_sync", "started"), bounce(fc, 1)))
+    res = r()
+    assert int(res.exit_code) == 1 and r.last_failure()["reason"] == "crash_loop", res.message
+    assert "registered again" in r.last_failure()["message"] and fc.restarts[2] == 0
