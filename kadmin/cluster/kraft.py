@@ -44,7 +44,7 @@ STAGGER_MAX = 2.0  # s: a read a bootstrap address has not answered by then goes
 # slow to answer (the first answer wins). Any other request goes to one address at a time: a write is never in
 # flight twice.
 READS = frozenset({"ApiVersions", "Metadata", "DescribeCluster", "DescribeTopicPartitions", "DescribeConfigs",
-                   "ListPartitionReassignments", "DescribeQuorum", "DescribeLogDirs"})
+                   "ListPartitionReassignments", "DescribeQuorum", "DescribeLogDirs", "ListConfigResources"})
 
 
 def api_name(request: Any) -> str:
@@ -297,13 +297,16 @@ class KraftClient:
                     for a in addresses}
         return sorted(addresses, key=lambda a: rank[a])  # stable: the order given within a rank
 
-    def send_any(self, make: Any) -> tuple[str, Any]:
+    def send_any(self, make: Any, prefer: str | None = None) -> tuple[str, Any]:
         """Send to the bootstrap addresses until one answers (a new request object each time), all within one
         bound(): a read to the next address too when the one before has not answered within a share of the time,
         a write to one address at a time. A node that answers with an error (not an unreachable one) is the
-        answer."""
+        answer. `prefer`: the bootstrap address to ask first (reads spread over the brokers), else preferred()'s
+        order."""
         first = make()
         order = self.preferred()
+        if prefer is not None:
+            order = [prefer, *(a for a in order if a != prefer)]
         end = time.monotonic() + self.bound()
         if api_name(first) in READS and len(order) > 1:
             return self._race(order, first, make, end)
