@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import gc
 import threading
 import time
@@ -21,7 +22,7 @@ from typing import Any
 
 from kadmin.cluster.base import PartitionScan, PartitionStream, RegistrationTick
 from kadmin.cluster.kafka import error_name
-from kadmin.cluster.kraft import ClusterDescription, KraftClient, uuid_text
+from kadmin.cluster.kraft import ClusterDescription, KraftClient, all_at_once, uuid_text
 from kadmin.cluster.min_isr import min_isr_levels as min_isr_levels  # re-exported
 from kadmin.cluster.min_isr import read_min_isr
 from kadmin.cluster.min_isr import source_name as source_name  # re-exported
@@ -237,29 +238,12 @@ class KraftCluster:
                 assert progress is not None
                 progress(phase, total, advance)
 
-        got: list[tuple[list[Any], list[Problem]] | BaseException] = [RuntimeError("not read")] * len(ranges)
-
-        def read(i: int) -> None:
-            start, end, address = ranges[i]
-            try:
-                got[i] = self._pages([], start, end, told if progress else None, address)
-            except BaseException as e:  # noqa: BLE001 - raised on the caller's thread
-                got[i] = e
-
-        threads = [threading.Thread(target=read, args=(i,), name="kadmin-pages", daemon=True)
-                   for i in range(1, len(ranges))]
-        for t in threads:
-            t.start()
-        read(0)
-        for t in threads:
-            t.join()  # each page ends by its deadline (KraftClient.bound())
         rows: list[Any] = []
         problems: list[Problem] = []
-        for answer in got:
-            if isinstance(answer, BaseException):
-                raise answer
-            rows += answer[0]
-            problems += answer[1]
+        for got in all_at_once([functools.partial(self._pages, [], start, end, told if progress else None, address)
+                                for start, end, address in ranges]):
+            rows += got[0]
+            problems += got[1]
         return rows, problems
 
     def range_starts(self) -> list[str]:
