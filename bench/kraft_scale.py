@@ -7,9 +7,12 @@ What it does:
   2. Creates TOPICS x PARTITIONS partitions (default 1,000 x 20 = 20,000, replication 2) in a few large
      CreateTopics batches (kafka-python's admin client), and waits until every partition is fully in sync.
   3. Side by side, interleaved, RUNS times each (medians): `kadmin partitions check -b` and
-     `kadmin brokers can-stop 3 -b` (whole processes) and Kafka's TopicCommand `--describe
-     --under-replicated-partitions` (whole process, the harness's tool runner `tests.support.kafka.tool`).
-     RATIO = kadmin / TopicCommand, for each command (goal <= 0.2, issue 24 §1).
+     `kadmin brokers can-stop 3 -b` (whole processes), Kafka's TopicCommand `--describe
+     --under-replicated-partitions` (whole process, the harness's tool runner `tests.support.kafka.tool`), and
+     the wire's limit for each command: bench/kraft_wire.py (whole process), the same DescribeTopicPartitions
+     pages and log dirs (every broker's for the check, broker 3's for can-stop) read the same way and nothing
+     else. RATIO = kadmin / TopicCommand (goal <= 0.3) and kadmin / its bare reads (goal <= 1.3), for each
+     command (issue 38 §2).
   4. Stops broker 3 (SIGTERM: controlled shutdown), waits until it is out of every ISR, starts
      `kadmin brokers wait 3 --in-sync -b` and then the broker again. An independent poller (kafka-python's
      admin client, Metadata back to back of only the topics with a partition of broker 3's, read before the
@@ -46,7 +49,9 @@ sys.path.insert(0, str(REPO))
 HEAPS = {"broker": "-Xmx2g", "controller": "-Xmx512m"}  # 1g: ~700 MB live at 20,000 partitions, full GCs of ~2 s
 BROKERS = (1, 2, 3)
 BOUNCED = 3
-GOAL = 0.2  # kadmin / TopicCommand, for partitions check and for brokers can-stop (issue 24 §1)
+GOAL = 0.3  # kadmin / TopicCommand, for partitions check and for brokers can-stop (issue 38 §2)
+WIRE_GOAL = 1.3  # kadmin / the same reads alone (bench/kraft_wire.py), for each command (issue 38 §2)
+WIRE = REPO / "bench" / "kraft_wire.py"
 
 
 def now() -> float:
@@ -183,13 +188,31 @@ def kadmin(*args: str) -> subprocess.CompletedProcess[str]:
                           stdin=subprocess.DEVNULL, cwd=REPO)
 
 
+def wire(boot: str, log_dirs: list[str]) -> subprocess.CompletedProcess[str]:
+    """bench/kraft_wire.py: the pages and the log dirs at `log_dirs`, alone (the wire's limit)."""
+    return subprocess.run([sys.executable, str(WIRE), boot, "--log-dirs", ",".join(log_dirs)], capture_output=True,
+                          text=True, stdin=subprocess.DEVNULL, cwd=REPO)
+
+
+def broker_addresses(boot: str) -> dict[int, str]:
+    """Each broker's advertised address (DescribeCluster): where the bare reads ask for its log dirs."""
+    from kadmin.cluster.kraft import KraftClient
+
+    client = KraftClient(boot, {}, 60.0, controllers=False)
+    try:
+        return {b.id: f"{b.host}:{b.port}" for b in client.describe_cluster().brokers}
+    finally:
+        client.close()
+
+
 def side_by_side(cluster: Any, runs: int) -> dict[str, Any]:
     from tests.support.kafka import TOPIC_COMMAND, tool
 
     boot = cluster.bootstrap()
-    k_times, c_times, t_times = [], [], []
-    k_cpu, c_cpu, t_cpu = [], [], []  # CPU seconds of each process: what another tenant's load moves least
-    k_out = t_out = ""
+    at = broker_addresses(boot)
+    k_times, c_times, t_times, wk_times, wc_times = [], [], [], [], []
+    k_cpu, c_cpu, t_cpu, wk_cpu, wc_cpu = [], [], [], [], []  # CPU s of each process: what load moves least
+    k_out = t_out = w_out = ""
     load = [os.getloadavg()[0]]
     for i in range(runs + 1):  # the first round warms the page cache and the brokers; not counted
         t0, u0 = now(), children_cpu()
@@ -204,41 +227,58 @@ def side_by_side(cluster: Any, runs: int) -> dict[str, Any]:
         tc = tool(cluster.home, TOPIC_COMMAND, "--bootstrap-server", boot, "--describe",
                   "--under-replicated-partitions", timeout=900)
         dt, ut = now() - t0, children_cpu() - u0
-        k_out, t_out = r.stdout, tc.stdout
+        t0, u0 = now(), children_cpu()
+        wk = wire(boot, sorted(at.values()))
+        dwk, uwk = now() - t0, children_cpu() - u0
+        assert wk.returncode == 0, wk.stderr
+        t0, u0 = now(), children_cpu()
+        wc = wire(boot, [at[BOUNCED]])
+        dwc, uwc = now() - t0, children_cpu() - u0
+        assert wc.returncode == 0, wc.stderr
+        k_out, t_out, w_out = r.stdout, tc.stdout, wk.stdout
         load.append(os.getloadavg()[0])
         print(f"  run {i}{' (warm-up)' if i == 0 else ''}: kadmin partitions check -b {dk:.2f} s ({uk:.2f} CPU, exit "
               f"{r.returncode}), kadmin brokers can-stop {BOUNCED} -b {dc:.2f} s ({uc:.2f} CPU, exit {c.returncode}), "
-              f"TopicCommand --describe --under-replicated-partitions {dt:.2f} s ({ut:.2f} CPU); load {load[-1]:.1f}",
+              f"TopicCommand --describe --under-replicated-partitions {dt:.2f} s ({ut:.2f} CPU), bare reads of the "
+              f"check {dwk:.2f} s ({uwk:.2f} CPU), of can-stop {dwc:.2f} s ({uwc:.2f} CPU); load {load[-1]:.1f}",
               flush=True)
         if i:
-            k_times.append(dk)
-            c_times.append(dc)
-            t_times.append(dt)
-            k_cpu.append(uk)
-            c_cpu.append(uc)
-            t_cpu.append(ut)
+            for got, x in ((k_times, dk), (c_times, dc), (t_times, dt), (wk_times, dwk), (wc_times, dwc),
+                           (k_cpu, uk), (c_cpu, uc), (t_cpu, ut), (wk_cpu, uwk), (wc_cpu, uwc)):
+                got.append(x)
     mk, mc, mt = statistics.median(k_times), statistics.median(c_times), statistics.median(t_times)
+    mwk, mwc = statistics.median(wk_times), statistics.median(wc_times)
     return {"kadmin_s": [round(x, 3) for x in k_times], "can_stop_s": [round(x, 3) for x in c_times],
-            "topiccommand_s": [round(x, 3) for x in t_times],
+            "topiccommand_s": [round(x, 3) for x in t_times], "wire_check_s": [round(x, 3) for x in wk_times],
+            "wire_can_stop_s": [round(x, 3) for x in wc_times],
             "kadmin_median_s": round(mk, 3), "can_stop_median_s": round(mc, 3), "topiccommand_median_s": round(mt, 3),
+            "wire_check_median_s": round(mwk, 3), "wire_can_stop_median_s": round(mwc, 3),
             "ratio": round(mk / mt, 3), "can_stop_ratio": round(mc / mt, 3),
+            "wire_ratio": round(mk / mwk, 3), "can_stop_wire_ratio": round(mc / mwc, 3),
             "kadmin_cpu_median_s": round(statistics.median(k_cpu), 3),
             "can_stop_cpu_median_s": round(statistics.median(c_cpu), 3),
             "topiccommand_cpu_median_s": round(statistics.median(t_cpu), 3),
+            "wire_check_cpu_median_s": round(statistics.median(wk_cpu), 3),
+            "wire_can_stop_cpu_median_s": round(statistics.median(wc_cpu), 3),
             "load_min": round(min(load), 1), "load_max": round(max(load), 1),
-            "kadmin_stdout_lines": len(k_out.splitlines()), "topiccommand_stdout_lines": len(t_out.splitlines())}
+            "kadmin_stdout_lines": len(k_out.splitlines()), "topiccommand_stdout_lines": len(t_out.splitlines()),
+            "wire_read": w_out.split()}
 
 
 def report(s: dict[str, Any]) -> None:
-    """The side-by-side medians and the two ratio lines (`make bench` collects the lines with "(goal")."""
+    """The side-by-side medians and the four ratio lines (`make bench` collects the lines with "(goal")."""
     print(f"kadmin partitions check -b: median {s['kadmin_median_s']:.2f} s; kadmin brokers can-stop {BOUNCED} -b: "
           f"median {s['can_stop_median_s']:.2f} s; TopicCommand --describe --under-replicated-partitions: median "
-          f"{s['topiccommand_median_s']:.2f} s (load {s['load_min']}-{s['load_max']}); CPU medians "
-          f"{s['kadmin_cpu_median_s']:.2f}, {s['can_stop_cpu_median_s']:.2f}, {s['topiccommand_cpu_median_s']:.2f} s",
-          flush=True)
-    for name, key in (("partitions check", "ratio"), ("brokers can-stop", "can_stop_ratio")):
-        met = "met" if s[key] <= GOAL else "NOT met"
-        print(f"RATIO kadmin {name} / TopicCommand: ratio {s[key]:.2f} (goal <= {GOAL:g}) {met}", flush=True)
+          f"{s['topiccommand_median_s']:.2f} s; bare reads of the check {s['wire_check_median_s']:.2f} s, of "
+          f"can-stop {s['wire_can_stop_median_s']:.2f} s (load {s['load_min']}-{s['load_max']}); CPU medians "
+          f"{s['kadmin_cpu_median_s']:.2f}, {s['can_stop_cpu_median_s']:.2f}, {s['topiccommand_cpu_median_s']:.2f}, "
+          f"{s['wire_check_cpu_median_s']:.2f}, {s['wire_can_stop_cpu_median_s']:.2f} s", flush=True)
+    for name, key, against, goal in (("partitions check", "ratio", "TopicCommand", GOAL),
+                                     ("brokers can-stop", "can_stop_ratio", "TopicCommand", GOAL),
+                                     ("partitions check", "wire_ratio", "its bare reads", WIRE_GOAL),
+                                     ("brokers can-stop", "can_stop_wire_ratio", "its bare reads", WIRE_GOAL)):
+        met = "met" if s[key] <= goal else "NOT met"
+        print(f"RATIO kadmin {name} / {against}: ratio {s[key]:.2f} (goal <= {goal:g}) {met}", flush=True)
 
 
 class Attached:

@@ -14,8 +14,8 @@ import queue
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from kadmin.cluster.base import ClusterDescription, KraftBroker, QuorumSetting, ShutdownReply
 from kadmin.cluster.deadlines import after_deadline, wait_bound
@@ -44,7 +44,37 @@ STAGGER_MAX = 2.0  # s: a read a bootstrap address has not answered by then goes
 # slow to answer (the first answer wins). Any other request goes to one address at a time: a write is never in
 # flight twice.
 READS = frozenset({"ApiVersions", "Metadata", "DescribeCluster", "DescribeTopicPartitions", "DescribeConfigs",
-                   "ListPartitionReassignments", "DescribeQuorum", "DescribeLogDirs"})
+                   "ListPartitionReassignments", "DescribeQuorum", "DescribeLogDirs", "ListConfigResources"})
+
+
+T = TypeVar("T")
+
+
+def all_at_once(calls: Sequence[Callable[[], T]]) -> list[T]:
+    """Each call's result, in order, the calls made at once: the first on this thread, the others on threads of
+    their own (requests to different brokers, each waiting on its own answer). Once all have ended: the first
+    error in order, raised, else the results. Each request ends by its own deadline (KraftClient.bound())."""
+    got: list[Any] = [None] * len(calls)
+    failed: list[BaseException | None] = [None] * len(calls)
+
+    def run(i: int) -> None:
+        try:
+            got[i] = calls[i]()
+        except BaseException as e:  # noqa: BLE001 - raised on the caller's thread
+            failed[i] = e
+
+    threads = [threading.Thread(target=run, args=(i,), name="kadmin-kafka-reads", daemon=True)
+               for i in range(1, len(calls))]
+    for t in threads:
+        t.start()
+    if calls:
+        run(0)
+    for t in threads:
+        t.join()
+    for e in failed:
+        if e is not None:
+            raise e
+    return got
 
 
 def api_name(request: Any) -> str:
@@ -297,13 +327,16 @@ class KraftClient:
                     for a in addresses}
         return sorted(addresses, key=lambda a: rank[a])  # stable: the order given within a rank
 
-    def send_any(self, make: Any) -> tuple[str, Any]:
+    def send_any(self, make: Any, prefer: str | None = None) -> tuple[str, Any]:
         """Send to the bootstrap addresses until one answers (a new request object each time), all within one
         bound(): a read to the next address too when the one before has not answered within a share of the time,
         a write to one address at a time. A node that answers with an error (not an unreachable one) is the
-        answer."""
+        answer. `prefer`: the bootstrap address to ask first (reads spread over the brokers), else preferred()'s
+        order."""
         first = make()
         order = self.preferred()
+        if prefer is not None:
+            order = [prefer, *(a for a in order if a != prefer)]
         end = time.monotonic() + self.bound()
         if api_name(first) in READS and len(order) > 1:
             return self._race(order, first, make, end)

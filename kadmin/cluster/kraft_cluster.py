@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import gc
 import threading
 import time
@@ -21,7 +22,7 @@ from typing import Any
 
 from kadmin.cluster.base import PartitionScan, PartitionStream, RegistrationTick
 from kadmin.cluster.kafka import error_name
-from kadmin.cluster.kraft import ClusterDescription, KraftClient, uuid_text
+from kadmin.cluster.kraft import ClusterDescription, KraftClient, all_at_once, uuid_text
 from kadmin.cluster.min_isr import min_isr_levels as min_isr_levels  # re-exported
 from kadmin.cluster.min_isr import read_min_isr
 from kadmin.cluster.min_isr import source_name as source_name  # re-exported
@@ -33,6 +34,8 @@ from kadmin.errors import AuthFailed, ClusterUnreachable, KadminError, Rejected
 from kadmin.results import Problem, Progress
 
 PAGE_PARTITIONS = 2000  # DescribeTopicPartitions' ResponsePartitionLimit (Kafka's default)
+MAX_RANGES = 4  # all-topics reads: at most this many runs of pages at once, each from its own bootstrap broker
+TOPIC_RESOURCE = 2  # ConfigResource.Type.TOPIC (ListConfigResources)
 UNKNOWN_TOPIC_OR_PARTITION = 3
 LOG_DIRS_FIRST_WITH_ERROR = 3  # DescribeLogDirs v3+ (Kafka 3.0) says CLUSTER_AUTHORIZATION_FAILED; older: empty
 DESCRIBE_CLUSTER_WITH_FENCED = 2  # DescribeCluster v2+ (Kafka 4.0) lists fenced brokers; before, only live ones
@@ -219,13 +222,61 @@ class KraftCluster:
 
     def _describe_partitions(self, topics: Sequence[str] | None,
                              progress: Progress | None) -> tuple[list[Any], list[Problem]]:
-        """describe_partitions(), read."""
+        """describe_partitions(), read: named topics in one run of pages; all topics in ranges of names read at
+        once, each range from its own bootstrap broker (range_starts), the answers put together in name order:
+        what one run of pages would return. A page that cannot be read (no bootstrap broker answered it) fails
+        the whole read, as in one run."""
+        names = list(topics or [])
+        starts = [] if names else self.range_starts()
+        if not starts:
+            return self._pages(names, None, None, progress, None)
+        ranges = list(zip([None, *starts], [*starts, None], self.client.addresses, strict=False))
+        said = threading.Lock()  # the progress callback is not made for threads
+
+        def told(phase: str, total: int | None, advance: int) -> None:
+            with said:
+                assert progress is not None
+                progress(phase, total, advance)
+
+        rows: list[Any] = []
+        problems: list[Problem] = []
+        for got in all_at_once([functools.partial(self._pages, [], start, end, told if progress else None, address)
+                                for start, end, address in ranges]):
+            rows += got[0]
+            problems += got[1]
+        return rows, problems
+
+    def range_starts(self) -> list[str]:
+        """Where the second and later ranges of an all-topics read start: topic names that cut the topics
+        (ListConfigResources, Kafka 4.1+, lists every topic's name) into as many runs of equal length as
+        there are bootstrap addresses (at most MAX_RANGES). Only the cut depends on the list: the ranges cover
+        every name, so a topic created or deleted since, or one the principal may not describe, is read (or
+        left out) as in one run. No ranges ([]) with one bootstrap address, or when the brokers do not list
+        the names (before Kafka 4.1; without DescribeConfigs on the Cluster)."""
+        from kafka.protocol.admin.configs import ListConfigResourcesRequest as Req
+
+        runs = min(len(self.client.addresses), MAX_RANGES)
+        if runs < 2:
+            return []
+        try:
+            _, resp = self.client.send_any(lambda: Req(min_version=1, resource_types=[TOPIC_RESOURCE]))
+        except (Rejected, AuthFailed):
+            return []
+        if resp.error_code:
+            return []
+        listed = sorted({r.resource_name for r in resp.config_resources if r.resource_type == TOPIC_RESOURCE})
+        return sorted({listed[len(listed) * i // runs] for i in range(1, runs)}) if len(listed) >= runs else []
+
+    def _pages(self, names: list[str], start: str | None, end: str | None, progress: Progress | None,
+               prefer: str | None) -> tuple[list[Any], list[Problem]]:
+        """One run of DescribeTopicPartitions pages, cursor by cursor: of the `names` (none: all topics), or of
+        every topic from `start` (the first page's cursor; all-topics reads list the names from the cursor's on,
+        whether it exists or not) to before `end`. Each page to `prefer` first (a bootstrap address)."""
         from kafka.protocol.admin.topics import DescribeTopicPartitionsRequest as Req
 
         rows: list[Any] = []
         problems: list[Problem] = []
-        cursor: Any = None
-        names = list(topics or [])
+        cursor: Any = None if start is None else (start, 0)
         while True:
             def make(cur: Any = cursor) -> Any:
                 kw: dict[str, Any] = {"topics": [Req.TopicRequest(name=n) for n in names],
@@ -235,12 +286,16 @@ class KraftCluster:
                 return Req(**kw)
 
             try:
-                address, resp = self.client.send_any(make)
+                address, resp = self.client.send_any(make, prefer)
             except Rejected as e:
                 if e.code != "unsupported_version" or cursor is not None:
                     raise
                 address, resp = self._metadata(names)  # brokers before Kafka 3.8: one Metadata answer
+            listed = 0
             for t in resp.topics:
+                if end is not None and t.name >= end:
+                    break  # the next range's (pages list the topics in name order)
+                listed += len(t.partitions)
                 if t.name == LEASE_TOPIC and not names:
                     continue  # kadmin's leadership lease (kadmin/domain/lease.py): no data, made and deleted by drains
                 if t.error_code == UNKNOWN_TOPIC_OR_PARTITION:
@@ -254,9 +309,9 @@ class KraftCluster:
                 for p in t.partitions:
                     rows.append((t, p))
             if progress:
-                progress("partitions", None, sum(len(t.partitions) for t in resp.topics))
+                progress("partitions", None, listed)
             nxt = getattr(resp, "next_cursor", None)
-            if nxt is None:
+            if nxt is None or (end is not None and nxt.topic_name >= end):
                 return rows, problems
             cursor = (nxt.topic_name, int(nxt.partition_index))
 

@@ -8,6 +8,7 @@ static server.properties value, which ZooKeeper cannot show): brokers that do no
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +21,7 @@ from kadmin.errors import KadminError
 from kadmin.results import Problem
 
 MIN_ISR = "min.insync.replicas"
+CONFIG_PARTS = 4  # the topics' DescribeConfigs: at most this many parts at once, each to its own bootstrap broker
 RESOURCE_TOPIC, RESOURCE_BROKER = 2, 4
 # DescribeConfigs' ConfigSource values
 TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 2, 3, 4, 5
@@ -69,16 +71,31 @@ def describe_configs_request(resources: list[tuple[int, str]], keys: Sequence[st
                           for rt, name in resources], include_synonyms=True)
 
 
-def describe_configs(client: Any, address: str | None, resources: list[tuple[int, str]]) -> list[Any]:
-    """DescribeConfigs of min.insync.replicas with synonyms: at `address`, or any bootstrap broker (None)."""
+def describe_configs(client: Any, address: str | None, resources: list[tuple[int, str]],
+                     prefer: str | None = None) -> list[Any]:
+    """DescribeConfigs of min.insync.replicas with synonyms: at `address`, or any bootstrap broker (None; `prefer`
+    first)."""
     def make() -> Any:
         return describe_configs_request(resources)
 
     if address is None:
-        _, resp = client.send_any(make)
+        _, resp = client.send_any(make, prefer)
     else:
         resp = client.send_to(address, make())
     return list(resp.results)
+
+
+def topic_configs(client: Any, topics: Sequence[str]) -> list[Any]:
+    """The topics' DescribeConfigs results, in the topics' order (one request's): in as many parts as there are
+    bootstrap brokers (at most CONFIG_PARTS), each part asked of its own broker first, all at once. A broker
+    resolves the topics' configs one after another (1,000 topics: 0.1-0.2 s on a busy 2-core machine)."""
+    from kadmin.cluster.kraft import all_at_once
+
+    first = list(getattr(client, "addresses", ()))[:CONFIG_PARTS] or [None]
+    n = min(len(first), len(topics))
+    parts = [[(RESOURCE_TOPIC, t) for t in topics[len(topics) * i // n:len(topics) * (i + 1) // n]] for i in range(n)]
+    return [r for got in all_at_once([functools.partial(describe_configs, client, None, part, at)
+                                      for part, at in zip(parts, first, strict=False)]) for r in got]
 
 
 NEEDS = "needs DescribeConfigs on the Cluster resource"
@@ -108,9 +125,17 @@ def read_min_isr(client: Any, topics: Sequence[str], live: Sequence[int], addres
     value, the dynamic cluster default and the static value (the largest the live brokers report: a
     leader may be any of them; `default` when none answered, 1 when no default was stated either). What a
     broker refuses is a Problem, and the broker is in `config.unknown`: its own levels are unknown."""
+    from kadmin.cluster.kraft import all_at_once
+
+    # the topics (at any bootstrap broker) and every live broker (at its own address) asked at once: brokers that
+    # do not answer cost one --connect-timeout together
+    topic_results, answers = all_at_once([
+        lambda: topic_configs(client, topics) if topics else [],
+        lambda: client.send_each({host_port(*addresses[b]): describe_configs_request([(RESOURCE_BROKER, str(b))])
+                                  for b in live if b in addresses})])
     topic_values: dict[str, int | None] = {}
     if topics:
-        for r in describe_configs(client, None, [(RESOURCE_TOPIC, t) for t in topics]):
+        for r in topic_results:
             if r.error_code:
                 problems.append(Problem(error_name(r.error_code).lower(), f"DescribeConfigs topic "
                                         f"{r.resource_name}: {error_name(r.error_code)}"
@@ -124,9 +149,6 @@ def read_min_isr(client: Any, topics: Sequence[str], live: Sequence[int], addres
     statics: list[int] = []
     answered = 0
     unknown: dict[int, str] = {}
-    # every live broker asked at once: brokers that do not answer cost one --connect-timeout together
-    answers = client.send_each({host_port(*addresses[b]): describe_configs_request([(RESOURCE_BROKER, str(b))])
-                                for b in live if b in addresses})
     for bid in sorted(live):
         where = addresses.get(bid)
         if where is None:

@@ -136,6 +136,8 @@ class MinIsrConfig:
 
     def unknown_why(self, broker: int) -> str | None:
         """Why `broker`'s own min.insync.replicas levels are unknown (None: known)."""
+        if not self.unknown:  # the usual case, asked once or twice per partition by a scan's judging
+            return None
         return next((why for b, why in self.unknown if b == broker), None)
 
 

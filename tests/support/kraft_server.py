@@ -23,6 +23,12 @@ Served, per listening node and its role (broker / controller):
 - DescribeConfigs (32) v1-v4 on both, BROKER resources only, as Kafka's ConfigHelper answers them: a node
   describes itself (its id, or ""), `Scenario.configs[id]` as static values; another id is INVALID_REQUEST;
   `Scenario.describe_configs_errors[id]` answers every resource at that node with that code;
+- DescribeTopicPartitions (75) v0 and ListConfigResources (74) v1 on brokers, when a test advertises them
+  (`Scenario.broker_apis`; not by default, so the partition reads fall back to Metadata): the scenario's `topics`,
+  paged as Kafka's DescribeTopicPartitionsRequestHandler pages them (names in order from the cursor's, whether it
+  exists or not for an all-topics read; at most `page_partitions` a page), and their names as TOPIC resources
+  (or `list_config_resources_error`). `closes_after[(node id, api key)]` = n: that node answers n such requests,
+  then closes the connection on every later one (a broker that fails mid-way through a read);
 - UpdateFeatures (57) v0-v1 on both (a broker answers as if it forwarded to the active controller; another
   controller answers NOT_CONTROLLER), as Kafka's FeatureControlManager decides it: all or nothing, each level
   within every node's supported range and, for an upgrade, not below the finalized one, else
@@ -88,6 +94,9 @@ UNREGISTER_BROKER = 64
 DESCRIBE_LOG_DIRS = 35
 DESCRIBE_CONFIGS = 32
 UPDATE_FEATURES = 57
+LIST_CONFIG_RESOURCES = 74
+DESCRIBE_TOPIC_PARTITIONS = 75
+RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4
 STATIC_BROKER_CONFIG = 4  # DescribeConfigs' ConfigSource
 
@@ -154,6 +163,24 @@ _PEEK = struct.Struct(">hhi")  # api key, api version, correlation id: the same 
 
 
 # ------------------------------------------------------------------------------- scenario
+@dataclass
+class Partition:
+    """One partition of a topic, as DescribeTopicPartitions describes it."""
+
+    leader: int
+    replicas: list[int]
+    isr: list[int]
+    error_code: int = 0
+    leader_epoch: int = 0
+
+
+@dataclass
+class Topic:
+    name: str
+    partitions: list[Partition]
+    topic_id: uuid.UUID = field(default_factory=uuid.uuid4)
+
+
 @dataclass
 class Node:
     """A broker or controller. `port` 0 means: the server listens on a free port at start()
@@ -246,6 +273,12 @@ class Scenario:
     # UpdateFeatures: this error code (and message) to every request, instead of deciding it
     update_features_error: int = NONE
     update_features_error_message: str | None = None
+    # DescribeTopicPartitions (paged: at most page_partitions a page) and ListConfigResources; Metadata lists none
+    topics: list[Topic] = field(default_factory=list)
+    page_partitions: int = 2000
+    list_config_resources_error: int = NONE
+    # (node id, api key) -> the requests of that API the node answers before it closes the connection on each later one
+    closes_after: dict[tuple[int, int], int] = field(default_factory=dict)
 
     @classmethod
     def cluster(
@@ -349,6 +382,7 @@ class AsyncKraftServer:
         self._servers: list[asyncio.Server] = []
         self._connections: set[asyncio.StreamWriter] = set()
         self._random = random.Random(0)
+        self._answered: dict[tuple[int, int], int] = {}  # (node id, api key) -> requests answered (closes_after)
 
     async def start(self) -> None:
         roles: tuple[Role, ...] = ("broker", "controller")
@@ -435,6 +469,11 @@ class AsyncKraftServer:
         if offset + size != len(frame):
             raise _Close(f"{len(frame) - offset - size} trailing bytes after api key {api_key} v{api_version}")
         self.requests.append(RecordedRequest(endpoint, api_key, api_version, header, body))
+        key = (endpoint.node_id, api_key)
+        if key in self.scenario.closes_after:
+            if self._answered.get(key, 0) >= self.scenario.closes_after[key]:
+                raise _Close(f"node {endpoint.node_id} fails from here on (closes_after)")
+            self._answered[key] = self._answered.get(key, 0) + 1
         return encode(response_schema, correlation_id, handler(self, endpoint, api_version, body, response_schema))
 
     # ---------------------------------------------------------------- ApiVersions
@@ -686,6 +725,60 @@ class AsyncKraftServer:
         one = build(result, error_code=ErrorCode.none, log_dir=f"/kraft-server/{endpoint.node_id}/data", topics=())
         return build(schema, throttle_time=NO_THROTTLE, error_code=ErrorCode.none, results=(one,))
 
+    def _describe_topic_partitions(self, endpoint: Endpoint, version: int, request: Any, schema: type) -> Any:
+        """DescribeTopicPartitionsRequestHandler and KRaftMetadataCache.describeTopicResponse (no authorizer): the
+        topics from the cursor's name on, in name order (all of them, or those named; a named cursor topic must be
+        among the names), partitions from the cursor's index in its topic, at most min(the request's limit,
+        page_partitions) a page; the next cursor where the page ends. An unknown named topic is
+        UNKNOWN_TOPIC_OR_PARTITION; an all-topics read skips a cursor topic that does not exist."""
+        s = self.scenario
+        by_name = {t.name: t for t in s.topics}
+        cursor = request.cursor
+        after = cursor.topic_name if cursor is not None else ""
+        if request.topics:
+            names = sorted({t.name for t in request.topics if t.name >= after})
+            if cursor is not None and cursor.topic_name not in names:
+                raise _Close(f"the cursor topic {cursor.topic_name} is not among the topics (INVALID_REQUEST)")
+        else:
+            names = sorted(n for n in by_name if n >= after)
+        topic_cls, partition_cls = nested(schema, "DescribeTopicPartitionsResponseTopic"), nested(
+            schema, "DescribeTopicPartitionsResponsePartition")
+        cursor_cls = nested(schema, "Cursor")
+        left = min(int(request.response_partition_limit), s.page_partitions)
+        topics: list[Any] = []
+        next_cursor = None
+        for name in names:
+            t = by_name.get(name)
+            if t is None:
+                if request.topics:
+                    topics.append(build(topic_cls, error_code=ErrorCode.unknown_topic_or_partition, name=name,
+                                        topic_id=None, partitions=()))
+                continue
+            first = cursor.partition_index if cursor is not None and name == cursor.topic_name else 0
+            if left == 0:
+                next_cursor = build(cursor_cls, topic_name=name, partition_index=first)
+                break
+            page = t.partitions[first:first + left]
+            topics.append(build(topic_cls, error_code=ErrorCode.none, name=name, topic_id=t.topic_id, partitions=tuple(
+                build(partition_cls, error_code=ErrorCode(p.error_code), partition_index=first + i, leader_id=p.leader,
+                      leader_epoch=p.leader_epoch, replica_nodes=tuple(p.replicas), isr_nodes=tuple(p.isr),
+                      eligible_leader_replicas=(), last_known_elr=(), offline_replicas=())
+                for i, p in enumerate(page))))
+            left -= len(page)
+            if first + len(page) < len(t.partitions):
+                next_cursor = build(cursor_cls, topic_name=name, partition_index=first + len(page))
+                break
+        return build(schema, throttle_time=NO_THROTTLE, topics=tuple(topics), next_cursor=next_cursor)
+
+    def _list_config_resources(self, endpoint: Endpoint, version: int, request: Any, schema: type) -> Any:
+        """KafkaApis.handleListConfigResources, TOPIC resources only: every topic's name (or the scenario's error)."""
+        code = self.scenario.list_config_resources_error
+        resource = nested(schema, "ConfigResource")
+        wanted = not request.resource_types or RESOURCE_TOPIC in request.resource_types
+        listed = () if code or not wanted else tuple(
+            build(resource, resource_name=t.name, resource_type=i8(RESOURCE_TOPIC)) for t in self.scenario.topics)
+        return build(schema, throttle_time=NO_THROTTLE, error_code=ErrorCode(code), config_resources=listed)
+
     def _describe_configs(self, endpoint: Endpoint, version: int, request: Any, schema: type) -> Any:
         """ConfigHelper.describeConfigs for BROKER resources: a node describes itself only (its id or "", else
         INVALID_REQUEST with Kafka's message), its values as static ones (synonyms when asked)."""
@@ -767,6 +860,8 @@ class AsyncKraftServer:
         DESCRIBE_LOG_DIRS: _describe_log_dirs,
         DESCRIBE_CONFIGS: _describe_configs,
         UPDATE_FEATURES: _update_features,
+        DESCRIBE_TOPIC_PARTITIONS: _describe_topic_partitions,
+        LIST_CONFIG_RESOURCES: _list_config_resources,
     }
 
 

@@ -1,0 +1,117 @@
+"""DescribeTopicPartitions read in ranges at once (one run of pages per bootstrap broker) against the kio test server
+(tests/support/kraft_server.py): the same partitions and problems as one run of pages from one broker, and, when a
+broker fails mid-way, the same answer (its pages go to the others) or no answer at all, never a partial one.
+
+The real 4.3.1 cluster at 20,000 partitions: bench/kraft_scale.py and tests/kafka/test_real_kraft_scale.py.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+
+from kadmin.cluster.kraft import KraftClient
+from kadmin.cluster.kraft_cluster import KraftCluster
+from kadmin.domain.lease import LEASE_TOPIC
+from kadmin.errors import ClusterUnreachable
+from tests.support.kraft_server import (
+    BROKER_APIS,
+    CLUSTER_AUTHORIZATION_FAILED,
+    DESCRIBE_TOPIC_PARTITIONS,
+    LIST_CONFIG_RESOURCES,
+    KraftServer,
+    Partition,
+    Scenario,
+    Topic,
+)
+
+pytestmark = pytest.mark.integration
+WITH_PAGES = {**BROKER_APIS, DESCRIBE_TOPIC_PARTITIONS: (0, 0), LIST_CONFIG_RESOURCES: (1, 1)}
+
+
+def scenario(page: int = 7) -> Scenario:
+    """3 brokers, 40 topics of 1 to 12 partitions (some under-replicated, one without a leader) and the lease topic
+    a drain makes; pages of at most `page` partitions, so each range is several pages and pages end mid-topic."""
+    sc = Scenario.cluster(brokers=3)
+    sc.broker_apis = dict(WITH_PAGES)
+    sc.page_partitions = page
+    sc.topics = [Topic(f"topic-{i:02d}", [
+        Partition(leader=-1 if (i, p) == (5, 0) else 1 + (i + p) % 3, replicas=[1 + (i + p) % 3, 1 + (i + p + 1) % 3],
+                  isr=[1 + (i + p) % 3] if p % 4 == 3 else [1 + (i + p) % 3, 1 + (i + p + 1) % 3],
+                  error_code=5 if (i, p) == (5, 0) else 0)
+        for p in range(1 + i % 12)], uuid.UUID(int=i + 1)) for i in range(40)]
+    sc.topics.insert(0, Topic(LEASE_TOPIC, [Partition(1, [1], [1])], uuid.UUID(int=99)))
+    return sc
+
+
+def read(bootstrap: str, topics: list[str] | None = None) -> tuple[list[tuple[Any, ...]], list[str]]:
+    """describe_partitions through a client of `bootstrap`: the partitions as plain tuples, the problems' messages."""
+    cluster = KraftCluster(KraftClient(bootstrap, {}, 5.0, controllers=False))
+    try:
+        rows, problems = cluster.describe_partitions(topics)
+    finally:
+        cluster.close()
+    return ([(t.name, int(p.partition_index), int(p.leader_id), tuple(p.replica_nodes), tuple(p.isr_nodes),
+              int(p.error_code)) for t, p in rows], [e.message for e in problems])
+
+
+def pages_at(srv: KraftServer) -> dict[int, int]:
+    """DescribeTopicPartitions requests per broker."""
+    got: dict[int, int] = {}
+    for r in srv.requests_for(DESCRIBE_TOPIC_PARTITIONS):
+        got[r.endpoint.node_id] = got.get(r.endpoint.node_id, 0) + 1
+    return got
+
+
+def expected(sc: Scenario) -> list[tuple[Any, ...]]:
+    return [(t.name, i, p.leader, tuple(p.replicas), tuple(p.isr), p.error_code)
+            for t in sorted(sc.topics, key=lambda t: t.name) if t.name != LEASE_TOPIC
+            for i, p in enumerate(t.partitions)]
+
+
+def test_ranges_from_several_brokers_read_what_one_run_of_pages_reads():
+    sc = scenario()
+    with KraftServer(sc) as srv:
+        one = read(srv.address(1))
+        assert pages_at(srv) == {1: len(srv.requests_for(DESCRIBE_TOPIC_PARTITIONS))}
+        assert not srv.requests_for(LIST_CONFIG_RESOURCES)  # one bootstrap broker: nothing to split
+        srv.clear_requests()
+        many = read(srv.bootstrap())
+        assert many == one and one[0] == expected(sc)
+        assert srv.requests_for(LIST_CONFIG_RESOURCES) and set(pages_at(srv)) == {1, 2, 3}
+        srv.clear_requests()
+        named = read(srv.bootstrap(), ["topic-03", "topic-11", "missing"])  # named topics: one run, as before
+        assert named[0] == [r for r in one[0] if r[0] in ("topic-03", "topic-11")]
+        assert named[1] == ["topic missing does not exist"]
+        assert not srv.requests_for(LIST_CONFIG_RESOURCES)
+
+
+@pytest.mark.parametrize("change", [
+    lambda sc: setattr(sc, "list_config_resources_error", CLUSTER_AUTHORIZATION_FAILED),  # no DescribeConfigs
+    lambda sc: sc.broker_apis.pop(LIST_CONFIG_RESOURCES),  # Kafka 3.8-4.0: DescribeTopicPartitions, no listing
+], ids=["listing-refused", "no-listing"])
+def test_without_the_topic_names_one_run_of_pages_reads_them(change):
+    sc = scenario()
+    change(sc)
+    with KraftServer(sc) as srv:
+        assert read(srv.bootstrap())[0] == expected(sc)
+        assert len(pages_at(srv)) == 1
+
+
+def test_a_broker_that_fails_mid_way_leaves_its_pages_to_the_others():
+    sc = scenario()
+    sc.closes_after[(2, DESCRIBE_TOPIC_PARTITIONS)] = 1  # broker 2 answers its first page, then closes on each
+    with KraftServer(sc) as srv:
+        assert read(srv.bootstrap())[0] == expected(sc)
+        assert pages_at(srv)[2] >= 2  # it was asked again, and failed: the page went elsewhere
+
+
+def test_when_no_broker_can_answer_a_page_the_read_fails_whole():
+    """A gate never errs toward safe: a page no broker answers is no partial list of partitions but an error."""
+    sc = scenario()
+    for b in (1, 2, 3):
+        sc.closes_after[(b, DESCRIBE_TOPIC_PARTITIONS)] = 2
+    with KraftServer(sc) as srv, pytest.raises(ClusterUnreachable):
+        read(srv.bootstrap())
