@@ -106,6 +106,24 @@ def test_a_groups_help_builds_no_service_and_no_payload() -> None:
     out, mods = imported("brokers", "max-epoch", "-z", "127.0.0.1:1", "--timeout", "1")
     assert {"kadmin.payloads", "kadmin.cluster.base"} <= mods  # the command ran its service
     assert "kadmin.payloads_ops" not in mods  # history's, sandbox's and roll's payloads: not a gate's
+    # issue 38 §4: nor the rarer capabilities' value types, nor the lease's
+    assert not {"kadmin.cluster.values", "kadmin.domain.lease"} & mods
+
+
+def test_the_seams_rarer_value_types_are_named_through_it() -> None:
+    """kadmin.cluster.base names the value types of kadmin/cluster/values.py (created on first use): each of
+    them, and nothing else."""
+    import dataclasses
+
+    from kadmin.cluster import base, values
+
+    defined = {n for n, v in vars(values).items() if isinstance(v, type) and dataclasses.is_dataclass(v)
+               and v.__module__ == values.__name__}
+    assert defined == set(base.VALUES)
+    for name in base.VALUES:
+        assert getattr(base, name) is getattr(values, name)
+    with pytest.raises(AttributeError):
+        base.NoSuchThing  # noqa: B018
 
 
 def test_the_rich_help_stand_ins_are_the_real_classes_when_used() -> None:
