@@ -5,13 +5,15 @@ group runs: the root knows the groups from GROUPS (name -> module, help), so `ka
 from __future__ import annotations
 
 import importlib
+import inspect
 import sys
 from collections.abc import Callable, Iterable, Iterator, MutableMapping, Sequence
 from typing import Annotated, Any
 
 try:  # Ctrl-C while Python loads kadmin (the console script imports this module first): exit 130, quietly
     import typer
-    from typer.models import TyperInfo
+    from typer.core import TyperCommand
+    from typer.models import CommandInfo, TyperInfo
 
     from kadmin import __version__
     from kadmin.cli.help import HelpCommand, HelpGroup
@@ -200,56 +202,21 @@ class LazyCommands(MutableMapping[str, Any]):
         return len(self._names)
 
 
-class KadminGroup(HelpGroup):
-    """The root command: parse errors become one line (and the envelope under -o json) instead of Typer's
-    rich boxes. Typer formats them only in standalone mode (typer.core._main), so the parse runs without it
-    and this method exits instead; --help, --version and every command's exit code pass through unchanged.
-    An override of TyperGroup.main, a public click method, the tested Typer range is pinned in pyproject.
+class ListingGroup(HelpGroup):
+    """A group whose subcommands are LazyCommands: its help lists each one not built yet as `listed(name)` gives
+    it (its name, help, panel, hidden and deprecated marks: all the listing reads), so the help builds none."""
 
-    Its groups are lazy (LazyCommands): a group's module is imported when the group is looked up, and the
-    root's help lists the groups not yet imported from GROUPS (`_listing`) instead of importing them."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.commands = LazyCommands(self.commands, GROUPS, self._load_group)
-        self._listing = False
-
-    def _load_group(self, name: str) -> Any:
-        """The click group of GROUPS[name], as `app.add_typer(module.app, cls=HelpGroup)` would build it,
-        except that each of its commands is converted by Typer when it is looked up (the one that runs;
-        all of them for the group's help), not all of them up front."""
-        sub = importlib.import_module(GROUPS[name][0]).app
-        infos = {i.name or typer.main.get_command_name(i.callback.__name__): i  # type: ignore[union-attr]
-                 for i in sub.registered_commands}
-        assert not sub.registered_groups, f"kadmin {name}: nested groups are not lazily built"
-        kept, sub.registered_commands = sub.registered_commands, []
-        try:  # the group itself (its callback, help, settings), without commands
-            group = typer.main.get_group_from_info(
-                TyperInfo(sub, cls=HelpGroup),
-                pretty_exceptions_short=app.pretty_exceptions_short,
-                suggest_commands=self.suggest_commands,
-                rich_markup_mode=self.rich_markup_mode,
-            )
-        finally:
-            sub.registered_commands = kept
-
-        def convert(cmd: str) -> Any:
-            return typer.main.get_command_from_info(infos[cmd], pretty_exceptions_short=app.pretty_exceptions_short,
-                                                    rich_markup_mode=self.rich_markup_mode)
-
-        group.commands = LazyCommands({}, infos, convert)
-        return group
+    _listing = False
 
     def listed(self, name: str) -> Any:
-        """The group as the root's help lists it, from GROUPS: its name and help, nothing imported."""
-        return HelpGroup(name=name, help=GROUPS[name][1], rich_markup_mode=self.rich_markup_mode)
+        return self.commands.get(name)
 
     def list_commands(self, ctx: Any) -> list[str]:
-        return list(self.commands)  # names only: TyperGroup's would build every group for its values
+        return list(self.commands)  # names only: TyperGroup's would build every command for its values
 
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
         commands = self.commands
-        if self._listing and isinstance(commands, LazyCommands) and cmd_name in GROUPS \
+        if self._listing and isinstance(commands, LazyCommands) and cmd_name in commands \
                 and not commands.loaded(cmd_name):
             return self.listed(cmd_name)
         return commands.get(cmd_name)
@@ -260,6 +227,68 @@ class KadminGroup(HelpGroup):
             super().format_help(ctx, formatter)
         finally:
             self._listing = False
+
+
+class CommandGroup(ListingGroup):
+    """A group of GROUPS once imported: each command is converted by Typer when it is looked up (the one that
+    runs), and its help lists the commands from their CommandInfo, as Typer's conversion would name them."""
+
+    infos: dict[str, CommandInfo]  # set by KadminGroup._load_group, with the commands
+
+    def listed(self, name: str) -> Any:
+        """The command as the group's help lists it: what typer.main.get_command_from_info makes of its
+        CommandInfo, without its parameters and callback (tests/cli/test_lazy_groups.py compares the two)."""
+        info = self.infos[name]
+        doc = inspect.getdoc(info.callback) if info.help is None else inspect.cleandoc(info.help)
+        return (info.cls or TyperCommand)(
+            name=name, help=doc, short_help=info.short_help, hidden=info.hidden, deprecated=info.deprecated,
+            rich_markup_mode=self.rich_markup_mode, rich_help_panel=info.rich_help_panel)
+
+
+class KadminGroup(ListingGroup):
+    """The root command: parse errors become one line (and the envelope under -o json) instead of Typer's
+    rich boxes. Typer formats them only in standalone mode (typer.core._main), so the parse runs without it
+    and this method exits instead; --help, --version and every command's exit code pass through unchanged.
+    An override of TyperGroup.main, a public click method, the tested Typer range is pinned in pyproject.
+
+    Its groups are lazy (LazyCommands): a group's module is imported when the group is looked up, and the
+    root's help lists the groups not yet imported from GROUPS (`listed`) instead of importing them."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands = LazyCommands(self.commands, GROUPS, self._load_group)
+
+    def _load_group(self, name: str) -> Any:
+        """The click group of GROUPS[name], as `app.add_typer(module.app, cls=HelpGroup)` would build it,
+        except that each of its commands is converted by Typer when it is looked up (the one that runs),
+        not all of them up front, and its help lists them unconverted (CommandGroup)."""
+        sub = importlib.import_module(GROUPS[name][0]).app
+        infos = {i.name or typer.main.get_command_name(i.callback.__name__): i  # type: ignore[union-attr]
+                 for i in sub.registered_commands}
+        assert not sub.registered_groups, f"kadmin {name}: nested groups are not lazily built"
+        kept, sub.registered_commands = sub.registered_commands, []
+        try:  # the group itself (its callback, help, settings), without commands
+            group = typer.main.get_group_from_info(
+                TyperInfo(sub, cls=CommandGroup),
+                pretty_exceptions_short=app.pretty_exceptions_short,
+                suggest_commands=self.suggest_commands,
+                rich_markup_mode=self.rich_markup_mode,
+            )
+        finally:
+            sub.registered_commands = kept
+        assert isinstance(group, CommandGroup)
+
+        def convert(cmd: str) -> Any:
+            return typer.main.get_command_from_info(infos[cmd], pretty_exceptions_short=app.pretty_exceptions_short,
+                                                    rich_markup_mode=self.rich_markup_mode)
+
+        group.commands = LazyCommands({}, infos, convert)
+        group.infos = infos
+        return group
+
+    def listed(self, name: str) -> Any:
+        """The group as the root's help lists it, from GROUPS: its name and help, nothing imported."""
+        return HelpGroup(name=name, help=GROUPS[name][1], rich_markup_mode=self.rich_markup_mode)
 
     def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,  # type: ignore[override]
              complete_var: str | None = None, standalone_mode: bool = True, **extra: Any) -> Any:

@@ -5,7 +5,8 @@ BrokerEpochs, LeadershipMoves, ControllerLinks, BrokerIds, QuorumSource, Unregis
 MigrationSource, ClusterIdentity). kadmin/cluster/connect.py's `open_backend` decides the mode, once, and builds a
 Backend whose properties hand out that mode's implementations, opened on first use. A capability the
 mode (or the address given) lacks is absent: asking for it raises the one exit-3 error naming the
-command and what to use instead. Implementations return domain values, never library objects.
+command and what to use instead. Implementations return domain values, never library objects. The rarer
+capabilities' value types are defined in kadmin/cluster/values.py and named here: a gate does not create them.
 """
 
 from __future__ import annotations
@@ -19,6 +20,13 @@ from kadmin.errors import ConfigError
 from kadmin.results import Problem, Progress
 
 if TYPE_CHECKING:  # annotations only: a gate that reads registrations does not build the drain's or quorum's types
+    from kadmin.cluster.values import (  # noqa: F401 - KraftBroker: named through here too
+        ClusterDescription,
+        IdState,
+        KraftBroker,
+        QuorumSetting,
+        ShutdownReply,
+    )
     from kadmin.domain.drain import Key, PartitionView, Unknown
     from kadmin.domain.features import FeatureState
     from kadmin.domain.lease import Holder, LeaseTry
@@ -73,20 +81,6 @@ class PartitionStream:
     unreadable: dict[str, str] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class IdState:
-    """What broker-id assignment reads: registrations, host mappings, /brokers/seqid, assignments."""
-
-    registered: dict[int, str | None]
-    mappings: dict[str, tuple[int, int]]  # host -> (broker id, znode data version)
-    seqid_version: int  # -1 when /brokers/seqid does not exist
-    hosts_version: int  # /brokers/hosts' data version: every write bumps it (claims serialize on it)
-    # broker id -> (topic, partition) naming it as a replica (or adding it), for the ids NOT registered
-    # (in `registered`) only: all any verdict needs, and bounded at a million partitions
-    assigned: dict[int, list[tuple[str, int]]]
-    problems: list[Problem] = field(default_factory=list)
-    invalid_mappings: dict[str, tuple[str, int]] = field(default_factory=dict)  # host -> (why, data version)
-
 
 class Contention(Exception):
     """A conditional write lost a race (a version or existence check failed): read again and retry."""
@@ -112,21 +106,6 @@ class RegistrationTick:
     resynced: bool = False
 
 
-@dataclass(frozen=True)
-class KraftBroker:
-    id: int
-    host: str
-    port: int
-    rack: str | None
-    fenced: bool | None  # None: unknown (DescribeCluster below v2 lists only unfenced brokers: False)
-
-
-@dataclass(frozen=True)
-class ClusterDescription:
-    cluster_id: str | None
-    controller_id: int
-    brokers: list[KraftBroker]
-    version: int
 
 
 def error_name(code: int) -> str:
@@ -147,23 +126,6 @@ def update_metadata_sizes(partitions: Sequence[PartitionState], brokers: Sequenc
 QUORUM_FETCH_TIMEOUT = "controller.quorum.fetch.timeout.ms"
 
 
-@dataclass(frozen=True)
-class QuorumSetting:
-    """A quorum setting as read from the cluster. value None: it could not be read (`source` says why, and what
-    permission or address would let kadmin read it)."""
-
-    name: str  # "controller.quorum.fetch.timeout.ms"
-    value: int | None
-    # where the value was read ("controller 3001 (DescribeConfigs)"; "broker 1 (DescribeConfigs): the controllers
-    # could not be asked: ..."), or why it is unknown
-    source: str
-
-
-@dataclass(frozen=True)
-class ShutdownReply:
-    version: int
-    error_code: int
-    remaining: list[tuple[str, int]]
 
 
 # ---------------------------------------------------------------------------------------------- capabilities
@@ -342,6 +304,20 @@ class ClusterIdentity(Protocol):
     source: str  # where the id is read: "zookeeper /cluster/id", "DescribeCluster"
 
     def cluster_id(self) -> str | None: ...
+
+
+# The rarer capabilities' value types (kadmin/cluster/values.py), created when one is first named here
+VALUES = ("IdState", "KraftBroker", "ClusterDescription", "QuorumSetting", "ShutdownReply")
+
+if not TYPE_CHECKING:
+    def __getattr__(name: str) -> type:
+        if name not in VALUES:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        from kadmin.cluster import values
+
+        cls = getattr(values, name)
+        globals()[name] = cls
+        return cls
 
 
 # ---------------------------------------------------------------------------------------------- the backend

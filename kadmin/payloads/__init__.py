@@ -7,8 +7,9 @@ form. Here, below both services and render (which may not import each other), fo
 `quorum`, `cluster`, `ids`, `features` and `migration`, with the pieces they share; the other command groups (`history`,
 `sandbox`) have theirs in kadmin/payloads_ops.py.
 
-One module a command group (common, brokers, gates, partitions, moves, quorum, cluster, ids, features), each loaded
-when one of its classes is first named: `from kadmin.payloads import MaxEpoch` builds the gates' two classes only.
+One module a command group (common, brokers, gates, can_stop, partitions, moves, quorum, cluster, ids, features), each
+loaded when one of its classes is first named: `from kadmin.payloads import MaxEpoch` builds the gates' two
+classes only.
 A frozen dataclass costs 0.5-1.5 ms to create on Python 3.11 (an `exec` per generated method); a gate that
 built all 48 spent a third of its start-up here (issue 24 §2). HOME says where each class lives;
 tests/unit/test_payloads.py holds it to the modules.
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
         Reincarnated,
         Unregistered,
     )
+    from kadmin.payloads.can_stop import CanStop
     from kadmin.payloads.cluster import ClusterId, ClusterIdCheck, MetaPropertiesFile
     from kadmin.payloads.common import TopicPartition, UnseenBroker, UnseenPartition
     from kadmin.payloads.features import (
@@ -65,7 +67,7 @@ if TYPE_CHECKING:
         ShutdownSent,
         Undrain,
     )
-    from kadmin.payloads.partitions import Blocked, CanStop, CheckFinding, InSync, PartitionRow, PartitionsCheck
+    from kadmin.payloads.partitions import Blocked, CheckFinding, InSync, PartitionRow, PartitionsCheck
     from kadmin.payloads.quorum import (
         EnsembleMember,
         Latency,
@@ -83,7 +85,8 @@ HOME: dict[str, str] = {
     **dict.fromkeys(("BrokerRow", "LoggedBrokerRow", "BrokerShow", "Bounced", "Reincarnated", "BrokersDiff",
                      "BrokerEvent", "FencingEvent", "Unregistered"), "brokers"),
     **dict.fromkeys(("MaxEpoch", "BrokerWait"), "gates"),
-    **dict.fromkeys(("PartitionRow", "CheckFinding", "PartitionsCheck", "Blocked", "CanStop", "InSync"), "partitions"),
+    "CanStop": "can_stop",
+    **dict.fromkeys(("PartitionRow", "CheckFinding", "PartitionsCheck", "Blocked", "InSync"), "partitions"),
     **dict.fromkeys(("ShutdownRequest", "Shutdown", "ShutdownRefused", "ShutdownDryRun", "ShutdownSent", "Reorder",
                      "MoveRefused", "NotPreferred", "Drain", "Undrain"), "moves"),
     **dict.fromkeys(("Latency", "EnsembleMember", "ServingMember", "QuorumReplica", "QuorumDescription",

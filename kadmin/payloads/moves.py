@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from kadmin.payloads.can_stop import CanStop
 from kadmin.payloads.common import TopicPartition
-from kadmin.payloads.partitions import CanStop
 from kadmin.results import Payload
 
 

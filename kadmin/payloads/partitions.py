@@ -83,19 +83,6 @@ class Blocked(Payload):
 
 
 @dataclass(frozen=True)
-class CanStop(Payload):
-    """`brokers can-stop`'s verdict (also in `brokers shutdown`'s refusal and dry run)."""
-
-    broker_id: int
-    safe: bool
-    hosted_partitions: int
-    blocking: tuple[Blocked, ...]
-    never_satisfiable: tuple[Blocked, ...]  # kept for the contract: always empty since Kafka 3.7 (KAFKA-15583)
-    # added (KRaft): the broker's log dirs could not be listed, so not every partition it hosts was seen
-    unseen: tuple[UnseenBroker, ...]
-
-
-@dataclass(frozen=True)
 class InSync(Payload):
     """`brokers wait --in-sync`."""
 

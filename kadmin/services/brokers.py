@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from kadmin import interrupts, payloads  # payloads.X: a group's payload classes are built when first named
 from kadmin.cluster.base import BrokerEpochs, Registrations, RegistrationTick, Unregistration
-from kadmin.domain import epochs
 from kadmin.domain.addresses import host_port
 from kadmin.domain.models import Broker, Registered
 from kadmin.domain.znodes import INT32_MAX, INT64_MAX, INT64_MIN, loads_strict, show_value
@@ -108,6 +107,8 @@ def show_broker(cluster: BrokerEpochs, broker_id: int) -> Result[BrokerShow]:
 
 
 def max_epoch(cluster: BrokerEpochs) -> Result[MaxEpoch]:
+    from kadmin.domain import epochs  # here and in diff and watch: `brokers wait` builds none of its types
+
     listing = cluster.list_brokers()
     found = epochs.max_broker_epoch({b.id: b.epoch for b in listing.brokers})
     data = payloads.MaxEpoch(max_broker_epoch=found[0] if found else None, broker_id=found[1] if found else None,
@@ -170,6 +171,8 @@ def parse_saved_epochs(text: str, name: str) -> dict[int, int]:
 
 
 def diff(cluster: BrokerEpochs, before: Mapping[int, int], exit_code_on_change: bool = False) -> Result[BrokersDiff]:
+    from kadmin.domain import epochs
+
     listing = cluster.list_brokers()
     after = {b.id: b.epoch for b in listing.brokers}
     d = epochs.classify(before, after)
@@ -217,6 +220,8 @@ def watch(
 
     Raises ConditionNotMet when `count` was asked for and not reached in time.
     """
+    from kadmin.domain import epochs
+
     emitted = 0
     before: dict[int, Registered] | None = None
     last_epochs: dict[int, int] = {}

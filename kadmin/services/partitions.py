@@ -7,8 +7,9 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
+from kadmin import payloads  # payloads.X: a group's payload classes are built when first named
 from kadmin.cluster.base import MIN_ISR_FALLBACK as FALLBACK
 from kadmin.cluster.base import Partitions, PartitionScan, PartitionStream
 from kadmin.domain import partitions as rules
@@ -16,25 +17,17 @@ from kadmin.domain.models import Coverage, PartitionState
 from kadmin.domain.text import plural
 from kadmin.errors import NotFound
 from kadmin.exit_codes import ExitCode, Verdict
-from kadmin.payloads import (
-    Blocked,
-    CanStop,
-    CheckFinding,
-    InSync,
-    PartitionRow,
-    PartitionsCheck,
-    TopicPartition,
-    UnseenBroker,
-    UnseenPartition,
-)
 from kadmin.results import Problem, Progress, Result
+
+if TYPE_CHECKING:
+    from kadmin.payloads import CanStop, InSync, PartitionRow, PartitionsCheck, UnseenBroker
 
 T = TypeVar("T")
 
 
 def partition_row(p: PartitionState) -> PartitionRow:
     """A `partitions list` row: a JSON contract (keys pinned by a test)."""
-    return PartitionRow(
+    return payloads.PartitionRow(
         topic=p.topic,
         partition=p.partition,
         leader=p.leader,
@@ -128,7 +121,7 @@ def covered(cluster: Partitions, wanted: rules.TopicFilter | None, brokers: list
 
 def unseen_brokers(unread: Iterable[tuple[int, str]]) -> tuple[UnseenBroker, ...]:
     """The `unseen` list: each broker whose log dirs could not be listed, and why (what would let kadmin)."""
-    return tuple(UnseenBroker(b, why) for b, why in sorted(unread))
+    return tuple(payloads.UnseenBroker(b, why) for b, why in sorted(unread))
 
 
 def recorded(parts: Iterable[PartitionState], seen: set[rules.Key], named: set[int]) -> Iterable[PartitionState]:
@@ -247,10 +240,10 @@ def check(cluster: Partitions, progress: Progress | None = None, min_isr_default
         verdict = Verdict.UNKNOWN
     deleting = summary_of.deleting
     count = summary_of.partitions
-    data = PartitionsCheck(
+    data = payloads.PartitionsCheck(
         status=verdict.name.lower(),
         partitions=count,
-        findings=tuple(CheckFinding(f.topic, f.partition, f.reasons) for f in found),
+        findings=tuple(payloads.CheckFinding(f.topic, f.partition, f.reasons) for f in found),
         deleting=tuple(deleting),
         unseen=unseen_brokers(unread.items()),
     )
@@ -276,12 +269,12 @@ def check(cluster: Partitions, progress: Progress | None = None, min_isr_default
 
 
 def verdict_payload(v: rules.StopVerdict) -> CanStop:
-    return CanStop(
+    return payloads.CanStop(
         broker_id=v.broker_id,
         safe=v.safe,
         hosted_partitions=v.hosted,
-        blocking=tuple(Blocked(b.topic, b.partition, b.reason) for b in v.blocking),
-        never_satisfiable=tuple(Blocked(b.topic, b.partition, b.reason) for b in v.never),
+        blocking=tuple(payloads.Blocked(b.topic, b.partition, b.reason) for b in v.blocking),
+        never_satisfiable=tuple(payloads.Blocked(b.topic, b.partition, b.reason) for b in v.never),
         unseen=unseen_brokers(v.unseen),
     )
 
@@ -466,14 +459,14 @@ class _InSyncWait:
     def result(self, timeout: float) -> Result[InSync]:
         bid, hidden, blind, waiting, unread = self.broker_id, self.hidden, self.blind, self.waiting, self.unread
         met = not waiting and not hidden and not blind and self.live
-        data = InSync(
+        data = payloads.InSync(
             broker_id=bid,
             in_sync=met,
             hosted_partitions=self.hosted,
-            waiting=tuple(TopicPartition(t, p) for t, p in sorted(waiting)),
+            waiting=tuple(payloads.TopicPartition(t, p) for t, p in sorted(waiting)),
             waited_ms=int((self.clock() - self.start) * 1000),
             live=self.live,
-            unseen=unseen_brokers(blind.items()) + tuple(UnseenPartition(bid, t, p, rules.hidden_reason(t, on))
+            unseen=unseen_brokers(blind.items()) + tuple(payloads.UnseenPartition(bid, t, p, rules.hidden_reason(t, on))
                                                          for (t, p), on in hidden),
         )
         if hidden:

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import contextlib
+from typing import TYPE_CHECKING
 
 from kadmin import interrupts
-from kadmin.cluster.base import Contention, IdState
+from kadmin.cluster.base import Contention
 from kadmin.cluster.zookeeper.reads import TOPICS, ZkReads
 from kadmin.domain import znodes
 from kadmin.errors import KadminError
 from kadmin.results import Problem, Progress
+
+if TYPE_CHECKING:
+    from kadmin.cluster.values import IdState
 
 HOSTS = "/brokers/hosts"
 SEQID = "/brokers/seqid"
@@ -17,6 +21,7 @@ SEQID = "/brokers/seqid"
 
 class ZkIds(ZkReads):
     def id_state(self, with_assignments: bool = True, progress: Progress | None = None) -> IdState:
+        from kadmin.cluster.values import IdState  # here: a gate, which reads no id state, does not build it
         from kadmin.domain.ids import decode_mapping
 
         listing = self.list_brokers()

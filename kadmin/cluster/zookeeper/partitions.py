@@ -10,7 +10,6 @@ from kazoo.exceptions import NoNodeError
 from kadmin.cluster.base import PartitionScan, PartitionStream
 from kadmin.cluster.zookeeper.reads import IDS, TOPICS, ZkReads
 from kadmin.domain import znodes
-from kadmin.domain.lease import LEASE_TOPIC
 from kadmin.domain.models import MinIsrConfig, PartitionState
 from kadmin.errors import KadminError
 from kadmin.results import Problem, Progress
@@ -70,6 +69,8 @@ class ZkPartitions(ZkReads):
         ids, problems = self._ids(self._children(IDS))
         live = frozenset(ids)
         # kadmin's leadership lease topic (kadmin/domain/lease.py) holds no data: left out unless named
+        from kadmin.domain.lease import LEASE_TOPIC  # here: max-epoch and wait build no lease types
+
         names = sorted(set(self._children(TOPICS)) - {LEASE_TOPIC}) if topics is None else list(topics)
         broker_min_isr, bad_default, bad_brokers = self._broker_min_isr(problems)
         from kadmin.domain.partitions import DEFAULT
