@@ -298,12 +298,20 @@ def check_after(c: Cluster, before: dict[int, int]) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------------------------ the shares
 def spans(events: list[dict[str, Any]]) -> dict[str, list[tuple[float, float]]]:
-    """Each step's time spans (start, end) from its `done` events (`at` minus `elapsed_s`)."""
+    """Each step's time spans (start, end): from its `started` event's `at`, `elapsed_s` long, and never past its
+    `done` event's `at`. A batch's hooks are journaled done together once the last has ended, each with its own
+    elapsed_s: the `done` event's `at` minus elapsed_s would shift an earlier hook's span to the last one's end."""
     out: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    began: dict[tuple[int, str], float] = {}
     for ev in events:
-        if ev.get("event") == "step" and ev.get("status") == "done":
-            end = rollbench.iso(str(ev["at"]))
-            out[str(ev["step"])].append((end - float(ev.get("elapsed_s", 0.0)), end))
+        if ev.get("event") != "step":
+            continue
+        key, at = (int(ev["node"]), str(ev["step"])), rollbench.iso(str(ev["at"]))
+        if ev.get("status") == "started":
+            began[key] = at
+        elif ev.get("status") == "done":
+            start = began.pop(key, at - float(ev.get("elapsed_s", 0.0)))
+            out[key[1]].append((start, min(at, start + float(ev.get("elapsed_s", 0.0)))))
     return out
 
 
