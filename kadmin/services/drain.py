@@ -43,6 +43,7 @@ R = TypeVar("R", Drain, Undrain)
 
 POLL_FIRST, POLL_GROWTH, POLL_MAX = 0.1, 1.5, 1.0
 QUICK_FIRST = 0.02  # s: the first pause between cheap questions (_wait_until)
+QUICK_MAX = 0.05  # s: their longest pause, unless a question takes longer (then as long as it took)
 # s: how long the leaders are not read after an election was asked, while ZooKeeper mode's controller has not
 # deleted /admin/preferred_replica_election yet (it does once the leaders are written; a cluster without an active
 # controller never does, and the leaders may be right already)
@@ -174,16 +175,22 @@ def _poll(backend: LeadershipMoves, left: Callable[[], float], done: Callable[[l
         interval = min(interval * POLL_GROWTH, POLL_MAX)
 
 
-def _wait_until(check: Callable[[], bool], left: Callable[[], float], sleep: Callable[[float], None]) -> bool:
+def _wait_until(check: Callable[[], bool], left: Callable[[], float], sleep: Callable[[float], None],
+                clock: Callable[[], float] = time.monotonic) -> bool:
     """Ask one cheap question (a znode's existence, a listing of reassignments) until it says yes, from 20 ms
-    apart growing by half: the controller applies a reordering or an election within tens of ms."""
+    apart growing by half to 50 ms: the controller applies a reordering or an election within tens to hundreds
+    of ms, and the yes is seen within 50 ms of it. A question that takes longer than that (a large cluster's
+    listing) is followed by a pause as long as it took: the questions never take more than half the time."""
     interval = QUICK_FIRST
-    while not check():
+    while True:
+        began = clock()
+        if check():
+            return True
+        took = clock() - began
         if left() <= 0 or interrupts.pending():
             return False
         sleep(min(interval, max(left(), 0.0)))
-        interval = min(interval * POLL_GROWTH, POLL_MAX)
-    return True
+        interval = min(interval * POLL_GROWTH, max(QUICK_MAX, took))
 
 
 def _within(left: Callable[[], float], clock: Callable[[], float], seconds: float) -> Callable[[], float]:

@@ -213,3 +213,40 @@ def test_cli_refuses_bad_input_before_contacting_anything(run_nozk: Run, tmp_pat
     assert r.exit_code == 3 and "--bootstrap-server" in r.stderr
     r = run_nozk("brokers", "drain", "1", "--timeout", "0", "--zookeeper", "127.0.0.1:1")
     assert r.exit_code == 2
+
+
+def test_a_drain_elects_within_50_ms_of_the_controller_applying_its_reordering(tmp_path: Path) -> None:
+    """The controller applies the reordering 0.7 s after it is asked (a busy ZooKeeper-mode controller): the
+    drain asks for the election within 50 ms of that, not at the end of a pause grown to a second (a roll drains
+    and undrains every batch: each late look was the operator's time)."""
+    from collections.abc import Iterable, Mapping
+
+    from kadmin.domain.drain import Key
+    from kadmin.services import drain as dsvc
+    from tests.unit.test_undrain_truth import Identity, Moves
+
+    now = [0.0]
+    applied_at: list[float] = []
+    elected_at: list[float] = []
+
+    class Busy(Moves):
+        def reassign(self, plan: Mapping[Key, tuple[int, ...]]) -> dict[Key, str]:
+            applied_at.append(now[0] + 0.7)
+            return super().reassign(plan)
+
+        def reassigned(self, keys: Iterable[Key]) -> bool:
+            return now[0] >= applied_at[0]
+
+        def elect_preferred(self, keys: Iterable[Key]) -> dict[Key, str]:
+            elected_at.append(now[0])
+            return super().elect_preferred(keys)
+
+    def sleep(s: float) -> None:
+        now[0] += s
+
+    m = Busy({("t", 0): (1, 2, 3), ("t", 1): (2, 1, 3), ("t", 2): (3, 2, 1)})
+    r = dsvc.drain(m, Identity(), 1, save=tmp_path / "d1.json", dry_run=False, force=False, timeout=30,
+                   sleep=sleep, clock=lambda: now[0])
+    assert int(r.exit_code) == 0, r.message
+    assert elected_at and 0 <= elected_at[0] - applied_at[0] <= 0.05 + 1e-9, (applied_at, elected_at)
+    assert all(leader != 1 for leader in m.leaders.values()), m.leaders
