@@ -278,24 +278,3 @@ def test_plan_views_show_the_estimate_only_with_from(tmp_path: Path) -> None:
     table = shown("table", estimate_from=tmp_path / "roll")
     assert "EST. SECONDS" in table and "at least" in table and "EST. SECONDS" not in shown("table")
 
-
-def test_the_live_view_counts_a_running_node_from_its_first_step_in_this_run() -> None:
-    import io
-
-    from kadmin.render import Renderer
-    from kadmin.render.roll_progress import RollProgress
-    from tests.unit.test_roll_progress import Clock, planned, step
-
-    clock = Clock()
-    err = io.StringIO()
-    p = RollProgress(Renderer("plain", io.StringIO(), err), err, clock=clock)
-    p.plan([planned(1), planned(2), planned(3)])
-    p.update(step(1, "can_stop", "started"))
-    clock.now += 60
-    p.update({"event": "node_done", "node": 1, "role": "broker", "status": "done", "elapsed_s": 60.0})
-    p.update(step(2, "can_stop", "started"))
-    clock.now += 10
-    p.update(step(2, "can_stop", "done", 10.0))
-    p.update(step(2, "drain", "started"))  # a new step: node 2 is still 10 s into its 60
-    clock.now += 10
-    assert p.summary() == "1m20s so far; 1 of 3 node(s) done; about 1m40s left (1m00s per node so far)"

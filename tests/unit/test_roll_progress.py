@@ -73,8 +73,8 @@ def test_the_rows_show_every_planned_node_what_runs_ticks_and_what_it_waits_for(
     assert "time left: after the first node" in p.summary()  # none done in this run yet: no estimate
 
 
-def test_the_time_left_is_estimated_from_the_nodes_done_in_this_run() -> None:
-    clock = Clock()
+def one_done(clock: Clock) -> RollProgress:
+    """Three brokers planned; node 1 done in 60 s; node 2's first step just begun."""
     err = io.StringIO()
     p = RollProgress(Renderer("plain", io.StringIO(), err), err, clock=clock)
     p.plan([planned(1), planned(2), planned(3)])
@@ -82,8 +82,24 @@ def test_the_time_left_is_estimated_from_the_nodes_done_in_this_run() -> None:
     clock.now += 60
     p.update({"event": "node_done", "node": 1, "role": "broker", "status": "done", "elapsed_s": 60.0})
     p.update(step(2, "can_stop", "started"))
+    return p
+
+
+def test_the_time_left_is_estimated_from_the_nodes_done_in_this_run() -> None:
+    clock = Clock()
+    p = one_done(clock)
     clock.now += 20
     # node 2 has ~40 s left of its 60, node 3 all 60: about 1m40s
+    assert p.summary() == "1m20s so far; 1 of 3 node(s) done; about 1m40s left (1m00s per node so far)"
+
+
+def test_the_live_view_counts_a_running_node_from_its_first_step_in_this_run() -> None:
+    clock = Clock()
+    p = one_done(clock)
+    clock.now += 10
+    p.update(step(2, "can_stop", "done", 10.0))
+    p.update(step(2, "drain", "started"))  # a new step: node 2 is still 10 s into its 60
+    clock.now += 10
     assert p.summary() == "1m20s so far; 1 of 3 node(s) done; about 1m40s left (1m00s per node so far)"
 
 
