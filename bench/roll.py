@@ -366,6 +366,13 @@ def kadmin_roll(c: Cluster, state: Path, stop: str, start: str, parallel: int, l
 def script_roll(c: Cluster, state: Path, stop: str, start: str, label: str) -> Roll:
     env = {**c.env, "KADMIN_BIN": kadmin_exe(), "PYTHON": sys.executable}
     cmd = ["bash", str(SCRIPT), "--stop", stop, "--start", start, "--state-dir", str(state)]
+    wall, t_start, lines = run_script(cmd, env, f"rolling-bounce-v1.sh ({label})")
+    return Roll("script", label, wall, [], lines, t_start, time.time())
+
+
+def run_script(cmd: list[str], env: dict[str, str], name: str) -> tuple[float, float, list[tuple[float, str]]]:
+    """Run a roll script to its end: (its wall time, when it began by the wall clock, its stderr lines each with
+    the wall-clock time it was read); RuntimeError with its last lines when it fails."""
     lines: list[tuple[float, str]] = []
     t_start = time.time()
     t0 = time.monotonic()
@@ -377,8 +384,8 @@ def script_roll(c: Cluster, state: Path, stop: str, start: str, label: str) -> R
     rc = p.wait()
     wall = time.monotonic() - t0
     if rc != 0:
-        raise RuntimeError(f"rolling-bounce-v1.sh ({label}) exited {rc}: " + "\n".join(x for _, x in lines[-20:]))
-    return Roll("script", label, wall, [], lines, t_start, time.time())
+        raise RuntimeError(f"{name} exited {rc}: " + "\n".join(x for _, x in lines[-20:]))
+    return wall, t_start, lines
 
 
 def step_spans(r: Roll) -> dict[str, list[tuple[float, float]]]:

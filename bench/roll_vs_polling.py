@@ -263,18 +263,7 @@ def script_roll(c: Cluster, topics_cmd: str, delay: float) -> Roll:
     cmd = ["bash", str(SCRIPT), "--stop", stop, "--start", start, "--brokers",
            " ".join(map(str, range(1, BROKERS + 1))), "--kafka-topics", topics_cmd, "--bootstrap", c.bootstrap,
            "--delay", str(delay), "--timeout", str(STEP_TIMEOUT)]
-    lines: list[tuple[float, str]] = []
-    t_start = time.time()
-    t0 = time.monotonic()
-    p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                         env=c.env)
-    assert p.stderr is not None
-    for line in p.stderr:
-        lines.append((time.time(), line.rstrip("\n")))
-    rc = p.wait()
-    wall = time.monotonic() - t0
-    if rc != 0:
-        raise RuntimeError(f"urp-poll-roll.sh exited {rc}: " + "\n".join(x for _, x in lines[-20:]))
+    wall, t_start, lines = rollbench.run_script(cmd, c.env, "urp-poll-roll.sh")
     return Roll("script", wall, t_start, time.time(), lines=lines)
 
 
