@@ -67,7 +67,7 @@ class ZkConnection:
 
 
 REFUSED_AFTER = 0.3  # s: a session not up by then is checked for members that all refuse or do not resolve
-TLS_DIAGNOSIS = 1.0  # s: the handshakes that say why TLS failed, after --connect-timeout (inside the grace)
+TLS_LATE = 0.25  # s: waited past --connect-timeout for the handshakes that say why TLS failed (they end by it)
 RETRY_PAUSE, RETRY_PAUSE_MAX = 0.05, 0.5  # s: before a request whose connection was lost is sent again
 LAST_CHANCE = 0.5  # s: after the bulk reader's member fell silent for a whole wait, to reach another member
 
@@ -190,6 +190,7 @@ class ZkSession:
 
     def start(self) -> Self:
         began = self._clock()
+        tls_why: Callable[[], str | None] | None = None
         try:
             with warnings.catch_warnings():
                 # kazoo warns when the chroot does not exist; kadmin says so itself, as an error
@@ -204,7 +205,9 @@ class ZkSession:
                     if refused:
                         threading.Thread(target=self._quiet_stop, name="kadmin-zk-stop", daemon=True).start()
                         raise ClusterUnreachable(f"cannot connect to {self.conn.where}: {refused}")
-                    started.wait(timeout=self.conn.timeout - first)
+                    if self.conn.use_tls:  # why TLS fails, found while kazoo tries: said at the time-out
+                        tls_why = self._tls_refusal_meanwhile(began + self.conn.timeout)
+                    started.wait(timeout=max(began + self.conn.timeout - self._clock(), 0.0))
                 if not self.zk.connected:
                     raise KazooTimeoutError("Connection time-out")
                 if self.zk.chroot:  # what kazoo's start() does too: an auth failure shows here
@@ -215,7 +218,7 @@ class ZkSession:
             # hung server for the whole session timeout: stop it in the background (its threads are
             # daemons), so --timeout is the time this takes.
             threading.Thread(target=self._quiet_stop, name="kadmin-zk-stop", daemon=True).start()
-            refused = self._tls_refusal() if self.conn.use_tls else None
+            refused = tls_why() if tls_why else None
             if refused:
                 raise ClusterUnreachable(f"cannot connect to {self.conn.where}: {refused}") from e
             raise ClusterUnreachable(
@@ -258,11 +261,26 @@ class ZkSession:
                 return None  # no answer yet (a slow or filtered host): the time-out decides
         return "; ".join(said) if said else None
 
-    def _tls_refusal(self, budget: float = TLS_DIAGNOSIS) -> str | None:
-        """Why TLS failed, when kazoo gave up without saying: kazoo retries a certificate it refuses
+    def _tls_refusal_meanwhile(self, until: float) -> Callable[[], str | None]:
+        """_tls_refusal in the background, ending by `until` (on the session's clock): kazoo's own attempts
+        run meanwhile. The function returned gives its answer, waiting at most TLS_LATE for it."""
+        box: list[str | None] = []
+        done = threading.Event()
+
+        def run() -> None:
+            try:
+                box.append(self._tls_refusal(until - self._clock()))
+            finally:
+                done.set()
+
+        threading.Thread(target=run, name="kadmin-zk-tls-why", daemon=True).start()
+        return lambda: box[0] if done.wait(TLS_LATE) and box else None
+
+    def _tls_refusal(self, budget: float) -> str | None:
+        """Why TLS fails, when kazoo would give up without saying: kazoo retries a certificate it refuses
         (host name mismatch, unknown CA) until the time-out. One handshake per member says why, all of them
         within `budget` (a server that refuses a certificate says so at once; one that does not answer the
-        ClientHello at all is not waited on past it: this runs after --connect-timeout, inside the grace)."""
+        ClientHello at all is not waited on past it)."""
         import socket
         import ssl
         import time
