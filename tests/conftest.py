@@ -22,6 +22,7 @@ from kadmin.cli.app import app
 from kadmin.sandbox.fleet import ThreadedFleet
 from kadmin.sandbox.ports import free_port
 from kadmin.sandbox.zkserver import Ensemble, ZkServer, tls_config
+from tests.support import spark_jvm
 from tests.support.hung import hung  # noqa: F401 - a fixture for every test (a server that never answers)
 
 pytest_plugins = ["tests.support.schedule"]  # the order for pytest-xdist: the longest scopes first
@@ -32,6 +33,10 @@ pytest_plugins = ["tests.support.schedule"]  # the order for pytest-xdist: the l
 # Ctrl-C tests are about a user's terminal, where SIGINT interrupts: give the suite that.
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+# every Spark JVM of the suite: C1 only (tests/support/spark_jvm.py)
+for _k, _v in spark_jvm.ENV.items():
+    os.environ.setdefault(_k, _v)
 
 
 @pytest.fixture(autouse=True)

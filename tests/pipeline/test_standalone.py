@@ -26,6 +26,7 @@ from kazoo.client import KazooClient
 from kadmin.sandbox.fleet import BrokerSpec, ThreadedFleet
 from kadmin.sandbox.ports import free_port
 from kadmin.sandbox.zkserver import Ensemble, pid_alive, stop_pid
+from tests.support import spark_jvm
 
 pytestmark = pytest.mark.integration
 
@@ -168,7 +169,7 @@ def _zk_log(base: Path) -> tuple[Path, dict[int, list[int]]]:
 
 
 def _kadmin(*args: str, timeout: float) -> tuple[int, dict[str, Any], str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_", "PYSPARK_"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_", "PYSPARK_"))} | spark_jvm.ENV
     p = subprocess.run([sys.executable, "-m", "kadmin", *args, "-o", "json"], capture_output=True, text=True,
                        timeout=timeout, env=env, stdin=subprocess.DEVNULL)
     try:

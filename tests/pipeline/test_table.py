@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Run
+from tests.support import spark_jvm
 
 pytestmark = pytest.mark.integration
 
@@ -50,7 +51,7 @@ def ingest(run_nozk: Run, paths: list[Path], out: Path, *extra: str, cluster: st
 
 def _env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_", "PYSPARK_", "KADMIN_"))}
-    env.update(extra)
+    env.update(spark_jvm.ENV, **extra)
     return env
 
 
