@@ -12,22 +12,15 @@ refuses connections. No real ZooKeeper or Kafka is needed here (tests/integratio
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from kadmin.config import Sourced, resolve
+from tests.support.hung import timed
 
 SLACK = 2.0  # thread start-up and a loaded machine
 NOWHERE = "127.0.0.1:1"
 
 
-
-
-def timed(run, *argv: str, env: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
-    start = time.monotonic()
-    r = run(*argv, env=env)
-    return r, time.monotonic() - start
 
 
 def context(tmp_path, body: str) -> None:  # type: ignore[no-untyped-def]

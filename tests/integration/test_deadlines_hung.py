@@ -16,7 +16,6 @@ waited the whole --connect-timeout on the first bootstrap address before trying 
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,7 @@ import pytest
 
 from kadmin.cluster.zookeeper.reads import SMALL_READS
 from kadmin.sandbox.fleet import BrokerSpec, ThreadedFleet
-from tests.support.hung import Hung, Proxy, kafka_request_other_than_api_versions, zookeeper_request
+from tests.support.hung import Hung, Proxy, kafka_request_other_than_api_versions, timed, zookeeper_request
 from tests.support.kraft_server import UNREGISTER_BROKER, KraftServer, Scenario
 
 pytestmark = pytest.mark.integration
@@ -47,12 +46,6 @@ def warm() -> None:
     import kadmin.cluster.zookeeper
     import kadmin.services.partitions
     import kadmin.services.shutdown  # noqa: F401
-
-
-def timed(run: Any, *argv: str) -> tuple[Any, float]:
-    start = time.monotonic()
-    r = run(*argv)
-    return r, time.monotonic() - start
 
 
 def one_error_line(stderr: str) -> str:

@@ -246,9 +246,13 @@ def test_pause_continue_and_pause_after_hold_the_next_node(c: Cluster, producer:
         r = c.kadmin("roll", verb, "--state", str(state))
         assert r.returncode == 0, f"roll {verb}: exit {r.returncode}\n{r.stderr}"
 
+    # node b's start hook waits for the pause file (at most 300 s), so `roll pause` lands while b runs however slowly
+    # the command starts on a busy machine (else b, and then z, could be done before it)
+    held = (f"i=0; if [ {{id}} = {b} ]; then until [ -e {shlex.quote(str(pause_file))} ] || [ $i -ge 3000 ]; "
+            f"do sleep 0.1; i=$((i+1)); done; fi; {hook_args(c.hook, counter)[3]}")
     with writing(producer):
         # --pause-after 1: paused once the first node is done, the pause file written
-        run = roll(c, state, counter, *args)
+        run = roll(c, state, counter, *args, start=held)
         p1 = run.wait_event(event("paused"), WAIT, "the --pause-after pause")
         assert p1["by"] == "--pause-after" and p1["done"] == [a], p1
         assert pause_file.exists()
