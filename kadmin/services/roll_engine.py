@@ -345,6 +345,11 @@ class Roller:
             reason = "unreachable" if int(e.exit_code) == ExitCode.UNREACHABLE else "error"
             return self.stopped(StepFailed(reason, e.message))
         self.event(ev.RollDone(now_iso(), round(self.clock() - self.began, 3)))
+        late = self.journal.dir / PAUSE_FILE
+        if late.exists():  # else it would hold the next roll in DIR, and `roll continue` refuses a finished one
+            late.unlink(missing_ok=True)
+            self.say("a `roll pause` came after the last node or batch had begun: nothing was left to hold "
+                     "(its pause file is removed)")
         data = report(self.state, self.journal.dir)
         skipped = [r.node for r in data.nodes if r.status == "skipped"]
         return Result(data=data, message=f"rolled {sum(1 for r in data.nodes if r.status == 'done')} node(s)"

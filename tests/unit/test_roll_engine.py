@@ -873,6 +873,21 @@ def test_roll_pause_while_running_holds_the_next_node_and_ctrl_c_while_paused_is
     assert roll_svc.status(d).data.status == "done"
 
 
+def test_roll_pause_during_the_last_node_ends_the_roll_and_leaves_no_pause_behind(tmp_path: Path) -> None:
+    from kadmin.services import roll as roll_svc
+
+    fc = zk(tmp_path)
+    d = tmp_path / "roll"
+    r = Roll(fc, d, nodes=(1,))
+    r.events = Trigger((is_("step", 1), lambda: roll_svc.pause(d, True)))
+    res = r()
+    assert int(res.exit_code) == 0, res.message
+    each_once(fc, [1])
+    assert not (d / "pause").exists()  # a later roll in DIR is not held by it
+    assert "paused" not in [e["event"] for e in r.journal()]
+    assert any("came after the last node or batch had begun" in line for line in r.said), r.said
+
+
 def test_roll_pause_and_continue_refuse_a_directory_without_a_roll(tmp_path: Path) -> None:
     from kadmin.errors import UsageError
     from kadmin.services import roll as roll_svc
