@@ -99,6 +99,18 @@ def write_rate(where: Path, size: int) -> float:
     return size / took
 
 
+def manifest_write(where: Path, size: int) -> float:
+    """Seconds to replace a file of `size` bytes atomically as the table's commit does its manifest: write, fsync,
+    rename, fsync the directory (kadmin.pipeline.table._write_json_atomically)."""
+    from kadmin.pipeline.table import _write_json_atomically
+
+    t0 = time.perf_counter()
+    _write_json_atomically(where / "manifest-rate.tmp", "x" * size)
+    took = time.perf_counter() - t0
+    (where / "manifest-rate.tmp").unlink()
+    return took
+
+
 def jvm_start() -> float:
     from kadmin.sandbox.zkserver import java_binary
 
@@ -280,6 +292,7 @@ def measure(name: str, files: list[Path], root: Path, work: Path, args: argparse
     output = sum(f.stat().st_size for f in out.rglob("*.parquet"))
     manifest = sum(f.stat().st_size for f in out.glob("_*.json"))
     rates["write"] = write_rate(out, output)
+    rates["manifest_s"] = manifest_write(out, manifest)
     say(f"  output {output / 1e6:,.1f} MB of Parquet; write + fsync of a file that size: "
         f"{rates['write'] / 1e6:,.0f} MB/s")
     base = baseline(files)
@@ -295,10 +308,11 @@ def measure(name: str, files: list[Path], root: Path, work: Path, args: argparse
         SPLIT: (size, "read", None), PARSE: (size, "read", None),
         CLASSIFY: (rows.get(CLASSIFY, {}).get("shuffle", 0), "copy", None),
         IDS: (rows.get(IDS, {}).get("shuffle", 0), "copy", None),
-        WRITE: (output, "write", None), COMMIT: (manifest, "write", None)}
+        WRITE: (output, "write", None), COMMIT: (manifest, "manifest", rates["manifest_s"])}
     rate_words = {"read": f"read {rates['read'] / 1e6:,.0f} MB/s",
                   "copy": f"memory copy {rates['copy'] / 1e6:,.0f} MB/s",
-                  "write": f"write + fsync {rates['write'] / 1e6:,.0f} MB/s", "a JVM's start": "a JVM's start"}
+                  "write": f"write + fsync {rates['write'] / 1e6:,.0f} MB/s", "a JVM's start": "a JVM's start",
+                  "manifest": "one atomic manifest write"}
     table = []
     say(f"  {'stage':<42} {'own s':>7} {'bytes touched':>14} {'rate used':<26} {'floor s':>8} {'own/floor':>9} "
         f"{'task CPU s':>10} {'spill MB':>8}")
