@@ -29,6 +29,11 @@ from kadmin.pipeline.table import Table, fault
 
 SPLIT_BYTES = 32 * 1024 * 1024
 DAMAGE = "_damage"
+# The descriptions of the ingest's Spark jobs, one per step (`spark.step`: the Spark UI and event log name them so).
+# The windows, ids and dedupe are one action: Spark runs them lazily, in the stages of one count.
+SPLIT, PARSE, CLASSIFY, AGAINST_TABLE, WRITE = (
+    f"kadmin ingest: {s}" for s in ("split offsets", "read + parse into Arrow", "classify (windows), ids + dedupe",
+                                     "dedupe against the table", "Parquet write"))
 
 
 @dataclass(frozen=True)
@@ -249,6 +254,8 @@ def ingest(spark: Any, found: Discovery, cluster: str, table: Table, run_id: str
     Arrow path is tested against)."""
     from pyspark.sql import functions as F
 
+    from kadmin.pipeline.spark import step
+
     sources = found.sources
     summary = IngestSummary(files=len(sources), bytes=sum(s.size for s in sources), skipped=found.skipped,
                             unreadable=found.unreadable)
@@ -259,7 +266,8 @@ def ingest(spark: Any, found: Discovery, cluster: str, table: Table, run_id: str
     work: list[tuple[str, str, int, int | None]] = [(s.kind, s.path, 0, None) for s in sources if s.kind != "zk-txnlog"]
     if zk:
         target = split_bytes
-        work += sc.parallelize(zk, len(zk)).flatMap(lambda s: split_source(s, target)).collect()
+        with step(spark, SPLIT):
+            work += sc.parallelize(zk, len(zk)).flatMap(lambda s: split_source(s, target)).collect()
     summary.ranges = len(work)
     crc = crc32c_impl()[1]
     if executor == "rows":
@@ -273,7 +281,9 @@ def ingest(spark: Any, found: Discovery, cluster: str, table: Table, run_id: str
         raw = items.mapInArrow(map_ranges(cluster, chroot, crc), spark_schema()).persist()
     prior = table.read(spark).filter(F.col("cluster") == cluster)
     try:
-        summary.damage = [json.loads(r.detail) for r in raw.filter(F.col("event") == DAMAGE).select("detail").collect()]
+        with step(spark, PARSE):  # the first reader of `raw`: parses every range into its cache
+            damaged = raw.filter(F.col("event") == DAMAGE).select("detail").collect()
+        summary.damage = [json.loads(r.detail) for r in damaged]
         events = classify_partitions(raw.filter(F.col("event") != DAMAGE), prior)
         key = F.concat_ws("|", *[F.coalesce(F.col(c).cast("string"), F.lit("")) for c in
                                  ("cluster", "source", "position", "event", "broker_id", "topic", "partition", "sub")])
@@ -283,14 +293,17 @@ def ingest(spark: Any, found: Discovery, cluster: str, table: Table, run_id: str
                   .dropDuplicates(["event_id"])
                   .persist())  # counted, then anti-joined and written: compute the windows once
         cached = events
-        summary.events_parsed = events.count()
+        with step(spark, CLASSIFY):
+            summary.events_parsed = events.count()
         events = events.join(prior.select("event_id"), "event_id", "left_anti")
         new = events.select(*OUTPUT_COLUMNS).persist()
         try:
-            summary.events_added = new.count()
+            with step(spark, AGAINST_TABLE):
+                summary.events_added = new.count()
             if summary.events_added:
                 stage = table.staging(run_id)
-                new.write.mode("errorifexists").partitionBy("cluster", "date").parquet(str(stage))
+                with step(spark, WRITE):
+                    new.write.mode("errorifexists").partitionBy("cluster", "date").parquet(str(stage))
                 fault("staged")
                 summary.committed_files = len(table.commit(run_id, cluster, summary.events_added))
         finally:

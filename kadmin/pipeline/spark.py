@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from kadmin.results import Progress
@@ -92,6 +93,19 @@ def session(master: str = "local[2]", app: str = "kadmin-history") -> Any:
     spark = b.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+@contextlib.contextmanager
+def step(spark: Any, name: str) -> Iterator[None]:
+    """The Spark jobs run inside carry `name` as their description (the Spark UI's and the event log's name of
+    the job): which step of a kadmin pipeline they are. The description before is put back after."""
+    sc = spark.sparkContext
+    before = sc.getLocalProperty("spark.job.description")
+    sc.setJobDescription(name)
+    try:
+        yield
+    finally:
+        sc.setJobDescription(before)  # None clears it
 
 
 class StageProgress:

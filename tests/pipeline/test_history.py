@@ -245,6 +245,24 @@ def test_kadmin_ndjson_source(spark, run_nozk, tmp_path):
     assert [(g["broker_id"], g["epoch"]) for g in gens] == [(4, 100), (4, 140)]
 
 
+def job_descriptions(spark):
+    """The descriptions of the session's jobs, as the Spark UI lists them (its status store)."""
+    jobs = spark.sparkContext._jsc.sc().statusStore().jobsList(None)
+    described = (jobs.apply(i).description() for i in range(jobs.size()))
+    return {d.get() for d in described if d.isDefined()}
+
+
+def test_ingest_names_its_spark_jobs_by_step(spark, run_nozk, tmp_path):
+    """An operator watching the Spark UI (or reading its event log) sees which step of the ingest each job is."""
+    from kadmin.pipeline import ingest as steps
+
+    f = tmp_path / "watch.ndjson"
+    f.write_text('{"event": "registered", "id": 4, "epoch": 100, "old_epoch": null, "at": "2026-11-22T01:00:00Z"}\n')
+    assert ingest(run_nozk, [f], tmp_path / "events", cluster="steps")[0] == 0
+    assert {steps.PARSE, steps.CLASSIFY, steps.AGAINST_TABLE, steps.WRITE} <= job_descriptions(spark)
+    assert spark.sparkContext.getLocalProperty("spark.job.description") is None  # later jobs are not named so
+
+
 def test_nothing_to_ingest_and_missing_paths(spark, run_nozk, tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
