@@ -118,12 +118,14 @@ def test_a_broker_that_is_down_but_assigned_is_not_unknown(run, three):
     three.set("/brokers/topics/t4/partitions/0/state", state(1, [1]))
     code, doc, err = run.json("brokers", "can-stop", "4")
     assert code == 0 and doc["data"]["hosted_partitions"] == 1 and "not registered now" in err
-    r = run("brokers", "wait", "4", "--in-sync", "--timeout", "0.3")
+    # --timeout also bounds connecting and the first look: 2 s leaves a loaded machine time for them (at load 17, 0.3 s
+    # ran out before the first look: exit 4, out of time, not the 1 of a wait that was never met)
+    r = run("brokers", "wait", "4", "--in-sync", "--timeout", "2")
     assert r.exit_code == 1 and "timed out" in r.stderr
     # waiting for a broker that is not registered yet is what --registered and --epoch-gt are for
-    r = run("brokers", "wait", "99", "--registered", "--timeout", "0.3")
+    r = run("brokers", "wait", "99", "--registered", "--timeout", "2")
     assert r.exit_code == 1 and "timed out" in r.stderr and "broker 99 is not registered" in r.stderr
-    r = run("brokers", "wait", "99", "--epoch-gt", "0", "--timeout", "0.3")
+    r = run("brokers", "wait", "99", "--epoch-gt", "0", "--timeout", "2")
     assert r.exit_code == 1 and "timed out" in r.stderr
 
 
