@@ -52,6 +52,7 @@ sys.path.insert(0, str(REPO / "bench"))
 
 import history as zkbench  # noqa: E402  (bench/history.py: ZooKeeper input, run_ingest, read_all, TxnLogToolkit)
 import history_kraft as kbench  # noqa: E402  (bench/history_kraft.py: KRaft input, DumpLogSegments)
+from roll import covered as union  # noqa: E402  (bench/roll.py: the wall time intervals cover together)
 
 from kadmin.pipeline import ingest as steps  # noqa: E402  (the job descriptions of the ingest's steps)
 
@@ -208,15 +209,6 @@ def step_of(stage: dict[str, Any], roles: dict[int, str]) -> str:
             return CLASSIFY if CLASSIFY in found else IDS
         return CLASSIFY if "Window" in stage.get("scopes", []) else IDS  # no SQL metric seen: the RDDs' scopes
     return f"other ({desc})"
-
-
-def union(intervals: list[tuple[float, float]]) -> float:
-    total, end = 0.0, float("-inf")
-    for a, b in sorted(intervals):
-        if b > end:
-            total += b - max(a, end)
-            end = b
-    return total
 
 
 def gaps(ready: float, spans: list[tuple[float, float, str]], last: float) -> list[dict[str, Any]]:
