@@ -81,7 +81,6 @@ class PartitionStream:
     unreadable: dict[str, str] = field(default_factory=dict)
 
 
-
 class Contention(Exception):
     """A conditional write lost a race (a version or existence check failed): read again and retry."""
 
@@ -106,8 +105,6 @@ class RegistrationTick:
     resynced: bool = False
 
 
-
-
 def error_name(code: int) -> str:
     """Kafka's name for an error code (`STALE_BROKER_EPOCH`), read from kafka-python on first use."""
     from kadmin.cluster.kafka import error_name as name
@@ -124,8 +121,6 @@ def update_metadata_sizes(partitions: Sequence[PartitionState], brokers: Sequenc
 
 
 QUORUM_FETCH_TIMEOUT = "controller.quorum.fetch.timeout.ms"
-
-
 
 
 # ---------------------------------------------------------------------------------------------- capabilities

@@ -175,18 +175,17 @@ def _poll(backend: LeadershipMoves, left: Callable[[], float], done: Callable[[l
         interval = min(interval * POLL_GROWTH, POLL_MAX)
 
 
-def _wait_until(check: Callable[[], bool], left: Callable[[], float], sleep: Callable[[float], None],
-                clock: Callable[[], float] = time.monotonic) -> bool:
+def _wait_until(check: Callable[[], bool], left: Callable[[], float], sleep: Callable[[float], None]) -> bool:
     """Ask one cheap question (a znode's existence, a listing of reassignments) until it says yes, from 20 ms
     apart growing by half to 50 ms: the controller applies a reordering or an election within tens to hundreds
     of ms, and the yes is seen within 50 ms of it. A question that takes longer than that (a large cluster's
     listing) is followed by a pause as long as it took: the questions never take more than half the time."""
     interval = QUICK_FIRST
     while True:
-        began = clock()
+        began = time.monotonic()
         if check():
             return True
-        took = clock() - began
+        took = time.monotonic() - began
         if left() <= 0 or interrupts.pending():
             return False
         sleep(min(interval, max(left(), 0.0)))
