@@ -35,6 +35,11 @@ class ClusterUnreachable(KadminError):
     exit_code = ExitCode.UNREACHABLE
 
 
+class OutOfTime(ClusterUnreachable):
+    """The command's deadline passed: no request is sent any more (exit 4; a check's UNKNOWN, a gate's not safe).
+    Raised by the cluster layer (kadmin/cluster/deadlines.py)."""
+
+
 class AuthFailed(KadminError):
     code = "auth_failed"
     exit_code = ExitCode.UNREACHABLE

@@ -8,7 +8,7 @@ under --connect-timeout cannot make a command run for minutes."""
 
 from __future__ import annotations
 
-from kadmin.errors import ClusterUnreachable
+from kadmin.errors import OutOfTime
 
 OVERALL = 3  # × --connect-timeout: the deadline of a command without a --timeout of its own
 LAST_LOOK = 0.5  # s: one request's wait once the deadline has passed
@@ -16,10 +16,6 @@ LAST_LOOKS = 1.0  # s past the deadline: the last look's requests are sent until
 
 
 WHICH = f"its --timeout, or {OVERALL} × --connect-timeout for a command without one: a slow cluster needs more"
-
-
-class OutOfTime(ClusterUnreachable):
-    """The command's deadline passed: no request is sent any more (exit 4; a check's UNKNOWN, a gate's not safe)."""
 
 
 def wait_bound(timeout: float, deadline: float | None, now: float) -> float:

@@ -33,7 +33,7 @@ from kadmin.domain.drain import Key, PartitionView
 from kadmin.domain.lease import MARGIN, POLL, TOKEN_MAX, Holder
 from kadmin.domain.text import plural
 from kadmin.domain.znodes import loads_strict
-from kadmin.errors import ClusterUnreachable, ConfigError, KadminError, Unsafe, UsageError
+from kadmin.errors import ClusterUnreachable, ConfigError, KadminError, OutOfTime, Unsafe, UsageError
 from kadmin.exit_codes import ExitCode
 from kadmin.inputs import read_input
 from kadmin.payloads import Drain, MoveRefused, NotPreferred, Reorder, TopicPartition, Undrain
@@ -175,6 +175,22 @@ def _poll(backend: LeadershipMoves, left: Callable[[], float], done: Callable[[l
         interval = min(interval * POLL_GROWTH, POLL_MAX)
 
 
+def _verdict_reading(backend: LeadershipMoves, last: list[PartitionView] | None,
+                     done: Callable[[list[PartitionView]], bool], warnings: list[str]) -> list[PartitionView]:
+    """The verdict's fresh reading, taken now, reassignments in flight included. Should it run out of time (the
+    deadline passed and its last look did not fit, as on a loaded machine) while `last`, the last reading before it,
+    was not `done`, that reading gives the verdict: not done (exit 1), said so; the cluster answered throughout, it
+    was not unreachable. A success is never given without the fresh reading: out of time then (exit 4)."""
+    try:
+        return backend.partitions()
+    except OutOfTime:
+        if last is None or done(last):
+            raise
+        warnings.append("the reading after the deadline did not fit in its last look: the verdict is from the last "
+                        "reading before it")
+        return last
+
+
 def _wait_until(check: Callable[[], bool], left: Callable[[], float], sleep: Callable[[float], None]) -> bool:
     """Ask one cheap question (a znode's existence, a listing of reassignments) until it says yes, from 20 ms
     apart growing by half to 50 ms: the controller applies a reordering or an election within tens to hundreds
@@ -283,6 +299,7 @@ class _Drain:
     clock: Callable[[], float]
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    last: list[PartitionView] | None = None  # the election's last reading (_poll), before the verdict's
 
     @property
     def ids(self) -> list[int]:
@@ -451,7 +468,7 @@ def _reorder_and_elect(d: _Drain) -> tuple[dict[Key, tuple[int, ...]], dict[Key,
     stuck = plan.stuck
 
     def done(now: list[PartitionView]) -> bool:
-        return set(dom.led_by(now, ids)) <= stuck
+        return _drained(now, ids, stuck)
 
     def reelect(now: list[PartitionView]) -> None:
         again = [k for k in dom.led_by(now, ids) if k not in stuck and k not in refused]
@@ -459,8 +476,13 @@ def _reorder_and_elect(d: _Drain) -> tuple[dict[Key, tuple[int, ...]], dict[Key,
                 and not interrupts.pending():
             backend.elect_preferred(again)
 
-    _poll(backend, left, done, reelect, sleep, clock)
+    d.last = _poll(backend, left, done, reelect, sleep, clock)
     return submitted, refused, "after the election was asked" if interrupts.pending() else None
+
+
+def _drained(now: list[PartitionView], ids: Sequence[int], stuck: set[Key] | frozenset[Key]) -> bool:
+    """The brokers lead nothing they can give up (`stuck`: what has no other replica to lead it)."""
+    return set(dom.led_by(now, ids)) <= stuck
 
 
 def _drain_verdict(d: _Drain, submitted: Mapping[Key, tuple[int, ...]], refused: Mapping[Key, str]) -> Result[Drain]:
@@ -469,7 +491,7 @@ def _drain_verdict(d: _Drain, submitted: Mapping[Key, tuple[int, ...]], refused:
     lead could not be read."""
     ids, saves = d.ids, d.saves
     (who, it, s) = _who(ids)
-    final = d.backend.partitions()
+    final = _verdict_reading(d.backend, d.last, lambda now: _drained(now, ids, d.plan.stuck), d.warnings)
     remaining = dom.led_by(final, ids)
     foreign = _not_as_submitted(final, submitted)
     unknown = [u for u in d.backend.unknown if u.concerns(ids)] + d.backend.unseen(ids)
@@ -718,8 +740,8 @@ def _restore(backend: LeadershipMoves, plan: dom.UndrainPlan, preferred: Mapping
                 and not interrupts.pending():
             backend.elect_preferred(again)
 
-    _poll(backend, left, lambda now: not behind(now), reelect, sleep, clock)
-    final = backend.partitions()  # the verdict from a reading taken now, reassignments in flight included
+    last = _poll(backend, left, lambda now: not behind(now), reelect, sleep, clock)
+    final = _verdict_reading(backend, last, lambda now: not behind(now), warnings)
     stopped = "after the election was asked" if interrupts.pending() else None
     return final, behind(final), targets, refused, stopped
 

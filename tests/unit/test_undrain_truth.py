@@ -194,3 +194,84 @@ def test_drains_run_beside_each_other_from_one_original_undo_in_either_order(tmp
     assert int(r.exit_code) == 0 and m.replicas[("t", 0)] == (1, 3, 2)  # ... and wrote last
     assert int(undrain(m, d1).exit_code) == 0  # type: ignore[attr-defined]
     assert m.replicas[("t", 0)] == (1, 2, 3)
+
+
+
+def _stuck_past_the_deadline(tmp_path: Path, elects: bool) -> tuple[object, Moves]:
+    """An undrain on a fake clock whose every reading takes 0.3 s and whose reading started 0.2 s or more past its
+    deadline (5 s) runs out of time, as a loaded machine's last look can. Its election leaves t-0 led by 2 (`elects`
+    False: broker 1 is not taken back as leader), or takes effect only just before the deadline (`elects` True)."""
+    from kadmin.errors import OutOfTime
+
+    m, f = drained(tmp_path)
+    now = [0.0]
+
+    class Late(Moves):
+        def partitions(self, in_flight: bool = True) -> list[PartitionView]:
+            if now[0] >= 5.2:
+                raise OutOfTime("out of time: the command's deadline passed 0.3 s ago and nothing more is asked")
+            if elects and now[0] >= 4.95:
+                super().elect_preferred(list(self.replicas))
+            now[0] += 0.3
+            return super().partitions(in_flight)
+
+        def elect_preferred(self, keys: Iterable[Key]) -> dict[Key, str]:
+            return {}
+
+    late = Late({})
+    late.replicas, late.leaders = m.replicas, m.leaders
+
+    def sleep(s: float) -> None:
+        now[0] += s
+
+    return dsvc.undrain(late, Identity(), 1, f, dry_run=False, force=False, timeout=5, sleep=sleep,
+                        clock=lambda: now[0]), late
+
+
+def test_a_final_reading_out_of_time_gives_the_verdict_of_the_last_reading(tmp_path: Path) -> None:
+    """Seen under load 15: the cluster answered throughout, t-0 was still not led by its preferred replica at the
+    deadline, and the reading after it did not fit in its last look. Before: exit 4, "out of time", as if the
+    cluster could not be reached. Now: exit 1 from the last reading taken, naming t-0, and saying so."""
+    r, _ = _stuck_past_the_deadline(tmp_path, elects=False)
+    assert int(r.exit_code) == ExitCode.CONDITION_NOT_MET, r.message  # type: ignore[attr-defined]
+    assert "not led by their preferred replica: t-0, t-1" in r.message  # type: ignore[attr-defined]
+    assert any("the verdict is from the last reading" in w for w in r.warnings)  # type: ignore[attr-defined]
+
+
+def test_a_success_is_never_given_without_the_final_reading(tmp_path: Path) -> None:
+    """The same, but every partition was led by its preferred replica at the last look: that is not enough to say
+    "restored" (the final reading also sees reassignments in flight): out of time, exit 4."""
+    import pytest
+
+    from kadmin.errors import OutOfTime
+
+    with pytest.raises(OutOfTime):
+        _stuck_past_the_deadline(tmp_path, elects=True)
+
+
+def test_a_drain_whose_final_reading_is_out_of_time_says_what_it_still_leads(tmp_path: Path) -> None:
+    """The drain's verdict reading has the same last look: broker 1 still led t-0 and t-1 at the deadline (the
+    election did not move them), the reading after it ran out of time: exit 1 naming them, not exit 4."""
+    from kadmin.errors import OutOfTime
+
+    now = [0.0]
+
+    class Late(Moves):
+        def partitions(self, in_flight: bool = True) -> list[PartitionView]:
+            if now[0] >= 5.2:
+                raise OutOfTime("out of time: the command's deadline passed 0.3 s ago and nothing more is asked")
+            now[0] += 0.3
+            return super().partitions(in_flight)
+
+        def elect_preferred(self, keys: Iterable[Key]) -> dict[Key, str]:
+            return {}
+
+    def sleep(s: float) -> None:
+        now[0] += s
+
+    m = Late({("t", 0): (1, 2, 3), ("t", 1): (1, 3, 2)})
+    r = dsvc.drain(m, Identity(), 1, save=tmp_path / "d.json", dry_run=False, force=False, timeout=5, sleep=sleep,
+                   clock=lambda: now[0])
+    assert int(r.exit_code) == ExitCode.CONDITION_NOT_MET, r.message
+    assert "still leads 2 partition(s): t-0, t-1" in r.message, r.message
+    assert any("the verdict is from the last reading" in w for w in r.warnings)
