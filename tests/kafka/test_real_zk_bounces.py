@@ -28,7 +28,16 @@ from typing import Any, TypeVar
 import pytest
 
 from kadmin.sandbox.zkserver import Ensemble
-from tests.support.kafka import TOPIC_COMMAND, RealCluster, ZkModeBroker, describe, tool, wait_for, zk_mode_cluster
+from tests.support.kafka import (
+    TOPIC_COMMAND,
+    RealCluster,
+    ZkModeBroker,
+    describe,
+    last_logged_epoch,
+    tool,
+    wait_for,
+    zk_mode_cluster,
+)
 from tests.support.zkwatch import wait_for_new_watcher, watchers
 
 pytestmark = [pytest.mark.kafka, pytest.mark.integration, pytest.mark.slow]
@@ -109,10 +118,6 @@ def czxid(kafka: RealCluster, b: ZkModeBroker) -> int | None:
     got = b.registration(kafka.kz)
     return None if got is None else int(got[1].czxid)
 
-
-def logged_epochs(b: ZkModeBroker) -> list[int]:
-    """The epochs the broker logged at each registration: "... czxid (broker epoch): N" (KafkaZkClient)."""
-    return [int(m) for m in re.findall(r"czxid \(broker epoch\): (\d+)", b.server_log.read_text(errors="replace"))]
 
 
 def while_znode(kafka: RealCluster, b: ZkModeBroker, expected: int | None, look: Callable[[], T]) -> T:
@@ -245,7 +250,7 @@ def test_a_broker_started_while_its_killed_session_lingers_exits_and_kadmin_keep
         watch.stop()
         if not victim.alive():
             victim.start()
-    assert logged_epochs(victim)[-1] == new  # the broker's own word for its new epoch
+    assert last_logged_epoch(victim, new) == new  # the broker's own word for its new epoch
     code, doc, err = kafka.run.json("brokers", "diff", "--since", str(saved))
     assert code == 0, err
     assert changes(doc["data"]) == {"new": [], "dead": [], "bounced": [{"id": victim.id, "old_epoch": old,
@@ -297,7 +302,7 @@ def test_a_crashed_broker_is_dead_after_its_session_expires_and_bounced_when_bac
         watch.stop()
         if not victim.alive():
             victim.start()
-    assert logged_epochs(victim)[-1] == new
+    assert last_logged_epoch(victim, new) == new
     code, doc, err = kafka.run.json("brokers", "diff", "--since", str(saved))
     assert code == 0, err
     assert changes(doc["data"]) == {"new": [], "dead": [], "bounced": [{"id": victim.id, "old_epoch": old,

@@ -32,7 +32,15 @@ import pytest
 from kadmin.formats.zk_txnlog import log_files, log_zxid
 from kadmin.sandbox.zkserver import Ensemble, zookeeper_classpath
 from tests.conftest import Run
-from tests.support.kafka import TOPIC_COMMAND, RealCluster, ZkModeBroker, crash_restart, tool, wait_for, zk_mode_cluster
+from tests.support.kafka import (
+    TOPIC_COMMAND,
+    RealCluster,
+    crash_restart,
+    logged_epochs,
+    tool,
+    wait_for,
+    zk_mode_cluster,
+)
 from tests.support.zk_tools import run_toolkit, toolkit_records, toolkit_writes
 
 pytestmark = [pytest.mark.kafka, pytest.mark.integration, pytest.mark.slow]
@@ -162,9 +170,6 @@ class History:
     logged: dict[int, list[int]] = field(default_factory=dict)  # epochs in each broker's server.log
     states: States = field(default_factory=dict)  # every state version, from ZooKeeper's logs
 
-
-def logged_epochs(b: ZkModeBroker) -> list[int]:
-    return [int(m) for m in re.findall(r"czxid \(broker epoch\): (\d+)", b.server_log.read_text(errors="replace"))]
 
 
 def full_isrs(cluster: RealCluster) -> bool:

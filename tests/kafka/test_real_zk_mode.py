@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 import time
@@ -20,7 +19,7 @@ from pathlib import Path
 import pytest
 from kazoo.exceptions import NoNodeError
 
-from tests.support.kafka import TOPIC_COMMAND, RealCluster, ZkModeBroker, describe, tool, wait_for
+from tests.support.kafka import TOPIC_COMMAND, RealCluster, describe, last_logged_epoch, tool, wait_for
 from tests.support.zkwatch import wait_for_new_watcher, watchers
 
 pytestmark = [pytest.mark.kafka, pytest.mark.integration, pytest.mark.slow]
@@ -33,10 +32,6 @@ def kafka(zk_kafka: RealCluster) -> RealCluster:
     """The worker's shared cluster (tests/kafka/conftest.py): every broker up and registered."""
     return zk_kafka
 
-
-def logged_epochs(b: ZkModeBroker) -> list[int]:
-    """The epochs the broker logged at each registration: "... czxid (broker epoch): N" (KafkaZkClient)."""
-    return [int(m) for m in re.findall(r"czxid \(broker epoch\): (\d+)", b.server_log.read_text(errors="replace"))]
 
 
 def test_brokers_list_is_what_the_real_brokers_registered(kafka: RealCluster) -> None:
@@ -68,7 +63,7 @@ def test_brokers_list_is_what_the_real_brokers_registered(kafka: RealCluster) ->
         assert row["timestamp_ms"] == int(znode["timestamp"])
         assert row["rack"] == znode.get("rack")
         assert row["epoch"] == stat.czxid
-        assert row["epoch"] == logged_epochs(broker)[-1]  # the broker's own word for its epoch
+        assert row["epoch"] == last_logged_epoch(broker, stat.czxid)  # the broker's own word for its epoch
         assert row["session"] == f"0x{stat.ephemeralOwner:x}"
         assert row["is_controller"] is (bid == controller)
         assert row["state"] == "registered"
@@ -104,7 +99,7 @@ def test_a_real_graceful_restart_is_a_bounce(kafka: RealCluster, tmp_path: Path)
     assert before_restart == old and new > old
     assert waiter.returncode == 0, err
     assert json.loads(out)["data"]["epoch"] == new
-    assert logged_epochs(victim)[-1] == new
+    assert last_logged_epoch(victim, new) == new
 
     code, doc, err = kafka.run.json("brokers", "diff", "--since", str(saved))
     assert code == 0, err

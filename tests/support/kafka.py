@@ -21,6 +21,7 @@ import atexit
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -426,6 +427,25 @@ class ZkModeBroker:
                 wait_for(lambda: self.registration(k) is None, timeout, f"broker {self.id}'s session to expire")
             self.start()
             return old, self.wait_registered(k, timeout=timeout, epoch_gt=old)
+
+
+def logged_epochs(b: ZkModeBroker) -> list[int]:
+    """The epochs the broker logged at each registration: "... czxid (broker epoch): N" (KafkaZkClient)."""
+    return [int(m) for m in re.findall(r"czxid \(broker epoch\): (\d+)", b.server_log.read_text(errors="replace"))]
+
+
+def last_logged_epoch(b: ZkModeBroker, registered: int, timeout: float = 60.0) -> int:
+    """The broker's own word for its epoch, once its log has caught up with a registration seen in ZooKeeper
+    (`registered`, the znode's czxid): KafkaZkClient logs the epoch after its create returns, so under load the
+    znode (and a waiter watching it) comes first. The last epoch logged, at the latest at `timeout`."""
+    def caught_up() -> bool:
+        got = logged_epochs(b)
+        return bool(got) and got[-1] >= registered
+
+    with contextlib.suppress(AssertionError):
+        wait_for(caught_up, timeout, f"broker {b.id}'s log to show epoch {registered}", interval=0.05)
+    got = logged_epochs(b)
+    return got[-1] if got else -1
 
 
 def stop_all(brokers: Iterable[ZkModeBroker], graceful: bool = True, timeout: float = 60.0) -> None:
