@@ -34,9 +34,31 @@ pytest_plugins = ["tests.support.schedule"]  # the order for pytest-xdist: the l
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
-# every Spark JVM of the suite: C1 only (tests/support/spark_jvm.py)
+# every Spark JVM of the suite: C1 only, and the class-data archive (tests/support/spark_jvm.py)
 for _k, _v in spark_jvm.ENV.items():
     os.environ.setdefault(_k, _v)
+
+_spark_cds = spark_jvm.Builder()
+
+
+def _runs_spark(config: pytest.Config) -> bool:
+    """Whether this run includes the Spark tests (the whole suite, tests/pipeline or tests/kafka)."""
+    for a in config.args or ["tests"]:
+        path = os.path.relpath(os.path.abspath(str(a).split("::")[0]), config.rootpath)
+        if path in (".", "tests") or path.startswith(("tests/pipeline", "tests/kafka")):
+            return True
+    return False
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """The Spark class-data archive's build, beside the run, when it is missing (from the process that runs or
+    hands out the tests, not from each xdist worker)."""
+    if not hasattr(session.config, "workerinput") and _runs_spark(session.config):
+        _spark_cds.start()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    _spark_cds.stop()
 
 
 @pytest.fixture(autouse=True)
