@@ -7,12 +7,12 @@ executors too) and SPARK_LAUNCHER_OPTS to its own short JVM.
 
 And a class-data archive (AppCDS, JDK 13+'s dynamic archive) of the classes a `kadmin history ingest` loads: a
 driver JVM that maps it starts on half the CPU (4.2-5.1 against 8.6-10.5 CPU-s, measured beside the suite at load
-13-21). `python -m tests.support.spark_jvm` builds it once per pyspark and JDK build, from one real ingest of a
-small KRaft log run with `-XX:ArchiveClassesAtExit`, into a temporary file renamed into place (a JVM sees no archive
-or a whole one). A run of the suite that includes Spark's tests starts that build beside itself when the archive
-is missing (`Builder`, from the pytest process that runs or hands out the tests; a few minutes on a busy machine,
-most of it the dump) and stops it at its end; every Spark JVM names the archive, and uses it from the moment it is
-there. Until then, and wherever it does not match (another classpath or JDK), the JVMs start as before:
+13-21). `python -m tests.support.spark_jvm` builds it once per pyspark installation and JDK build, from one real
+ingest of a small KRaft log run with `-XX:ArchiveClassesAtExit`, into a temporary file renamed into place (a JVM
+sees no archive or a whole one). A run of the suite that includes Spark's tests starts that build beside itself when
+the archive is missing (`Builder`, from the pytest process that runs or hands out the tests; a few minutes on a busy
+machine, most of it the dump) and stops it at its end; every Spark JVM names the archive, and uses it from the
+moment it is there. Until then, and wherever it does not match (another classpath or JDK), the JVMs start as before:
 `-Xlog:cds=off` keeps the JDK's notice of a missing or mismatched archive off stderr, which
 tests/pipeline/test_spark_stderr.py holds to kadmin's own lines.
 """
@@ -43,18 +43,20 @@ def _java() -> Path | None:
 
 
 def archive() -> Path | None:
-    """Where this pyspark's and this JDK build's archive is (None: no java). Keyed on the libjvm's size and time:
-    a JDK updated in place gets a new one."""
+    """Where the archive of this pyspark installation and this JDK build is (None: no java or no pyspark). An
+    archive holds only for the classpath it was made with (this installation's jars: another virtualenv needs its
+    own) and the JDK build (keyed on the libjvm's size and time: a JDK updated in place gets a new one)."""
     java = _java()
     if java is None:
         return None
     try:
-        version = metadata.version("pyspark")
+        dist = metadata.distribution("pyspark")
     except metadata.PackageNotFoundError:
         return None
+    version, jars = dist.version, Path(str(dist.locate_file("pyspark"))).resolve() / "jars"
     libjvm = next(iter(sorted(java.parent.parent.glob("lib/*/libjvm.so"))), java)
     st = libjvm.stat()
-    key = hashlib.sha1(f"{version}|{java}|{st.st_size}|{st.st_mtime_ns}".encode()).hexdigest()[:16]
+    key = hashlib.sha1(f"{version}|{jars}|{java}|{st.st_size}|{st.st_mtime_ns}".encode()).hexdigest()[:16]
     cache = Path(os.environ.get("KADMIN_SPARK_CDS_CACHE", Path.home() / ".cache" / "kadmin" / "spark-cds"))
     return cache / f"spark-{version}-{key}.jsa"
 
