@@ -161,6 +161,9 @@ def test_down_stops_the_processes_it_started(tmp_path, run_nozk):
     zk = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", str(d / "zk1" / "zoo.cfg")])
     try:
         daemon_identity = identity_after_exec(daemon.pid, daemon.args)
+        # the old entry is known by its command line alone: wait until the stand-in has exec'd (under load its
+        # command line read empty just after Popen, and the sandbox did not count as running: run 12)
+        assert identity_after_exec(zk.pid, zk.args) is not None
         write_state(d, daemon={"pid": daemon.pid, "port": None, "identity": daemon_identity},
                     zookeeper=[{"myid": 0, "port": 1, "pid": zk.pid, "data_dir": str(d / "zk1")}])  # an old entry
         assert Sandbox(d).running()
