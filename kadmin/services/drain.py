@@ -740,8 +740,11 @@ def _restore(backend: LeadershipMoves, plan: dom.UndrainPlan, preferred: Mapping
                 and not interrupts.pending():
             backend.elect_preferred(again)
 
-    last = _poll(backend, left, lambda now: not behind(now), reelect, sleep, clock)
-    final = _verdict_reading(backend, last, lambda now: not behind(now), warnings)
+    def settled(now: list[PartitionView]) -> bool:
+        return not behind(now)
+
+    last = _poll(backend, left, settled, reelect, sleep, clock)
+    final = _verdict_reading(backend, last, settled, warnings)
     stopped = "after the election was asked" if interrupts.pending() else None
     return final, behind(final), targets, refused, stopped
 

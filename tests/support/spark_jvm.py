@@ -32,7 +32,8 @@ from importlib import metadata
 from pathlib import Path
 
 C1 = "-XX:TieredStopAtLevel=1"
-QUIET_CDS = "-Xshare:auto -Xlog:cds=off -Xlog:cds+dynamic=off"
+QUIET_LOG = "-Xlog:cds=off -Xlog:cds+dynamic=off"  # no notice of a missing or mismatched archive on stderr
+QUIET_CDS = f"-Xshare:auto {QUIET_LOG}"
 
 
 def _java() -> Path | None:
@@ -119,7 +120,7 @@ def build() -> int:
         logs = Path(d) / "__cluster_metadata-0"
         W.write_file(logs / f"{0:020d}.log", batches)
         env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_", "PYSPARK_", "KADMIN_"))}
-        env.update(SPARK_SUBMIT_OPTS=f"{C1} -Xlog:cds=off -Xlog:cds+dynamic=off -XX:ArchiveClassesAtExit={tmp}",
+        env.update(SPARK_SUBMIT_OPTS=f"{C1} {QUIET_LOG} -XX:ArchiveClassesAtExit={tmp}",
                    SPARK_LAUNCHER_OPTS=ENV["SPARK_LAUNCHER_OPTS"])
         r = subprocess.run([sys.executable, "-m", "kadmin", "history", "ingest", str(logs), "--cluster", "cds",
                             "--out", str(Path(d) / "events"), "-o", "json"], env=env, stdin=subprocess.DEVNULL,
