@@ -59,8 +59,16 @@ demo-migration: system venv-base
 TEST_WORKERS ?= 4
 XDIST := -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
 
+# Temporary files on a tmpfs when there is one (scripts/test-tmpdir.sh), removed when the run passes and kept,
+# named on stderr, when it fails.
 test: system venv kafka
-	$(PY) -m pytest -q --durations=30 $(XDIST)
+	@tmp=$$(scripts/test-tmpdir.sh); \
+	if [ -n "$$tmp" ]; then export TMPDIR="$$tmp"; echo "test: temporary files in $$tmp (tmpfs)" >&2; fi; \
+	$(PY) -m pytest -q --durations=30 $(XDIST); rc=$$?; \
+	if [ -n "$$tmp" ]; then \
+		if [ $$rc -eq 0 ]; then rm -rf "$$tmp"; else echo "test: the failed run's files are kept in $$tmp" >&2; fi; \
+	fi; \
+	exit $$rc
 	$(VENV)/bin/ruff check kadmin tests bench
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports

@@ -24,11 +24,12 @@ from tests.support.kafka import (
     KAFKA_3_9,
     KAFKA_4,
     TOPIC_COMMAND,
+    broker_view,
     kafka_home,
     parse_partition_lines,
     settle,
     tool,
-    wait_for,
+    wait_seen,
 )
 from tests.support.sandbox import KraftBrokers, sandbox
 
@@ -65,11 +66,13 @@ class Kraft(KraftBrokers):
         assert r.returncode == 0, r.stderr
         self.down.add(bid)
 
-        def acted() -> bool:  # the controller fenced it: it leads nothing and is in no ISR
-            got = self.topic_command()
+        def acted(got: dict[Key, dict[str, str]]) -> bool:  # the controller fenced it: it leads nothing, in no ISR
             return len(got) == len(ASSIGNMENT) and all(
                 f["Leader"] != str(bid) and str(bid) not in f["Isr"].split(",") for f in got.values())
-        wait_for(acted, 300, f"broker {bid} out of every ISR of {TOPIC}", interval=1.0)
+        wait_seen(acted, self.topic_command, self.cheap, 300, f"broker {bid} out of every ISR of {TOPIC}")
+
+    def cheap(self) -> dict[Key, dict[str, str]] | None:
+        return broker_view(self.live_bootstrap(), [TOPIC])
 
 
 def tool_list(value: str) -> list[int] | None:
@@ -111,8 +114,8 @@ def kraft(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
                                           topic_configs={"min.insync.replicas": "2"})], timeout_ms=60000)
         finally:
             admin.close()
-        wait_for(lambda: len(k.topic_command()) == len(ASSIGNMENT) and all(
-            len(f["Isr"].split(",")) == 3 for f in k.topic_command().values()), 300, f"{TOPIC} in sync", interval=1.0)
+        wait_seen(lambda got: len(got) == len(ASSIGNMENT) and all(len(f["Isr"].split(",")) == 3 for f in got.values()),
+                  k.topic_command, k.cheap, 300, f"{TOPIC} in sync")
         yield k
 
 

@@ -34,11 +34,13 @@ from tests.support.kafka import (
     KAFKA_4,
     REASSIGN_COMMAND,
     TOPIC_COMMAND,
+    broker_view,
     kafka_home,
     parse_partition_lines,
     settle,
     tool,
     wait_for,
+    wait_seen,
 )
 from tests.support.sandbox import KraftBrokers, sandbox
 
@@ -82,25 +84,28 @@ class Kraft(KraftBrokers):
         assert r.returncode == 0, r.stderr
         self.down.discard(bid)
 
+    def cheap(self) -> dict[Key, dict[str, str]] | None:
+        return broker_view(self.live_bootstrap(), TOPICS)
+
     def wait_settled(self, timeout: float = 240.0) -> None:
         """TopicCommand shows the controller acted on the stopped brokers: none leads, and none is in
         the ISR of a partition that has a leader."""
-        def ok() -> bool:
-            for f in self.topic_command().values():
+        def ok(got: dict[Key, dict[str, str]]) -> bool:
+            for f in got.values():
                 isr = {int(x) for x in f["Isr"].split(",") if x}
                 leader = -1 if f["Leader"] == "none" else int(f["Leader"])
                 if leader in self.down or (leader >= 0 and isr & self.down):
                     return False
             return True
-        wait_for(ok, timeout, f"the controller to act on brokers {sorted(self.down)} stopped", interval=1.0)
+        wait_seen(ok, self.topic_command, self.cheap, timeout,
+                  f"the controller to act on brokers {sorted(self.down)} stopped")
 
     def wait_in_sync(self, timeout: float = 300.0) -> None:
-        def ok() -> bool:
-            got = self.topic_command()
+        def ok(got: dict[Key, dict[str, str]]) -> bool:
             return len(got) == sum(len(a) for a, _ in TOPICS.values()) and all(
                 f["Leader"] != "none" and len(f["Isr"].split(",")) == len(f["Replicas"].split(","))
                 for f in got.values())
-        wait_for(ok, timeout, "every partition fully in sync", interval=1.0)
+        wait_seen(ok, self.topic_command, self.cheap, timeout, "every partition fully in sync")
 
 
 @pytest.fixture(scope="module", params=[KAFKA_4, KAFKA_3_9])
@@ -425,8 +430,8 @@ def test_watch_states_polls_only_the_topics_with_unsettled_keys(kraft: Kraft) ->
     from kadmin.config import ConnectionSettings, Sourced
 
     keys = [("k-rf1", 0), ("k-rf2", 0), ("k-rf3", 1)]
-    wait_for(lambda: all("3" in kraft.topic_command()[k]["Isr"].split(",") for k in keys[1:]), 240,
-             "broker 3 in the ISRs of k-rf2-0 and k-rf3-1", interval=1.0)
+    wait_seen(lambda got: all(k in got and "3" in got[k]["Isr"].split(",") for k in keys[1:]), kraft.topic_command,
+              kraft.cheap, 240, "broker 3 in the ISRs of k-rf2-0 and k-rf3-1")
     c = open_cluster(ConnectionSettings({"bootstrap-server": Sourced(kraft.live_bootstrap(), "flag")}))
     asked: list[list[str]] = []
     try:

@@ -27,7 +27,8 @@ CONTROLLERS = {3001, 3002, 3003}
 @pytest.fixture(scope="module")
 def zk_sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
     home = kafka_home(KAFKA_3_9)
-    with sandbox(tmp_path_factory.mktemp("sandbox-zk") / "sb", "--kafka-home", str(home), "--brokers", "3") as sb:
+    with sandbox(tmp_path_factory.mktemp("sandbox-zk") / "sb", "--kafka-home", str(home), "--brokers", "3",
+                 plain=True) as sb:
         yield sb
 
 
@@ -111,7 +112,7 @@ def test_zk_down_stops_every_process(zk_sandbox: Sandbox) -> None:
 def kraft_sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
     home = kafka_home(KAFKA_4)
     with sandbox(tmp_path_factory.mktemp("sandbox-kraft") / "sb", "--kafka-home", str(home), "--mode", "kraft",
-                 "--brokers", "3") as sb:
+                 "--brokers", "3", plain=True) as sb:
         yield sb
 
 

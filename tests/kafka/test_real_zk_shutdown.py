@@ -29,7 +29,9 @@ from tests.support.kafka import (
     TOPIC_COMMAND,
     RealCluster,
     ZkModeBroker,
+    broker_view,
     describe,
+    int_list,
     kafka_home,
     tool,
     wait_count,
@@ -357,7 +359,17 @@ def wait_topic_command(kafka: RealCluster, expected: dict[tuple[str, int], dict[
                        what: str) -> dict[tuple[str, int], Any]:
     """Wait until TopicCommand (the brokers' metadata) shows the state znodes' leaders and ISRs."""
     want = {k: (st["leader"], st["replicas"], st["isr"]) for k, st in expected.items()}
-    return wait_for(lambda: (lambda tc: tc if tc == want else None)(topic_command(kafka)), WAIT, what, interval=0.5)
+
+    def seen() -> dict[tuple[str, int], Any] | None:
+        """The brokers' Metadata answer read in this process first (a JVM per topic only once it shows the state)."""
+        cheap = broker_view(kafka.bootstrap, TOPICS)
+        if cheap is not None and {k: (-1 if f["Leader"] == "none" else int(f["Leader"]), int_list(f["Replicas"]),
+                                      int_list(f["Isr"])) for k, f in cheap.items()} != want:
+            return None
+        tc = topic_command(kafka)
+        return tc if tc == want else None
+
+    return wait_for(seen, WAIT, what, interval=0.5)
 
 
 def test_a_shut_down_broker_left_running_stays_out_of_isrs_and_leadership_until_it_restarts(

@@ -704,6 +704,49 @@ def parse_partition_lines(out: str) -> dict[tuple[str, int], dict[str, str]]:
     return parts
 
 
+def broker_view(bootstrap: str, topics: Iterable[str]) -> dict[tuple[str, int], dict[str, str]] | None:
+    """The partitions of `topics` as a broker's Metadata answer has them, read in this process (kafka-python),
+    shaped as TopicCommand's partition lines (Leader "none" when there is none; Replicas and Isr comma-separated);
+    None when no broker answered. A cheap first look for the waits below, never a test's answer."""
+    from kafka.admin import KafkaAdminClient
+
+    try:
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=5000)
+    except Exception:  # no broker answered: the caller asks Kafka's tool instead
+        return None
+    try:
+        described = admin.describe_topics(list(topics))
+    except Exception:
+        return None
+    finally:
+        admin.close()
+    view: dict[tuple[str, int], dict[str, str]] = {}
+    for t in described:
+        for p in t.get("partitions") or []:
+            leader = int(p["leader_id"])
+            view[(t["name"], int(p["partition_index"]))] = {
+                "Topic": t["name"], "Partition": str(p["partition_index"]),
+                "Leader": "none" if leader < 0 else str(leader),
+                "Replicas": ",".join(map(str, p["replica_nodes"])), "Isr": ",".join(map(str, p["isr_nodes"]))}
+    return view
+
+
+def wait_seen(ok: Callable[[dict[tuple[str, int], dict[str, str]]], bool],
+              confirm: Callable[[], dict[tuple[str, int], dict[str, str]]],
+              cheap: Callable[[], dict[tuple[str, int], dict[str, str]] | None], timeout: float, what: str,
+              interval: float = 1.0) -> None:
+    """Wait until `ok` holds for Kafka's TopicCommand (`confirm()`), starting its JVM only once the broker's
+    Metadata answer read in this process (`cheap()`, e.g. broker_view) already shows it, or could not be read:
+    a wait costs no JVM a second, and its verdict is still TopicCommand's."""
+    def check() -> bool:
+        seen = cheap()
+        if seen is not None and not ok(seen):
+            return False
+        return ok(confirm())
+
+    wait_for(check, timeout, what, interval=interval)
+
+
 def describe_all(cluster: RealCluster, *flags: str,
                  bootstrap: str | None = None) -> dict[tuple[str, int], dict[str, str]]:
     """TopicCommand --describe over all topics (internal ones included) with `flags`, e.g.

@@ -49,6 +49,7 @@ from kadmin.sandbox import realkafka as rk
 from kadmin.sandbox.manager import Sandbox, identity_after_exec, process_identity, still_ours
 from kadmin.sandbox.ports import free_port
 from kadmin.sandbox.zkserver import java_binary
+from tests.support.sandbox import IDLE_CONTROLLER
 
 HEAP = "-Xmx384m"
 REPO = Path(__file__).resolve().parents[2]
@@ -127,6 +128,7 @@ def _properties(node: dict[str, Any], nodes: list[dict[str, Any]], version: str,
         "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
         "log.dirs": str(Path(node["dir"]) / "data"),
         **rk._internal_topics(len(nodes), version),
+        **IDLE_CONTROLLER,
     }
 
 

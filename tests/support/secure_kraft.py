@@ -33,6 +33,7 @@ from pathlib import Path
 from kadmin.sandbox import realkafka
 from kadmin.sandbox.ports import free_port
 from tests.support.kafka import tool, wait_for
+from tests.support.sandbox import IDLE_CONTROLLER
 
 USERS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret", "carol": "carol-secret",
          "dave": "dave-secret", "erin": "erin-secret"}
@@ -111,7 +112,8 @@ class SecureKraft:
                     "controller.listener.names": "CONTROLLER,CSASL",
                     "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,CSASL:SASL_PLAINTEXT",
                     "sasl.enabled.mechanisms": "PLAIN", "listener.name.csasl.sasl.enabled.mechanisms": "PLAIN",
-                    "listener.name.csasl.plain.sasl.jaas.config": _jaas(), "min.insync.replicas": str(min_isr)}
+                    "listener.name.csasl.plain.sasl.jaas.config": _jaas(), "min.insync.replicas": str(min_isr),
+                    **IDLE_CONTROLLER}
         far = self.dead.getsockname()[1] if far_dead and self.dead else n.ports["FAR"]
         listeners = ",".join(f"{name}://127.0.0.1:{n.ports[name]}" for name in ("INTERNAL", "CLIENT", "FAR"))
         return {
