@@ -31,6 +31,7 @@ from tests.support.kafka import (
     REASSIGN_COMMAND,
     TOPIC_COMMAND,
     RealCluster,
+    broker_states,
     kafka_home,
     parse_partition_lines,
     produce,
@@ -82,7 +83,12 @@ def topic_state(home: Path, bootstrap: str, topics: list[str] | None = None) -> 
 
 
 def wait_state(home: Path, bootstrap: str, topics: list[str] | None, ok: Any, what: str) -> dict[Key, Any]:
+    """Wait until TopicCommand's state is `ok`; TopicCommand's JVM starts only once the brokers' Metadata answer,
+    read in this process, is `ok` already (or could not be read)."""
     def check() -> dict[Key, Any] | None:
+        cheap = broker_states(bootstrap, topics)
+        if cheap is not None and not (cheap and ok(cheap)):
+            return None
         st = topic_state(home, bootstrap, topics)
         return st if st and ok(st) else None
     return wait_for(check, WAIT, what, interval=0.5)

@@ -29,9 +29,8 @@ from tests.support.kafka import (
     TOPIC_COMMAND,
     RealCluster,
     ZkModeBroker,
-    broker_view,
+    broker_states,
     describe,
-    int_list,
     kafka_home,
     tool,
     wait_count,
@@ -81,6 +80,16 @@ def topic_command(kafka: RealCluster, *flags: str, bootstrap: str | None = None)
     return out
 
 
+def shown(kafka: RealCluster, want: dict[tuple[str, int], Any]) -> dict[tuple[str, int], Any] | None:
+    """TopicCommand's view when it is `want` ({(topic, p): (leader, replicas, isr)}), else None. The brokers'
+    Metadata answer is read in this process first: a JVM per topic only once that shows `want`."""
+    cheap = broker_states(kafka.bootstrap, TOPICS)
+    if cheap is not None and cheap != want:
+        return None
+    tc = topic_command(kafka)
+    return tc if tc == want else None
+
+
 def healthy(kafka: RealCluster) -> dict[tuple[str, int], dict[str, Any]]:
     """Wait until every broker is registered and every partition of ours has a leader and its full ISR
     in ZooKeeper, and TopicCommand (the brokers' metadata) says the same; the state znodes."""
@@ -98,8 +107,7 @@ def healthy(kafka: RealCluster) -> dict[tuple[str, int], dict[str, Any]]:
         s = full()
         if s is None:
             return None
-        tc = topic_command(kafka)
-        return s if tc == {k: (st["leader"], st["replicas"], st["isr"]) for k, st in s.items()} else None
+        return s if shown(kafka, {k: (st["leader"], st["replicas"], st["isr"]) for k, st in s.items()}) else None
 
     return wait_for(agreed, WAIT, "TopicCommand to agree with the state znodes", interval=0.5)
 
@@ -359,17 +367,7 @@ def wait_topic_command(kafka: RealCluster, expected: dict[tuple[str, int], dict[
                        what: str) -> dict[tuple[str, int], Any]:
     """Wait until TopicCommand (the brokers' metadata) shows the state znodes' leaders and ISRs."""
     want = {k: (st["leader"], st["replicas"], st["isr"]) for k, st in expected.items()}
-
-    def seen() -> dict[tuple[str, int], Any] | None:
-        """The brokers' Metadata answer read in this process first (a JVM per topic only once it shows the state)."""
-        cheap = broker_view(kafka.bootstrap, TOPICS)
-        if cheap is not None and {k: (-1 if f["Leader"] == "none" else int(f["Leader"]), int_list(f["Replicas"]),
-                                      int_list(f["Isr"])) for k, f in cheap.items()} != want:
-            return None
-        tc = topic_command(kafka)
-        return tc if tc == want else None
-
-    return wait_for(seen, WAIT, what, interval=0.5)
+    return wait_for(lambda: shown(kafka, want), WAIT, what, interval=0.5)
 
 
 def test_a_shut_down_broker_left_running_stays_out_of_isrs_and_leadership_until_it_restarts(

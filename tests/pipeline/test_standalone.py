@@ -42,7 +42,9 @@ def _spark_home() -> Path:
 def _spark_env(tmp: Path) -> dict[str, str]:
     env = dict(os.environ)
     env.update(SPARK_HOME=str(_spark_home()), SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable,
-               SPARK_LOG_DIR=str(tmp / "logs"), SPARK_LOCAL_DIRS=str(tmp / "local"))
+               SPARK_LOG_DIR=str(tmp / "logs"), SPARK_LOCAL_DIRS=str(tmp / "local"),
+               # the master and the worker JVMs as the drivers run (C1-only, Spark's class-data archive), small GC
+               SPARK_DAEMON_JAVA_OPTS=f"{spark_jvm.ENV['SPARK_SUBMIT_OPTS']} -XX:+UseSerialGC")
     (tmp / "logs").mkdir(parents=True, exist_ok=True)
     (tmp / "local").mkdir(parents=True, exist_ok=True)
     return env

@@ -704,7 +704,7 @@ def parse_partition_lines(out: str) -> dict[tuple[str, int], dict[str, str]]:
     return parts
 
 
-def broker_view(bootstrap: str, topics: Iterable[str]) -> dict[tuple[str, int], dict[str, str]] | None:
+def broker_view(bootstrap: str, topics: Iterable[str] | None) -> dict[tuple[str, int], dict[str, str]] | None:
     """The partitions of `topics` as a broker's Metadata answer has them, read in this process (kafka-python),
     shaped as TopicCommand's partition lines (Leader "none" when there is none; Replicas and Isr comma-separated);
     None when no broker answered. A cheap first look for the waits below, never a test's answer."""
@@ -715,7 +715,7 @@ def broker_view(bootstrap: str, topics: Iterable[str]) -> dict[tuple[str, int], 
     except Exception:  # no broker answered: the caller asks Kafka's tool instead
         return None
     try:
-        described = admin.describe_topics(list(topics))
+        described = admin.describe_topics(None if topics is None else list(topics))
     except Exception:
         return None
     finally:
@@ -729,6 +729,14 @@ def broker_view(bootstrap: str, topics: Iterable[str]) -> dict[tuple[str, int], 
                 "Leader": "none" if leader < 0 else str(leader),
                 "Replicas": ",".join(map(str, p["replica_nodes"])), "Isr": ",".join(map(str, p["isr_nodes"]))}
     return view
+
+
+def broker_states(bootstrap: str, topics: Iterable[str] | None) -> dict[tuple[str, int], Any] | None:
+    """broker_view as {(topic, partition): (leader, replicas, isr)} (leader -1 when there is none)."""
+    view = broker_view(bootstrap, topics)
+    return None if view is None else {
+        k: (-1 if f["Leader"] == "none" else int(f["Leader"]), int_list(f["Replicas"]), int_list(f["Isr"]))
+        for k, f in view.items()}
 
 
 def wait_seen(ok: Callable[[dict[tuple[str, int], dict[str, str]]], bool],
