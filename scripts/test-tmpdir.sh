@@ -17,4 +17,6 @@ d=$(mktemp -d "$shm/kadmin-tests.XXXXXX" 2>/dev/null) || exit 0
 # the tests write hook scripts and run them from there: a noexec mount will not do
 printf '#!/bin/sh\nexit 0\n' > "$d/probe" && chmod +x "$d/probe" && "$d/probe" 2>/dev/null || { rm -rf "$d"; exit 0; }
 rm -f "$d/probe"
+# as /tmp is: the tests run some commands as an unprivileged user, whose files are under it
+chmod 1777 "$d" || { rm -rf "$d"; exit 0; }
 echo "$d"
