@@ -240,6 +240,9 @@ class NodeProgress:
     node: int
     role: str = "broker"
     started: list[str] = field(default_factory=list)  # steps with a `started` event, in order
+    # each step's `started` events in the whole journal (a `confirmed` that forgets a stop does not lower it): a
+    # hook attempt's number, which names its status file (DIR/hooks/node-N.HOOK.ATTEMPT.status), is never reused
+    tries: dict[str, int] = field(default_factory=dict)
     done: list[str] = field(default_factory=list)  # steps with a `done` event, in order
     ended: list[str] = field(default_factory=list)  # steps with a `done` or `failed` event, in order
     skipped: bool = False  # only_if said no
@@ -279,7 +282,7 @@ class NodeProgress:
                 "done": 5, "skipped": 5}[self.phase]
 
     def attempts(self, step: str) -> int:
-        return self.started.count(step)
+        return self.tries.get(step, 0)
 
     def last(self, step: str) -> str | None:
         """The last status journaled for `step`: started, done, failed (None: never)."""
@@ -384,6 +387,7 @@ def _apply(np: NodeProgress, ev: StepEvent | NodeDone | SeenStopped | Confirmed)
     np.last_status[step] = status
     if status == "started":
         np.started.append(step)
+        np.tries[step] = np.tries.get(step, 0) + 1
     elif status == "done":
         np.done.append(step)
         np.ended.append(step)

@@ -574,6 +574,8 @@ class Batch:
                 continue
             path = hooks.status_path(self.r.journal.dir, n.id, step, np.attempts(step))
             st = hooks.read_status(path)
+            if st.state == "absent" and not hooks.take_over(path):
+                st = hooks.read_status(path)  # the wrapper the run before started came first: it runs
             if st.state == "running":
                 self.r.say(f"node {n.id}: the {step} hook an earlier run started (pid {st.pid}) is still running: "
                            "waiting for it to end")
@@ -582,7 +584,7 @@ class Batch:
                     raise self.fail(n, step, "gate_not_met", f"the {step} hook an earlier run started (pid {st.pid}) "
                                     f"is still running after {self.opts.step_timeout:g} s: let it end or kill it, "
                                     "then run the same command again")
-            if st.state in ("absent", "not_begun"):  # it never ran: its stage runs it (a stop: after its gates)
+            if st.state in ("absent", "void", "not_begun"):  # it never ran: its stage runs it (a stop: after its gates)
                 self.r.say(f"node {n.id}: its --{step.replace('_', '-')} hook never began (the run before ended "
                            "first, its status file says): it runs now, as for the first time")
                 continue

@@ -10,7 +10,10 @@ Running: a hook runs as `/bin/sh -c CMD` under a small /bin/sh wrapper, in a ses
 terminal reaches kadmin, not the hook). Its stdout and stderr go to DIR/hooks/node-N.HOOK.log (never a pipe: a
 hook outlives a dead kadmin without a SIGPIPE), and a thread relays that file's new lines to `say`. The wrapper
 writes `began PID` to DIR/hooks/node-N.HOOK.ATTEMPT.status before it runs the command and `ended RC` after it, so
-a later kadmin can tell what became of a hook nobody watched (`read_status`). A first Ctrl-C lets the running
+a later kadmin can tell what became of a hook nobody watched (`read_status`). The wrapper creates that file only if
+it does not exist (noclobber: O_EXCL): a later kadmin that finds no file for an attempt its journal says started
+creates it first (`take_over`), so a wrapper the dead kadmin had started but that had not yet begun can never run
+the command as well (the hook would run twice). A first Ctrl-C lets the running
 hook end (its outcome is journaled, then the roll stops, exit 130), a second one leaves it running and stops at
 once.
 """
@@ -49,8 +52,13 @@ ENV = {"id": "KADMIN_ROLL_NODE", "role": "KADMIN_ROLL_ROLE", "host": "KADMIN_ROL
 TAIL_LINES = 20
 KILL_GRACE = 5.0  # s between the SIGTERM and the SIGKILL of a hook's process group
 
-# $1: the operator's command; $2: the status file. No `began` line: the command never ran (exit 125).
-WRAPPER = ('printf "began %s\\n" "$$" > "$2" || exit 125\n'
+# $1: the operator's command; $2: the status file, created here only if it does not exist (set -C: O_EXCL). No
+# `began` line: the command never ran (exit 125).
+WRAPPER = ('if ! (set -C; printf "began %s\\n" "$$" > "$2") 2>/dev/null; then\n'
+           '  echo "kadmin roll: not run: $2 exists already (a later kadmin took this attempt over) or cannot be '
+           'written" >&2\n'
+           '  exit 125\n'
+           'fi\n'
            '/bin/sh -c "$1"\n'
            'rc=$?\n'
            'printf "ended %s\\n" "$rc" >> "$2"\n'
@@ -87,10 +95,11 @@ class HookOutcome:
 
 @dataclass(frozen=True)
 class HookStatus:
-    """What a hook's status file says. absent: no file; not_begun: the command never ran; running: its wrapper is
-    alive; ended: it exited `code`; cut_short: it began and its wrapper is gone without an end (killed)."""
+    """What a hook's status file says. absent: no file; not_begun: the command never ran; void: a later kadmin took
+    the attempt over before its wrapper began (`pid`: that kadmin), so the command never runs; running: its wrapper
+    is alive; ended: it exited `code`; cut_short: it began and its wrapper is gone without an end (killed)."""
 
-    state: Literal["absent", "not_begun", "running", "ended", "cut_short"]
+    state: Literal["absent", "not_begun", "void", "running", "ended", "cut_short"]
     pid: int | None = None
     code: int | None = None
 
@@ -418,15 +427,52 @@ def read_status(path: Path) -> HookStatus:
     for line in data.split(b"\n")[:-1]:  # the last piece has no newline: torn, or empty
         word, _, number = line.decode(errors="replace").partition(" ")
         if number.strip().lstrip("-").isdigit():
+            if word == "void" and pid is None:
+                return HookStatus("void", int(number))
             if word == "began" and pid is None:
                 pid = int(number)
             elif word == "ended" and pid is not None and code is None:
                 code = int(number)
     if pid is None:
-        return HookStatus("not_begun")
+        # the wrapper creates the file, then writes its line: between the two it is alive, and about to run
+        wrapper = _wrapper_of(path)
+        return HookStatus("not_begun") if wrapper is None else HookStatus("running", wrapper)
     if code is not None:
         return HookStatus("ended", pid, code)
     return HookStatus("running" if _wrapper_alive(pid, path) else "cut_short", pid)
+
+
+def take_over(path: Path) -> bool:
+    """Take over an attempt whose status file does not exist (its hook never began): create the file holding
+    `void PID` (this kadmin), only if it does not exist. A wrapper of that attempt that starts later (its kadmin
+    died between starting it and its first line) then finds the file and runs nothing. False when the file exists:
+    the wrapper was first (read it again)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o644)
+    except FileExistsError:
+        return False
+    try:
+        os.write(fd, f"void {os.getpid()}\n".encode())
+    finally:
+        os.close(fd)
+    return True
+
+
+def _wrapper_of(path: Path) -> int | None:
+    """The pid of a live wrapper of `path` (its argv names the file), if there is one."""
+    want = os.fsencode(os.path.abspath(path))
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return None
+    for d in proc.iterdir():
+        if d.name.isdigit():
+            try:
+                if want in (d / "cmdline").read_bytes().split(b"\0"):
+                    return int(d.name)
+            except OSError:
+                continue
+    return None
 
 
 def _wrapper_alive(pid: int, path: Path) -> bool:
@@ -617,6 +663,8 @@ def describe_status(status: HookStatus, name: str) -> str:
         return f"the {name} hook left no status file: it was never started"
     if status.state == "not_begun":
         return f"the {name} hook never ran: its wrapper could not record its start"
+    if status.state == "void":
+        return f"the {name} hook never ran: a later kadmin (pid {status.pid}) took its attempt over before it began"
     if status.state == "running":
         return f"the {name} hook is still running (pid {status.pid})"
     if status.state == "ended":

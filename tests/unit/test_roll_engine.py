@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -215,6 +216,30 @@ def test_3_a_controller_back_with_another_directory_stops_the_roll_until_its_vot
     res = r()
     assert int(res.exit_code) == 0, res.message
     each_once(fc, list(fc.nodes))
+
+
+@pytest.mark.parametrize("hook", ["restart", "stop"])
+def test_3_a_hook_its_dead_kadmin_started_too_late_to_begin_never_runs_after_the_next_run(tmp_path: Path,
+                                                                                         hook: str) -> None:
+    """The window between journaling a hook `started` and its wrapper's first line: the kadmin that started it dies,
+    and the wrapper (in a session of its own) begins only after the next kadmin found no status file and ran the
+    hook itself (run 15 of the suite saw a node restarted twice so). The next kadmin takes that attempt over
+    first: the late wrapper then runs nothing, and every node is restarted once."""
+    fc = zk(tmp_path)
+    more = {"restart": fc.ops_hook("restart")} if hook == "restart" else {}
+    r = Roll(fc, tmp_path / "roll", nodes=(1,), **more)
+    assert r(kill=on(1, hook, "started")) is None  # killed before the wrapper was started
+    res = r()
+    assert int(res.exit_code) == 0, res.message
+    assert f"node 1: its --{hook} hook never began" in " ".join(r.said)
+    each_once(fc, [1])
+    first = hooks.status_path(tmp_path / "roll", 1, hook, 1)
+    assert hooks.read_status(first) == hooks.HookStatus("void", os.getpid())
+    late = subprocess.run(["/bin/sh", "-c", hooks.WRAPPER, "kadmin-hook", fc.ops_hook(hook).replace("{id}", "1"),
+                           str(first)], capture_output=True, text=True, timeout=60)  # the dead kadmin's wrapper
+    assert late.returncode == 125 and "not run" in late.stderr, late
+    assert hooks.read_status(first).state == "void"
+    each_once(fc, [1])  # not stopped or restarted again
 
 
 # ------------------------------------------------------------------------------------------------ 4: --restart

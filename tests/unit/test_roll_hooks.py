@@ -343,12 +343,46 @@ def test_a_status_file_it_cannot_write_means_the_command_never_ran(tmp_path: Pat
     ("began x\n", "not_begun", None), ("ended 0\n", "not_begun", None),
     ("began 1\nended 4\n", "ended", 4), ("began 1\nended 130\nended 4\n", "ended", 130),
     ("began 1\nended 255", "cut_short", None),  # a torn end is no end; pid 1 is alive, and no wrapper of this file
+    ("void 42\n", "void", None), ("void 42\nbegan 7\n", "void", None),  # a later kadmin took the attempt over
 ])
 def test_read_status_of_a_file(tmp_path: Path, text: str, state: str, code: int | None) -> None:
     path = tmp_path / "node-1.stop.1.status"
     assert hooks.read_status(path) == HookStatus("absent")
     path.write_text(text)
     assert (hooks.read_status(path).state, hooks.read_status(path).code) == (state, code)
+
+
+def test_an_attempt_taken_over_before_its_wrapper_began_never_runs_its_command(tmp_path: Path) -> None:
+    """A later kadmin creates the status file of an attempt with no file (`take_over`): the wrapper of that attempt,
+    should the dead kadmin have started it, finds the file and exits 125 without running the command; had the
+    wrapper been first, the take-over is refused."""
+    status = hooks.status_path(tmp_path, 3, "stop", 1)
+    assert hooks.take_over(status)
+    assert hooks.read_status(status) == HookStatus("void", os.getpid())
+    assert hooks.describe_status(hooks.read_status(status), "--stop") == \
+        f"the --stop hook never ran: a later kadmin (pid {os.getpid()}) took its attempt over before it began"
+    ran = tmp_path / "ran"
+    out, _ = run(f"touch {ran}", directory=tmp_path)
+    assert out.code == 125 and not ran.exists()
+    assert out.tail[-1].startswith("kadmin roll: not run: ") and str(status) in out.tail[-1]
+    assert hooks.read_status(status).state == "void"
+    out, _ = run("exit 0", directory=tmp_path, attempt=2)  # the next attempt has a file of its own
+    assert out.ok
+    assert not hooks.take_over(hooks.status_path(tmp_path, 3, "stop", 2))  # its wrapper was first
+
+
+def test_a_status_file_its_wrapper_created_but_has_not_written_yet_is_running(tmp_path: Path) -> None:
+    """The wrapper creates the file, then writes `began`: in between, the file is empty and the wrapper alive."""
+    path = tmp_path / "node-1.stop.1.status"
+    path.write_text("")
+    proc = subprocess.Popen(["/bin/sh", "-c", "sleep 30; :", "kadmin-hook", "cmd", str(path)])  # names the file
+    try:
+        wait_for(lambda: hooks.read_status(path).state == "running", "the wrapper's argv")
+        assert hooks.read_status(path) == HookStatus("running", proc.pid)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert hooks.read_status(path) == HookStatus("not_begun")
 
 
 def test_a_live_pid_that_is_not_the_wrapper_is_not_running(tmp_path: Path) -> None:
@@ -442,9 +476,9 @@ def test_a_hook_outlives_a_killed_kadmin(tmp_path: Path) -> None:
     kadmin.kill()
     kadmin.wait()
     status = hooks.status_path(tmp_path, 3, "stop", 1)
-    assert hooks.read_status(status).state == "running"
-    ended = hooks.wait_ended(status, 10)
-    assert ended.state == "ended" and ended.code == 0
+    assert hooks.read_status(status).state == "running", hooks.read_status(status)
+    ended = hooks.wait_ended(status, 60)  # 40 `sleep` processes: seconds on a loaded machine
+    assert ended.state == "ended" and ended.code == 0, ended
     assert hooks.describe_status(ended, "--stop") == "the --stop hook ended with exit 0 while no kadmin was watching"
     assert hooks.log_path(tmp_path, 3, "stop").read_text().splitlines()[1:] == [f"line {i}" for i in range(1, 41)]
 
