@@ -37,6 +37,7 @@ from tests.support.kafka import (
     produce,
     tool,
     wait_for,
+    wait_seen,
     zk_mode_cluster,
 )
 from tests.support.sandbox import Sandbox
@@ -85,13 +86,8 @@ def topic_state(home: Path, bootstrap: str, topics: list[str] | None = None) -> 
 def wait_state(home: Path, bootstrap: str, topics: list[str] | None, ok: Any, what: str) -> dict[Key, Any]:
     """Wait until TopicCommand's state is `ok`; TopicCommand's JVM starts only once the brokers' Metadata answer,
     read in this process, is `ok` already (or could not be read)."""
-    def check() -> dict[Key, Any] | None:
-        cheap = broker_states(bootstrap, topics)
-        if cheap is not None and not (cheap and ok(cheap)):
-            return None
-        st = topic_state(home, bootstrap, topics)
-        return st if st and ok(st) else None
-    return wait_for(check, WAIT, what, interval=0.5)
+    return wait_seen(lambda st: bool(st) and ok(st), lambda: topic_state(home, bootstrap, topics),
+                     lambda: broker_states(bootstrap, topics), WAIT, what, interval=0.5)
 
 
 def healthy(assignments: Mapping[str, Assignment]) -> Any:

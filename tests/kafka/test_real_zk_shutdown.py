@@ -30,6 +30,7 @@ from tests.support.kafka import (
     RealCluster,
     ZkModeBroker,
     broker_states,
+    confirmed,
     describe,
     kafka_home,
     tool,
@@ -81,13 +82,10 @@ def topic_command(kafka: RealCluster, *flags: str, bootstrap: str | None = None)
 
 
 def shown(kafka: RealCluster, want: dict[tuple[str, int], Any]) -> dict[tuple[str, int], Any] | None:
-    """TopicCommand's view when it is `want` ({(topic, p): (leader, replicas, isr)}), else None. The brokers'
-    Metadata answer is read in this process first: a JVM per topic only once that shows `want`."""
-    cheap = broker_states(kafka.bootstrap, TOPICS)
-    if cheap is not None and cheap != want:
-        return None
-    tc = topic_command(kafka)
-    return tc if tc == want else None
+    """TopicCommand's view when it is `want` ({(topic, p): (leader, replicas, isr)}), else None; a JVM per topic
+    only once the brokers' Metadata answer shows `want` (`confirmed`)."""
+    return confirmed(lambda got: got == want, lambda: topic_command(kafka),
+                     lambda: broker_states(kafka.bootstrap, TOPICS))
 
 
 def healthy(kafka: RealCluster) -> dict[tuple[str, int], dict[str, Any]]:
@@ -107,7 +105,8 @@ def healthy(kafka: RealCluster) -> dict[tuple[str, int], dict[str, Any]]:
         s = full()
         if s is None:
             return None
-        return s if shown(kafka, {k: (st["leader"], st["replicas"], st["isr"]) for k, st in s.items()}) else None
+        want = {k: (st["leader"], st["replicas"], st["isr"]) for k, st in s.items()}
+        return s if shown(kafka, want) is not None else None
 
     return wait_for(agreed, WAIT, "TopicCommand to agree with the state znodes", interval=0.5)
 

@@ -494,6 +494,7 @@ def zk_client(zk: Any) -> Any:
 # Clusters
 
 T = TypeVar("T")
+V = TypeVar("V", bound=Mapping[tuple[str, int], Any])  # a view of partitions: TopicCommand's or a cheap one
 TOPIC_COMMAND = "org.apache.kafka.tools.TopicCommand"
 
 
@@ -739,20 +740,26 @@ def broker_states(bootstrap: str, topics: Iterable[str] | None) -> dict[tuple[st
         for k, f in view.items()}
 
 
-def wait_seen(ok: Callable[[dict[tuple[str, int], dict[str, str]]], bool],
-              confirm: Callable[[], dict[tuple[str, int], dict[str, str]]],
-              cheap: Callable[[], dict[tuple[str, int], dict[str, str]] | None], timeout: float, what: str,
-              interval: float = 1.0) -> None:
-    """Wait until `ok` holds for Kafka's TopicCommand (`confirm()`), starting its JVM only once the broker's
-    Metadata answer read in this process (`cheap()`, e.g. broker_view) already shows it, or could not be read:
-    a wait costs no JVM a second, and its verdict is still TopicCommand's."""
-    def check() -> bool:
-        seen = cheap()
-        if seen is not None and not ok(seen):
-            return False
-        return ok(confirm())
+def confirmed(ok: Callable[[V], bool], confirm: Callable[[], V], cheap: Callable[[], V | None]) -> V | None:
+    """Kafka's TopicCommand's view (`confirm()`) when `ok` holds for it, else None; its JVM is started only once the
+    brokers' Metadata answer read in this process (`cheap()`: broker_view, broker_states) already shows `ok`, or
+    could not be read. One look of a wait: it costs no JVM while the state is still coming, and its verdict is
+    still TopicCommand's."""
+    seen = cheap()
+    if seen is not None and not ok(seen):
+        return None
+    got = confirm()
+    return got if ok(got) else None
 
-    wait_for(check, timeout, what, interval=interval)
+
+def wait_seen(ok: Callable[[V], bool], confirm: Callable[[], V], cheap: Callable[[], V | None], timeout: float,
+              what: str, interval: float = 1.0) -> V:
+    """Wait until `ok` holds for TopicCommand's view, looking as `confirmed` does; that view (even an empty one)."""
+    def look() -> tuple[V] | None:
+        got = confirmed(ok, confirm, cheap)
+        return None if got is None else (got,)
+
+    return wait_for(look, timeout, what, interval=interval)[0]
 
 
 def describe_all(cluster: RealCluster, *flags: str,

@@ -76,8 +76,8 @@ def sandbox(directory: Path, *up_args: str, properties: Mapping[str, Mapping[str
     product's server.properties, for the tests of `kadmin sandbox` itself."""
     sb = Sandbox(directory)
     if not plain:
-        properties = {"controller": {**IDLE_CONTROLLER, **(properties or {}).get("controller", {})},
-                      **{role: props for role, props in (properties or {}).items() if role != "controller"}}
+        given = dict(properties or {})
+        properties = {**given, "controller": {**IDLE_CONTROLLER, **given.get("controller", {})}}
     if properties:
         env = {**sb.env, "PYTHONPATH": os.pathsep.join([str(REPO), *filter(None, [sb.env.get("PYTHONPATH")])])}
         up = subprocess.run([sys.executable, "-m", "tests.support.sandbox", json.dumps(properties), "sandbox", "up",
