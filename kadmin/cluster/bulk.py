@@ -313,16 +313,29 @@ class BulkSession:
         # Each attempt gets a share of the timeout, so one silent member cannot use all of it.
         per_attempt = max(self.timeout / n, 1.0)
         backoff = 0.05
+        # A member whose certificate kadmin refuses refuses it again: it is not retried, and when every member has
+        # refused, that is the answer at once (not a handshake cut short by the deadline, said as a timeout).
+        refused: dict[int, str] = {}
         while True:
             for _ in range(n):
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     break
-                host, port = self.hosts[self._host_index % n]
+                index = self._host_index % n
+                host, port = self.hosts[index]
+                if index in refused:
+                    self._host_index += 1
+                    continue
                 try:
                     self._link = self._open(host, port, min(remaining, per_attempt))
                 except AuthFailed:
                     raise
+                except ssl.SSLCertVerificationError as e:
+                    last = refused[index] = f"{host_port(host, port)}: {_one_line(e)}"
+                    self._host_index += 1
+                    if len(refused) == n:
+                        raise ClusterUnreachable(f"cannot reach {self.where}: TLS certificate refused ({last})") from e
+                    continue
                 except (OSError, _LinkDown, struct.error) as e:
                     last = f"{host_port(host, port)}: {_one_line(e)}"
                     self._host_index += 1
