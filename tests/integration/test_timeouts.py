@@ -110,3 +110,45 @@ def test_watch_says_when_the_connection_is_lost_and_regained(zk_server, chroot, 
         p.send_signal(signal.SIGINT)
         p.communicate(timeout=30)
         proxy.close()
+
+
+def test_a_connection_lost_while_the_watchs_first_read_is_answered_is_said_too(zk_server, chroot, fleet, mocker):
+    """The window run 18 of the suite hit: the connection went while the watch's first read was being answered
+    (its watchers already set on the server), before the loop counted itself as watching. The drop was not said,
+    nor the reconnection: only the re-read. Here the cut is made at that moment, by wrapping the first read."""
+    from kazoo.protocol.states import KazooState
+
+    from kadmin.cluster.zookeeper import ZkCluster, ZkConnection
+
+    server = zk_server.servers[0]
+    fleet.register(BrokerSpec(1))
+    proxy = Proxy(("127.0.0.1", server.client_port))
+    said: list[str] = []
+    c = ZkCluster(ZkConnection(hosts=f"127.0.0.1:{proxy.port}", chroot=chroot), on_connection=said.append).start()
+    try:
+        real_ids = c._ids
+        cut = threading.Event()
+
+        def ids_then_cut(*args, **kwargs):
+            got = real_ids(*args, **kwargs)
+            if not cut.is_set():  # the first read only: cut, and return once kazoo has seen the drop
+                cut.set()
+                proxy.cut()
+                deadline = time.monotonic() + 30
+                while c.zk.state == KazooState.CONNECTED and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                assert c.zk.state != KazooState.CONNECTED, "kazoo never saw the cut"
+            return got
+
+        mocker.patch.object(c, "_ids", side_effect=ids_then_cut)
+        ticks = c.watch_brokers(60)
+        first = next(ticks)
+        assert set(first.generations) == {1}
+        assert said[:1] == [f"lost the connection to {c.conn.where}; reconnecting"], said
+        resynced = next(ticks)  # everything read again once back
+        assert resynced.resynced and set(resynced.generations) == {1}
+        assert len(said) == 2 and said[1].startswith("reconnected to 127.0.0.1:"), said
+        ticks.close()
+    finally:
+        c.close()
+        proxy.close()

@@ -95,6 +95,8 @@ class ZkSession:
         self._clock = clock  # monotonic seconds: every deadline in this package is on it
         self._on_connection = on_connection
         self._down = False
+        self._drops = 0  # connections lost (SUSPENDED or LOST) since the session started, said or not
+        self._state_lock = threading.Lock()  # kazoo's event thread and a starting watch both say state changes
         kw: dict[str, Any] = {}
         if conn.use_tls:
             kw.update(use_ssl=True, ca=conn.tls_ca, certfile=conn.tls_cert, keyfile=conn.tls_key, verify_certs=True,
@@ -319,18 +321,37 @@ class ZkSession:
         """Tell `on_connection` (stderr) when the connection goes and comes back while a watch loop runs: a watch
         must not go quiet. A one-shot read says nothing: its connection is back within the read's bound (said by
         nobody), or the read fails and the command's one error line says what did not answer."""
-        if self._on_connection is None or not self._started or (not self._watching and not self._down):
-            return
-        if state == KazooState.SUSPENDED and not self._down:
+        with self._state_lock:
+            if state != KazooState.CONNECTED:
+                self._drops += 1
+            say = self._on_connection
+            if say is None or not self._started or (not self._watching and not self._down):
+                return
+            if state == KazooState.SUSPENDED and not self._down:
+                self._down = True
+                say(f"lost the connection to {self.conn.where}; reconnecting")
+            elif state == KazooState.LOST:
+                self._down = True
+                say(f"the session with {self.conn.where} expired; reconnecting with a new session")
+            elif state == KazooState.CONNECTED and self._down:
+                self._down = False
+                where = self.connected_server()
+                say(f"reconnected to {where or self.conn.where}")
+
+    def _say_missed_drop(self, drops_before: int) -> None:
+        """A watch loop has just started (its first read answered): a connection lost since `drops_before` (read
+        before that first read) was not said, as nothing watched yet; say it now, and that it is back if it is. A
+        watch never goes quiet about a drop, even one in its first moments."""
+        with self._state_lock:
+            if self._drops == drops_before or self._down:
+                return
+            say = self._on_connection
+            if say is None or not self._started:
+                return
+            say(f"lost the connection to {self.conn.where}; reconnecting")
             self._down = True
-            self._on_connection(f"lost the connection to {self.conn.where}; reconnecting")
-        elif state == KazooState.LOST:
-            self._down = True
-            self._on_connection(f"the session with {self.conn.where} expired; reconnecting with a new session")
-        elif state == KazooState.CONNECTED and self._down:
-            self._down = False
-            where = self.connected_server()
-            self._on_connection(f"reconnected to {where or self.conn.where}")
+        if self.zk.state == KazooState.CONNECTED:
+            self._report_state(KazooState.CONNECTED)
 
     def connected_server(self) -> str | None:
         """The ensemble member this client is connected to now (host:port), if connected."""

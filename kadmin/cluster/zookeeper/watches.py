@@ -42,8 +42,10 @@ class ZkWatches(ZkReads):
         deadline = None if timeout is None else self._clock() + timeout
         watching = False
         try:
+            drops = self._drops
             initial = read_all(watch, "initial")  # a failure here is the command's error, said once
             self._watching += 1  # from here a lost and regained connection is said on stderr (_report_state)
+            self._say_missed_drop(drops)  # and one lost while the first read was answered
             watching = True
             yield initial
             while True:
