@@ -324,19 +324,23 @@ class ZkSession:
         with self._state_lock:
             if state != KazooState.CONNECTED:
                 self._drops += 1
-            say = self._on_connection
-            if say is None or not self._started or (not self._watching and not self._down):
-                return
-            if state == KazooState.SUSPENDED and not self._down:
-                self._down = True
-                say(f"lost the connection to {self.conn.where}; reconnecting")
-            elif state == KazooState.LOST:
-                self._down = True
-                say(f"the session with {self.conn.where} expired; reconnecting with a new session")
-            elif state == KazooState.CONNECTED and self._down:
-                self._down = False
-                where = self.connected_server()
-                say(f"reconnected to {where or self.conn.where}")
+            self._say_state(state)
+
+    def _say_state(self, state: str) -> None:
+        """Say a change of the connection's state to a running watch (the caller holds `_state_lock`)."""
+        say = self._on_connection
+        if say is None or not self._started or (not self._watching and not self._down):
+            return
+        if state == KazooState.SUSPENDED and not self._down:
+            self._down = True
+            say(f"lost the connection to {self.conn.where}; reconnecting")
+        elif state == KazooState.LOST:
+            self._down = True
+            say(f"the session with {self.conn.where} expired; reconnecting with a new session")
+        elif state == KazooState.CONNECTED and self._down:
+            self._down = False
+            where = self.connected_server()
+            say(f"reconnected to {where or self.conn.where}")
 
     def _say_missed_drop(self, drops_before: int) -> None:
         """A watch loop has just started (its first read answered): a connection lost since `drops_before` (read
@@ -345,13 +349,9 @@ class ZkSession:
         with self._state_lock:
             if self._drops == drops_before or self._down:
                 return
-            say = self._on_connection
-            if say is None or not self._started:
-                return
-            say(f"lost the connection to {self.conn.where}; reconnecting")
-            self._down = True
-        if self.zk.state == KazooState.CONNECTED:
-            self._report_state(KazooState.CONNECTED)
+            self._say_state(KazooState.SUSPENDED)
+            if self.zk.state == KazooState.CONNECTED:
+                self._say_state(KazooState.CONNECTED)
 
     def connected_server(self) -> str | None:
         """The ensemble member this client is connected to now (host:port), if connected."""
