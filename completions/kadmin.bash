@@ -56,7 +56,7 @@ _kadmin_complete() {
         ["kadmin sandbox phase"]="--dir --help --output --verbose -o -v"
         ["kadmin sandbox start"]="--dir --help --kafka-home --output --verbose -o -v"
         ["kadmin sandbox status"]="--dir --help --output --verbose -o -v"
-        ["kadmin sandbox up"]="--brokers --dir --ensemble --help --kafka-home --mode --output --release-version --verbose -o -v"
+        ["kadmin sandbox up"]="--brokers --controllers --dir --ensemble --help --kafka-home --mode --output --release-version --verbose -o -v"
     )
     local -A vals=(
         ["kadmin brokers can-stop --topic"]="@value"
@@ -649,6 +649,7 @@ _kadmin_complete() {
         ["kadmin sandbox status -o"]="auto table plain json ndjson"
         ["kadmin sandbox up --brokers"]="@value"
         ["kadmin sandbox up --ensemble"]="@value"
+        ["kadmin sandbox up --controllers"]="@value"
         ["kadmin sandbox up --kafka-home"]="@dir"
         ["kadmin sandbox up --mode"]="zk kraft migration"
         ["kadmin sandbox up --release-version"]="@value"

@@ -867,6 +867,7 @@ complete -c kadmin -n '__fish_seen_subcommand_from sandbox ; and __fish_seen_sub
 complete -c kadmin -n '__fish_seen_subcommand_from sandbox ; and __fish_seen_subcommand_from status' -s o -r -x -a 'auto table plain json ndjson' -d 'auto: a table on a terminal, plain columns on a pipe'
 complete -c kadmin -n '__fish_seen_subcommand_from sandbox ; and __fish_seen_subcommand_from status' -s v -d 'Show tracebacks of internal errors, and more detail on stderr where the command has any'
 complete -c kadmin -n '__fish_seen_subcommand_from sandbox ; and __fish_seen_subcommand_from up' -l brokers -r -d 'How many brokers to emulate (default 3)'
+complete -c kadmin -n '__fish_seen_subcommand_from sandbox ; and __fish_seen_subcommand_from up' -l controllers -r -d 'With --mode kraft: KRaft controllers, 1 or 3 (default 3)'
 complete -c kadmin -n '__fish_seen_subcommand_from sandbox ; and __fish_seen_subcommand_from up' -l dir -r -x -a '(__fish_complete_directories)' -d 'Sandbox state directory (default: $XDG_STATE_HOME/kadmin/sandbox)'
 complete -c kadmin -n '__fish_seen_subcommand_from sandbox ; and __fish_seen_subcommand_from up' -l ensemble -r -d 'ZooKeeper servers: 1 or 3 (default 1)'
 complete -c kadmin -n '__fish_seen_subcommand_from sandbox ; and __fish_seen_subcommand_from up' -l help -d 'Show help'

@@ -72,12 +72,16 @@ def up(
     ensemble: Annotated[int | None, typer.Option(
         "--ensemble", metavar="N", min=1, max=3, show_default=False,
         help="ZooKeeper servers: 1 or 3 (default 1). A running sandbox must have this many.")] = None,
+    controllers: Annotated[int | None, typer.Option(
+        "--controllers", metavar="N", min=1, max=3, show_default=False,
+        help="With --mode kraft: KRaft controllers, 1 or 3 (default 3). 1 is lighter, with no quorum to lose "
+        "a member of. A running sandbox must have this many.")] = None,
     kafka_home: Annotated[Path | None, typer.Option(
         "--kafka-home", metavar="DIR", envvar="KADMIN_KAFKA_HOME", show_default=False,
         help="Run real Apache Kafka from this installation (DIR/libs/*.jar) instead of emulated brokers.")] = None,
     mode: Annotated[Mode, typer.Option("--mode", metavar="zk|kraft|migration", case_sensitive=False,
                                        help="With --kafka-home: ZooKeeper mode (Kafka 3.x), KRaft "
-                                      "(3 controllers + the brokers), or migration (ZooKeeper mode + 3 "
+                                      "(--controllers, default 3, + the brokers), or migration (ZooKeeper mode + 3 "
                                       "controllers ready to migrate it; `sandbox phase`).")] = Mode.zk,
     release_version: Annotated[str | None, typer.Option(
         "--release-version", metavar="X.Y", show_default=False,
@@ -89,8 +93,8 @@ def up(
 
     Use it as: export KADMIN_ZOOKEEPER=$(kadmin sandbox up -o plain)
 
-    When the sandbox is running already, this reports it; another --brokers or --ensemble than it has exits 3
-    (`kadmin sandbox down` first).
+    When the sandbox is running already, this reports it; another --brokers, --ensemble or --controllers than it
+    has exits 3 (`kadmin sandbox down` first).
 
     The emulated brokers register in Kafka's v5 format. With --kafka-home DIR, N real Kafka brokers (returns
     once each is registered). With --mode kraft there is no ZooKeeper: plain output is the bootstrap servers
@@ -106,6 +110,10 @@ def up(
         from kadmin.errors import UsageError
 
         raise UsageError("--ensemble must be 1 or 3")
+    if controllers is not None and (controllers not in (1, 3) or mode is not Mode.kraft):
+        from kadmin.errors import UsageError
+
+        raise UsageError("--controllers must be 1 or 3, with --mode kraft (a migration sandbox has 3)")
     if mode is not Mode.zk and kafka_home is None:
         from kadmin.errors import UsageError
 
@@ -116,7 +124,8 @@ def up(
         raise UsageError("--release-version needs --mode kraft (it sets the feature levels KRaft storage is "
                          "formatted with)")
     data = SandboxUp.from_json(_sandbox(directory).up(brokers=brokers, ensemble=ensemble, kafka_home=kafka_home,
-                                                      mode=mode.value, release_version=release_version))
+                                                      mode=mode.value, release_version=release_version,
+                                                      controllers=controllers))
     state = "already running: " if data.already_running else "up: "
     kind = f"Kafka {data.kafka_version} " if data.engine == "kafka" else ""
     count = plural(len(data.brokers), f"{kind}broker")

@@ -220,23 +220,24 @@ class Sandbox:
     # ------------------------------------------------------------------ up / down
     def up(self, brokers: int | None = None, ensemble: int | None = None, timeout: float = 120.0,
            kafka_home: Path | str | None = None, mode: str = "zk",
-           release_version: str | None = None) -> dict[str, Any]:
+           release_version: str | None = None, controllers: int | None = None) -> dict[str, Any]:
         """Start a fresh sandbox (or report the running one). With `kafka_home`, real Kafka (`mode` zk or
         kraft) instead of emulated brokers; it returns once every broker is registered (see realkafka.py).
         `release_version` (KRaft): the storage is formatted at that release's feature levels (kafka-storage
-        format --release-version), not the binaries' newest.
+        format --release-version), not the binaries' newest. `controllers` (KRaft): 1 or 3 (the default).
 
-        `brokers` (default 3) and `ensemble` (default 1) given for a running sandbox must be what it runs:
+        `brokers` (default 3), `ensemble` (default 1) and `controllers` given for a running sandbox must be what
+        it runs:
         a sandbox is not resized in place (SandboxError naming the running size otherwise).
         """
         if brokers is not None and brokers < 1:
             raise SandboxError("--brokers must be at least 1")
         version = None
         if kafka_home is not None:
-            from kadmin.sandbox import realkafka
+            from kadmin.sandbox import realkafka as rk
 
             kafka_home = Path(kafka_home).expanduser().resolve()
-            version = realkafka.check(kafka_home, mode)  # refuse before anything starts or stops
+            version = rk.check(kafka_home, mode)  # refuse before anything starts or stops
         prev = self.state()
         if prev is not None:
             if self.running():
@@ -245,14 +246,15 @@ class Sandbox:
                 if have != want:
                     raise SandboxError(f"a sandbox of another kind ({have[0]}, {have[1]} mode) is running in "
                                        f"{self.dir}: `kadmin sandbox down` first")
-                self._same_size(prev, brokers, ensemble)
+                self._same_size(prev, brokers, ensemble, controllers)
                 return {**self.status(), "already_running": True}
             self.down()
         brokers = DEFAULT_BROKERS if brokers is None else brokers
         ensemble = DEFAULT_ENSEMBLE if ensemble is None else ensemble
         self.dir.mkdir(parents=True, exist_ok=True)
         if kafka_home is not None and version is not None:
-            return self._up_kafka(kafka_home, version, mode, brokers, ensemble, max(timeout, 300.0), release_version)
+            return self._up_kafka(kafka_home, version, mode, brokers, ensemble, max(timeout, 300.0), release_version,
+                                  len(rk.CONTROLLERS) if controllers is None else controllers)
         for old in self.dir.glob("zk[0-9]*"):  # every `up` is a fresh playground
             shutil.rmtree(old, ignore_errors=True)
         ens = Ensemble(self.dir, ensemble)
@@ -294,12 +296,17 @@ class Sandbox:
         self._save(st)
         return {**self.status(), "already_running": False}
 
-    def _same_size(self, st: dict[str, Any], brokers: int | None, ensemble: int | None) -> None:
-        """Refuse another --brokers/--ensemble than the running sandbox's (`up` would silently keep its own)."""
+    def _same_size(self, st: dict[str, Any], brokers: int | None, ensemble: int | None,
+                   controllers: int | None = None) -> None:
+        """Refuse another --brokers/--ensemble/--controllers than the running sandbox's (`up` would silently keep
+        its own)."""
         running = [("--brokers", brokers, st.get("brokers"), plural(st.get("brokers") or 0, "broker"))]
         if st.get("zookeeper"):  # KRaft sandboxes have no ZooKeeper ensemble
             running.append(("--ensemble", ensemble, len(st["zookeeper"]),
                             plural(len(st["zookeeper"]), "ZooKeeper server")))
+        if st.get("mode") == "kraft":
+            ctrls = sum(1 for n in st.get("nodes", []) if n.get("role") == "controller")
+            running.append(("--controllers", controllers, ctrls, plural(ctrls, "controller")))
         for flag, asked, have, said in running:
             if asked is not None and have is not None and asked != have:
                 raise SandboxError(f"{flag} {asked}: the sandbox running in {self.dir} has {said}; "
@@ -503,7 +510,7 @@ class Sandbox:
 
     # ------------------------------------------------------------------ the real-Kafka engine
     def _up_kafka(self, home: Path, version: str, mode: str, brokers: int, ensemble: int,
-                  timeout: float, release_version: str | None = None) -> dict[str, Any]:
+                  timeout: float, release_version: str | None = None, controllers: int = 3) -> dict[str, Any]:
         from kadmin.sandbox import realkafka as rk
 
         for old in [*self.dir.glob("zk[0-9]*"), *self.dir.glob("broker-*"), *self.dir.glob("controller-*")]:
@@ -531,7 +538,7 @@ class Sandbox:
                 if mode == "migration":
                     return self._up_migration(st, nodes, deadline)
             else:
-                ctrls = [_new_node(self.dir, "controller", c) for c in rk.CONTROLLERS]
+                ctrls = [_new_node(self.dir, "controller", c) for c in rk.CONTROLLERS[:controllers]]
                 for n in ctrls + nodes:
                     rk.write_config(n, rk.kraft_properties(n, ctrls, brokers, version))
                 st["cluster_id"] = rk.new_cluster_id()

@@ -1,7 +1,7 @@
 """The sandbox's real-Kafka engine: Apache Kafka JVMs from any installation's `libs/*.jar`.
 
 `kadmin sandbox up --kafka-home DIR` runs, on loopback, either N brokers in ZooKeeper mode (Kafka 3.x,
-under the sandbox's real ZooKeeper), a KRaft cluster (3 controllers in a static quorum + N brokers), or
+under the sandbox's real ZooKeeper), a KRaft cluster (1 or 3 controllers in a static quorum + N brokers), or
 (`--mode migration`) the ZooKeeper-mode cluster plus 3 controllers ready to migrate it to KRaft (KIP-866),
 each node configured for its migration phase (`PHASES`; `phase_properties`).
 This module knows Kafka: versions, server.properties, log4j files, StorageTool, the JVM command line,

@@ -223,6 +223,17 @@ def test_sandbox_up_kafka_needs_java_and_kraft_needs_kafka(tmp_path):
     assert r.returncode == 3 and "nowhere: no libs/ directory" in r.stderr
 
 
+@pytest.mark.parametrize("args", [["--controllers", "2", "--mode", "kraft"], ["--controllers", "1"],
+                                  ["--controllers", "1", "--mode", "migration"]])
+def test_sandbox_up_controllers_is_1_or_3_with_kraft_in_one_line(tmp_path, args):
+    env = {**os.environ, "KADMIN_SANDBOX_DIR": str(tmp_path / "sb")}
+    r = kadmin("sandbox", "up", "--kafka-home", str(fake_kafka_home(tmp_path, "kafka_2.13-3.9.1.jar")), *args, env=env)
+    assert r.returncode == 2 and r.stdout == "", r.stderr
+    assert r.stderr.strip() == "kadmin: error: --controllers must be 1 or 3, with --mode kraft (a migration sandbox " \
+                               "has 3)"
+    assert not (tmp_path / "sb" / "state.json").exists()
+
+
 def test_a_just_started_process_is_recorded_with_the_command_line_it_execs(tmp_path):
     """Popen returns while the child is still inside execve; the recorded identity must be the exec'd
     program's, or `down` would take the process for another one and leave it running."""

@@ -138,6 +138,14 @@ def test_kraft_up_status_and_quorum(kraft_sandbox: Sandbox) -> None:
     ports = {p["id"]: p["port"] for p in st["processes"] if p["role"] == "broker"}
     assert {r["id"]: (r["port"], r["state"]) for r in rows} == {b: (ports[b], "active") for b in (1, 2, 3)}
 
+    # another controller count than the running sandbox's is refused, and nothing is stopped
+    r = kraft_sandbox.run("sandbox", "up", "--kafka-home", str(kafka_home(KAFKA_4)), "--mode", "kraft",
+                          "--controllers", "1")
+    assert r.returncode == 3 and r.stderr.strip() == (
+        f"kadmin: error: --controllers 1: the sandbox running in {kraft_sandbox.dir} has 3 controllers; "
+        "`kadmin sandbox down` first to start one of another size")
+    assert all(alive(p["pid"]) for p in st["processes"])
+
 
 def replication_rows(text: str) -> tuple[list[str], dict[int, tuple[str, str]]]:
     """kafka-metadata-quorum describe --replication text: the header's columns, and per node id the
