@@ -1,4 +1,4 @@
-"""KIP-966 eligible leader replicas on a real KRaft cluster (3 controllers + 3 brokers): 4.3.1 and 3.9.1.
+"""KIP-966 eligible leader replicas on a real KRaft cluster (1 controller + 3 brokers): 4.3.1 and 3.9.1.
 
 A new 4.3.1 cluster has ELR on (feature eligible.leader.replicas.version finalized at 1, as Kafka's own
 FeatureCommand says); a 3.9.1 cluster has it off (no such feature finalized), and there every list is empty in
@@ -102,7 +102,7 @@ def kraft(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     version = str(request.param)
     home = kafka_home(version)
     with sandbox(tmp_path_factory.mktemp(f"kraft-elr-{version}") / "sb", "--kafka-home", str(home), "--mode",
-                 "kraft", "--brokers", "3") as sb:
+                 "kraft", "--brokers", "3", "--controllers", "1") as sb:
         assert sb.status()["kafka_version"] == version
         k = Kraft(sb, home)
         k.version = version

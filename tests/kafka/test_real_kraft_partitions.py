@@ -1,5 +1,6 @@
-"""Partition health, can-stop and wait --in-sync on a real KRaft cluster (3 controllers + 3 brokers), once on
-the newest 4.x (4.3.1) and once on 3.9.1 in KRaft mode (the module's fixture is parametrized by version).
+"""Partition health, can-stop and wait --in-sync on a real KRaft cluster (1 controller + 3 brokers: the quorum is
+not under test here), once on the newest 4.x (4.3.1) and once on 3.9.1 in KRaft mode (the module's fixture is
+parametrized by version).
 
 kadmin reads over --bootstrap-server (DescribeTopicPartitions, ListPartitionReassignments, DescribeConfigs,
 DescribeCluster). In each state (healthy; one broker stopped; two brokers stopped) kadmin's `partitions list`
@@ -113,7 +114,7 @@ def kraft(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     version = str(request.param)
     home = kafka_home(version)
     with sandbox(tmp_path_factory.mktemp(f"kraft-partitions-{version}") / "sb", "--kafka-home", str(home),
-                 "--mode", "kraft", "--brokers", "3") as sb:
+                 "--mode", "kraft", "--brokers", "3", "--controllers", "1") as sb:
         assert sb.status()["kafka_version"] == version
         k = Kraft(sb, home)
         k.version = version

@@ -45,7 +45,7 @@ def topic_command(k: KraftBrokers) -> tuple[dict[Key, tuple[int, list[int], list
 def kraft(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KraftBrokers]:
     home = kafka_home(KAFKA_4)
     with sandbox(tmp_path_factory.mktemp("kraft-scale") / "sb", "--kafka-home", str(home), "--mode", "kraft",
-                 "--brokers", "3") as sb:
+                 "--brokers", "3", "--controllers", "1") as sb:
         k = KraftBrokers(sb, home)
         from kafka.admin import KafkaAdminClient, NewTopic
 
