@@ -150,10 +150,13 @@ def tool(home: Path, main_class: str, *args: str, timeout: float = 180.0,
     """Run a Kafka tool: `java -cp 'HOME/libs/*' MAIN ARGS` (what bin/kafka-run-class.sh does).
 
     e.g. `tool(home, "org.apache.kafka.tools.TopicCommand", "--bootstrap-server", b, "--list")`.
-    With `check`, a non-zero exit raises AssertionError carrying the tool's stderr.
+    With `check`, a non-zero exit raises AssertionError carrying the tool's stderr. The tools in
+    tool_server.SERVED run in this process's warm JVM for HOME (tests/support/tool_server.py): the same
+    tool's `main`, answering what a fresh JVM would, without a JVM start per call.
     """
-    proc = subprocess.run(tool_argv(home, main_class, *args), capture_output=True, text=True, timeout=timeout,
-                          stdin=subprocess.DEVNULL)
+    from tests.support import tool_server
+
+    proc = tool_server.run(home, main_class, list(args), timeout, lambda: tool_argv(home, main_class, *args))
     if check and proc.returncode != 0:
         raise AssertionError(f"{main_class} {' '.join(args)} exited {proc.returncode}:\n"
                              f"{proc.stderr.strip()[-2000:]}\n{proc.stdout.strip()[-1000:]}")

@@ -1,0 +1,151 @@
+"""Kafka's own command-line tools run in one warm JVM per Kafka installation (per test process), for the tests.
+
+A tool's JVM start costs ~2.5 CPU-s on a small machine, more than most calls' own work, and the real-Kafka tests
+call TopicCommand hundreds of times as their referee (64 % of test_real_kraft_partitions.py's CPU was its JVM
+starts). ToolServer.java (launched from its source, on the installation's classpath with the tools' own flags and
+logging) runs the tool's own `main` for each call and answers with its exit code (Kafka's tools end through
+`org.apache.kafka.common.utils.Exit`, whose procedure it replaces), stdout and stderr: what a fresh JVM gives
+(tests/kafka/test_real_tool_server.py), but for the frames below the tool's `main` in a stack trace and the
+number in a log line's `adminclient-N` (the JVM's nth admin client).
+
+Only the tools in SERVED go there: tools whose `main` is `Exit.exit(mainNoExit(args))` and that keep no state
+between runs. A call made while the server is busy (another thread) runs in a fresh JVM, as every other tool
+does. A call that overruns its timeout kills the server (the next call starts another) and raises
+subprocess.TimeoutExpired, as subprocess.run would; a server that dies during a call is an error, never a silent
+second run of the call.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import select
+import struct
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+SOURCE = Path(__file__).with_name("ToolServer.java")
+
+SERVED = frozenset({"org.apache.kafka.tools.TopicCommand", "org.apache.kafka.tools.MetadataQuorumCommand"})
+
+
+class ToolServerDied(RuntimeError):
+    pass
+
+
+def _text(b: bytes) -> str:
+    """As subprocess.run(text=True) decodes: UTF-8, universal newlines."""
+    return b.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
+
+
+class Server:
+    def __init__(self, argv: list[str]) -> None:
+        self.argv = argv
+        self.log = tempfile.TemporaryFile()  # noqa: SIM115 - the JVM's own stderr (not a tool's), for a death
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log)
+        self.lock = threading.Lock()
+
+    def _read(self, n: int, deadline: float) -> bytes:
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        got = bytearray()
+        while len(got) < n:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise TimeoutError
+            chunk = os.read(fd, n - len(got))
+            if not chunk:
+                raise ToolServerDied(self._said())
+            got += chunk
+        return bytes(got)
+
+    def _said(self) -> str:
+        self.log.seek(0)
+        return self.log.read().decode(errors="replace")[-2000:]
+
+    def call(self, argv: list[str], timeout: float) -> tuple[int, str, str]:
+        assert self.proc.stdin is not None
+        frame = bytearray(struct.pack(">i", len(argv)))
+        for a in argv:
+            b = a.encode()
+            frame += struct.pack(">i", len(b)) + b
+        deadline = time.monotonic() + timeout
+        try:
+            self.proc.stdin.write(frame)
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            raise ToolServerDied(self._said()) from None
+        code = struct.unpack(">i", self._read(4, deadline))[0]
+        out = self._read(struct.unpack(">i", self._read(4, deadline))[0], deadline)
+        err = self._read(struct.unpack(">i", self._read(4, deadline))[0], deadline)
+        return code, _text(out), _text(err)
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        for f in (self.proc.stdout, self.log):
+            if f is not None:
+                f.close()
+
+
+_servers: dict[str, Server] = {}
+_guard = threading.Lock()
+
+
+def _server(home: Path, argv: list[str]) -> Server:
+    """This process's server for `home` (started with `argv` when there is none, or it has exited)."""
+    with _guard:
+        s = _servers.get(str(home))
+        if s is None or s.proc.poll() is not None:
+            s = _servers[str(home)] = Server(argv)
+        return s
+
+
+def _drop(home: Path, s: Server) -> None:
+    with _guard:
+        if _servers.get(str(home)) is s:
+            del _servers[str(home)]
+    with contextlib.suppress(OSError):
+        s.proc.kill()
+    s.close()
+
+
+def run(home: Path, main_class: str, args: list[str], timeout: float,
+        fresh: Callable[[], list[str]]) -> subprocess.CompletedProcess[str]:
+    """The tool's run, as subprocess.run(fresh(), capture_output=True, text=True, stdin=DEVNULL) would give it."""
+    argv = fresh()
+    if main_class in SERVED:
+        jvm = argv[:argv.index(main_class)]  # java, its flags, -cp CLASSPATH
+        s = _server(home, [*jvm, str(SOURCE)])
+        if s.lock.acquire(blocking=False):
+            try:
+                code, out, err = s.call([main_class, *args], timeout)
+            except TimeoutError:
+                _drop(home, s)
+                raise subprocess.TimeoutExpired(argv, timeout) from None
+            except ToolServerDied as e:
+                _drop(home, s)
+                raise ToolServerDied(f"the tool server for {home} died during {main_class} {' '.join(args)}: "
+                                     f"{e}") from None
+            finally:
+                s.lock.release()
+            return subprocess.CompletedProcess(argv, code, out, err)
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+@atexit.register
+def _close_all() -> None:
+    for s in list(_servers.values()):
+        s.close()
+    _servers.clear()
