@@ -25,7 +25,7 @@ CASES = [
     (TOPICS, ["--bootstrap-server", "127.0.0.1:1", "--bogus"]),
     (TOPICS, ["--bootstrap-server", "127.0.0.1:1", "--list", "--command-config", "/nonexistent/admin.properties"]),
     (QUORUM, ["--bogus"]),
-    (QUORUM, ["--bootstrap-server", "127.0.0.1:1", "describe"]),
+    (QUORUM, ["--bootstrap-server", "127.0.0.1:1", "describe", "--bogus"]),
 ]
 
 

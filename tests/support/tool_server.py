@@ -31,6 +31,9 @@ from pathlib import Path
 
 SOURCE = Path(__file__).with_name("ToolServer.java")
 
+# Each one's `main` is `Exit.exit(mainNoExit(args))` in 3.9.1 and 4.x (javap), it keeps no state between runs, and
+# none calls System.exit itself on any path (FeatureCommand, ClusterTool and LeaderElectionCommand do, through
+# argparse4j's parseArgsOrFail on a usage error: they run in fresh JVMs).
 SERVED = frozenset({"org.apache.kafka.tools.TopicCommand", "org.apache.kafka.tools.MetadataQuorumCommand"})
 
 
