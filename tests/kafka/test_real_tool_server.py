@@ -68,3 +68,18 @@ def test_the_server_survives_its_calls_and_a_dead_one_is_replaced() -> None:
     s.proc.wait()
     assert tool(home, TOPICS, "--version").stdout == first == f"{KAFKA_4}\n"
     assert tool_server._servers[str(home)] is not s
+
+
+def test_an_installation_whose_server_cannot_start_runs_its_tools_in_fresh_jvms(monkeypatch, tmp_path, capsys):
+    """A JVM that cannot run ToolServer.java (a JRE without the source launcher's compiler; here a source file that
+    is not there) has taken no call: every call for that installation runs as a fresh JVM, said once on stderr."""
+    monkeypatch.setattr(tool_server, "_servers", {})
+    monkeypatch.setattr(tool_server, "_unserved", {})
+    monkeypatch.setattr(tool_server, "SOURCE", tmp_path / "Missing.java")
+    home = kafka_home(KAFKA_4)
+    for _ in range(2):
+        r = tool(home, TOPICS, "--version")
+        assert (r.returncode, r.stdout) == (0, f"{KAFKA_4}\n") and str(tmp_path) not in " ".join(r.args)
+    assert tool_server._servers == {} and list(tool_server._unserved) == [str(home)]
+    err = capsys.readouterr().err
+    assert err.count("run in fresh JVMs: the tool server did not start") == 1 and "Missing.java" in err

@@ -6,7 +6,8 @@
 // code (Kafka's tools end through org.apache.kafka.common.utils.Exit, whose procedures are replaced by one that
 // ends the call where it stands), stdout and stderr. Each call runs in a thread of its own named "main".
 //
-// Protocol on stdin/stdout, every integer a big-endian int32, every string its UTF-8 length then its bytes:
+// Protocol on stdin/stdout, every integer a big-endian int32, every string its UTF-8 length then its bytes; once
+// started, the server writes READY (0x4b41444d), then answers each request:
 //   request:  COUNT, then COUNT strings: the main class, then its arguments (EOF: the server exits)
 //   response: the exit code, stdout's bytes, stderr's bytes
 // The tools' System.in is empty (a tool run by the tests has stdin /dev/null). One call at a time.
@@ -32,6 +33,7 @@ public class ToolServer {
     /** The current call's end: its exit code (from Exit.exit, or its `main` returning or throwing). */
     static volatile CompletableFuture<Integer> done;
     static volatile String running;  // the current call's main class
+    static final int READY = 0x4b41444d;
 
     /** What System.out/err write to: the current call's buffer (streams captured at class init see this too). */
     static final class Switch extends OutputStream {
@@ -79,6 +81,8 @@ public class ToolServer {
         System.setIn(new ByteArrayInputStream(new byte[0]));
         org.apache.kafka.common.utils.Exit.setExitProcedure((code, message) -> exit(code, running));
         org.apache.kafka.common.utils.Exit.setHaltProcedure((code, message) -> exit(code, running));
+        out.writeInt(READY);  // compiled, started, its procedures in place: it can take calls
+        out.flush();
         while (true) {
             int count;
             try {

@@ -10,9 +10,9 @@ number in a log line's `adminclient-N` (the JVM's nth admin client).
 
 Only the tools in SERVED go there: tools whose `main` is `Exit.exit(mainNoExit(args))` and that keep no state
 between runs. A call made while the server is busy (another thread) runs in a fresh JVM, as every other tool
-does. A call that overruns its timeout kills the server (the next call starts another) and raises
-subprocess.TimeoutExpired, as subprocess.run would; a server that dies during a call is an error, never a silent
-second run of the call.
+does; so do all calls for an installation whose server does not start (said once on stderr). A call that
+overruns its timeout kills the server (the next call starts another) and raises subprocess.TimeoutExpired, as
+subprocess.run would; a server that dies during a call is an error, never a silent second run of the call.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import os
 import select
 import struct
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -46,12 +47,23 @@ def _text(b: bytes) -> str:
     return b.decode("utf-8", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
 
 
+READY = 0x4B41444D
+START_TIMEOUT = 120.0  # s: a JVM that compiles the server's source, on two cores other tests load
+
+
 class Server:
     def __init__(self, argv: list[str]) -> None:
         self.argv = argv
         self.log = tempfile.TemporaryFile()  # noqa: SIM115 - the JVM's own stderr (not a tool's), for a death
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log)
         self.lock = threading.Lock()
+
+    def ready(self) -> bool:
+        """Whether the server started (its READY came): a JVM that cannot compile or run it has taken no call."""
+        try:
+            return bool(struct.unpack(">i", self._read(4, time.monotonic() + START_TIMEOUT))[0] == READY)
+        except (TimeoutError, ToolServerDied):
+            return False
 
     def _read(self, n: int, deadline: float) -> bytes:
         assert self.proc.stdout is not None
@@ -63,11 +75,13 @@ class Server:
                 raise TimeoutError
             chunk = os.read(fd, n - len(got))
             if not chunk:
-                raise ToolServerDied(self._said())
+                raise ToolServerDied(self.said)
             got += chunk
         return bytes(got)
 
-    def _said(self) -> str:
+    @property
+    def said(self) -> str:
+        """The JVM's own stderr (what it said before it died)."""
         self.log.seek(0)
         return self.log.read().decode(errors="replace")[-2000:]
 
@@ -82,7 +96,7 @@ class Server:
             self.proc.stdin.write(frame)
             self.proc.stdin.flush()
         except BrokenPipeError:
-            raise ToolServerDied(self._said()) from None
+            raise ToolServerDied(self.said) from None
         code = struct.unpack(">i", self._read(4, deadline))[0]
         out = self._read(struct.unpack(">i", self._read(4, deadline))[0], deadline)
         err = self._read(struct.unpack(">i", self._read(4, deadline))[0], deadline)
@@ -103,15 +117,29 @@ class Server:
 
 
 _servers: dict[str, Server] = {}
+_unserved: dict[str, str] = {}  # installations whose server did not start: why (their tools run in fresh JVMs)
 _guard = threading.Lock()
 
 
-def _server(home: Path, argv: list[str]) -> Server:
-    """This process's server for `home` (started with `argv` when there is none, or it has exited)."""
+def _server(home: Path, argv: list[str]) -> Server | None:
+    """This process's server for `home` (started with `argv` when there is none, or it has exited); None when it
+    cannot start here (e.g. a JRE without the compiler the source launcher needs), said once on stderr."""
     with _guard:
+        if str(home) in _unserved:
+            return None
         s = _servers.get(str(home))
         if s is None or s.proc.poll() is not None:
-            s = _servers[str(home)] = Server(argv)
+            s = Server(argv)
+            if not s.ready():
+                with contextlib.suppress(OSError):
+                    s.proc.kill()
+                s.proc.wait()
+                why = _unserved[str(home)] = s.said.strip()[-500:]
+                s.close()
+                sys.stderr.write(f"tests: Kafka's tools for {home} run in fresh JVMs: the tool server did not "
+                                 f"start: {why}\n")
+                return None
+            _servers[str(home)] = s
         return s
 
 
@@ -131,7 +159,7 @@ def run(home: Path, main_class: str, args: list[str], timeout: float,
     if main_class in SERVED:
         jvm = argv[:argv.index(main_class)]  # java, its flags, -cp CLASSPATH
         s = _server(home, [*jvm, str(SOURCE)])
-        if s.lock.acquire(blocking=False):
+        if s is not None and s.lock.acquire(blocking=False):
             try:
                 code, out, err = s.call([main_class, *args], timeout)
             except TimeoutError:
