@@ -3,8 +3,8 @@
 window, and `gate_waiting` naming what holds a gate.
 
 One sandbox per mode, started once for the module and shared by its tests (module-scoped, parametrized: one runs
-at a time): Kafka 3.9.1 in ZooKeeper mode (3 brokers) and Kafka 4.3.1 in KRaft mode (1 controller, 3 brokers: the
-rolls here take brokers only). Each test begins and ends with every node up and the cluster healthy (`roll plan`
+at a time): Kafka 3.9.1 in ZooKeeper mode (3 brokers) and Kafka 4.3.1 in KRaft mode (3 controllers, 3 brokers).
+Each test begins and ends with every node up and the cluster healthy (`roll plan`
 says so). Kafka's own VerifiableProducer (acks=all, idempotent, delivery.timeout.ms 30 s) writes the module's
 topic (RF 3, min ISR 2) through every test of a mode: each test sees writes acknowledged before and after it and no
 send failed; at the mode's end every acknowledged record is read back.
@@ -59,7 +59,7 @@ SOAK = 120  # seconds: the supervisor's restart lands well inside it (it begins 
 WINDOW = 30  # seconds from the launch to --until: the first node starts well before it (checked before its gates)
 PAIR = "1,2"  # the brokers most tests roll; broker 3 stays out
 
-MODES = {"zk": (KAFKA_3_9, ()), "kraft": (KAFKA_4, ("--mode", "kraft", "--controllers", "1"))}
+MODES = {"zk": (KAFKA_3_9, ()), "kraft": (KAFKA_4, ("--mode", "kraft"))}
 
 # The supervisor a start hook leaves behind: JOURNAL NODE COUNTER SANDBOX. It waits (polling the journal, as a
 # supervisor polls its unit) for NODE's `soak started`, then stops the broker and starts it again through the
