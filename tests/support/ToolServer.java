@@ -1,4 +1,4 @@
-// One JVM that runs Kafka's own command-line tools one after the other, for the tests (tests/support/tools.py).
+// One JVM that runs Kafka's own command-line tools one after the other, for the tests (tests/support/tool_server.py).
 //
 // A tool's JVM start costs ~2.5 CPU-s on a small machine, more than most calls' own work, and the real-Kafka tests
 // call TopicCommand hundreds of times (their referee). This runs the tool's own `main` in a warm JVM on the same

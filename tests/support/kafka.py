@@ -156,7 +156,7 @@ def tool(home: Path, main_class: str, *args: str, timeout: float = 180.0,
     """
     from tests.support import tool_server
 
-    proc = tool_server.run(home, main_class, list(args), timeout, lambda: tool_argv(home, main_class, *args))
+    proc = tool_server.run(home, main_class, list(args), timeout, tool_argv(home, main_class, *args))
     if check and proc.returncode != 0:
         raise AssertionError(f"{main_class} {' '.join(args)} exited {proc.returncode}:\n"
                              f"{proc.stderr.strip()[-2000:]}\n{proc.stdout.strip()[-1000:]}")

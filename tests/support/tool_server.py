@@ -27,7 +27,6 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 SOURCE = Path(__file__).with_name("ToolServer.java")
@@ -53,7 +52,6 @@ START_TIMEOUT = 120.0  # s: a JVM that compiles the server's source, on two core
 
 class Server:
     def __init__(self, argv: list[str]) -> None:
-        self.argv = argv
         self.log = tempfile.TemporaryFile()  # noqa: SIM115 - the JVM's own stderr (not a tool's), for a death
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log)
         self.lock = threading.Lock()
@@ -61,7 +59,7 @@ class Server:
     def ready(self) -> bool:
         """Whether the server started (its READY came): a JVM that cannot compile or run it has taken no call."""
         try:
-            return bool(struct.unpack(">i", self._read(4, time.monotonic() + START_TIMEOUT))[0] == READY)
+            return self._int(time.monotonic() + START_TIMEOUT) == READY
         except (TimeoutError, ToolServerDied):
             return False
 
@@ -78,6 +76,9 @@ class Server:
                 raise ToolServerDied(self.said)
             got += chunk
         return bytes(got)
+
+    def _int(self, deadline: float) -> int:
+        return int(struct.unpack(">i", self._read(4, deadline))[0])
 
     @property
     def said(self) -> str:
@@ -97,10 +98,15 @@ class Server:
             self.proc.stdin.flush()
         except BrokenPipeError:
             raise ToolServerDied(self.said) from None
-        code = struct.unpack(">i", self._read(4, deadline))[0]
-        out = self._read(struct.unpack(">i", self._read(4, deadline))[0], deadline)
-        err = self._read(struct.unpack(">i", self._read(4, deadline))[0], deadline)
+        code = self._int(deadline)
+        out = self._read(self._int(deadline), deadline)
+        err = self._read(self._int(deadline), deadline)
         return code, _text(out), _text(err)
+
+    def kill(self) -> None:
+        with contextlib.suppress(OSError):
+            self.proc.kill()
+        self.proc.wait()
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
@@ -131,9 +137,7 @@ def _server(home: Path, argv: list[str]) -> Server | None:
         if s is None or s.proc.poll() is not None:
             s = Server(argv)
             if not s.ready():
-                with contextlib.suppress(OSError):
-                    s.proc.kill()
-                s.proc.wait()
+                s.kill()
                 why = _unserved[str(home)] = s.said.strip()[-500:]
                 s.close()
                 sys.stderr.write(f"tests: Kafka's tools for {home} run in fresh JVMs: the tool server did not "
@@ -147,15 +151,14 @@ def _drop(home: Path, s: Server) -> None:
     with _guard:
         if _servers.get(str(home)) is s:
             del _servers[str(home)]
-    with contextlib.suppress(OSError):
-        s.proc.kill()
+    s.kill()
     s.close()
 
 
 def run(home: Path, main_class: str, args: list[str], timeout: float,
-        fresh: Callable[[], list[str]]) -> subprocess.CompletedProcess[str]:
-    """The tool's run, as subprocess.run(fresh(), capture_output=True, text=True, stdin=DEVNULL) would give it."""
-    argv = fresh()
+        argv: list[str]) -> subprocess.CompletedProcess[str]:
+    """The tool's run, as subprocess.run(argv, capture_output=True, text=True, stdin=DEVNULL) would give it (argv:
+    the fresh JVM's command line, `tool_argv`)."""
     if main_class in SERVED:
         jvm = argv[:argv.index(main_class)]  # java, its flags, -cp CLASSPATH
         s = _server(home, [*jvm, str(SOURCE)])
