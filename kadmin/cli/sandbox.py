@@ -74,8 +74,8 @@ def up(
         help="ZooKeeper servers: 1 or 3 (default 1). A running sandbox must have this many.")] = None,
     controllers: Annotated[int | None, typer.Option(
         "--controllers", metavar="N", min=1, max=3, show_default=False,
-        help="With --mode kraft: KRaft controllers, 1 or 3 (default 3). 1 is lighter, with no quorum to lose "
-        "a member of. A running sandbox must have this many.")] = None,
+        help="With --mode kraft: KRaft controllers, 1 or 3 (default 3). 1 is lighter; with one voter the "
+        "metadata quorum is down whenever it is. A running sandbox must have this many.")] = None,
     kafka_home: Annotated[Path | None, typer.Option(
         "--kafka-home", metavar="DIR", envvar="KADMIN_KAFKA_HOME", show_default=False,
         help="Run real Apache Kafka from this installation (DIR/libs/*.jar) instead of emulated brokers.")] = None,
