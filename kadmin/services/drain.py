@@ -191,6 +191,35 @@ def _verdict_reading(backend: LeadershipMoves, last: list[PartitionView] | None,
         return last
 
 
+def _caught_up_reading(backend: LeadershipMoves, last: list[PartitionView] | None,
+                       done: Callable[[list[PartitionView]], bool], warnings: list[str],
+                       behind: Callable[[list[PartitionView]], bool], left: Callable[[], float],
+                       sleep: Callable[[float], None]) -> list[PartitionView]:
+    """The verdict's reading (_verdict_reading), taken again within the deadline while it shows an order kadmin
+    submitted still as it was before (`behind`): in KRaft mode Metadata goes to any broker, and one whose metadata
+    has not caught up with the controller's shows kadmin's own reordering as not done yet. Taken for someone else's
+    reassignment, that stopped a roll. Someone else's order, or a partition moving, is the verdict at once."""
+    final = _verdict_reading(backend, last, done, warnings)
+    interval = POLL_FIRST
+    while behind(final) and left() > 0 and not interrupts.pending():
+        sleep(min(interval, max(left(), 0.0)))
+        interval = min(interval * POLL_GROWTH, POLL_MAX)
+        again = _verdict_reading(backend, final, done, warnings)
+        if again is final:  # out of time: the verdict is from the last reading (said once)
+            break
+        final = again
+    return final
+
+
+def _not_seen_yet(now: list[PartitionView], submitted: Mapping[Key, tuple[int, ...]],
+                  before: Mapping[Key, tuple[int, ...]]) -> bool:
+    """Whether this reading shows a submitted partition in the order it had before, not moving: the controller
+    has applied the reordering (reassigned()) but the broker that answered has not caught up yet."""
+    by_key = {p.key: p for p in now}
+    return any(k in by_key and k in before and by_key[k].replicas == before[k] != want and not by_key[k].reassigning
+               for k, want in submitted.items())
+
+
 def _wait_until(check: Callable[[], bool], left: Callable[[], float], sleep: Callable[[float], None]) -> bool:
     """Ask one cheap question (a znode's existence, a listing of reassignments) until it says yes, from 20 ms
     apart growing by half to 50 ms: the controller applies a reordering or an election within tens to hundreds
@@ -468,7 +497,7 @@ def _reorder_and_elect(d: _Drain) -> tuple[dict[Key, tuple[int, ...]], dict[Key,
     stuck = plan.stuck
 
     def done(now: list[PartitionView]) -> bool:
-        return _drained(now, ids, stuck)
+        return _drained(now, ids, stuck) and not _not_seen_yet(now, submitted, d.before)
 
     def reelect(now: list[PartitionView]) -> None:
         again = [k for k in dom.led_by(now, ids) if k not in stuck and k not in refused]
@@ -491,7 +520,9 @@ def _drain_verdict(d: _Drain, submitted: Mapping[Key, tuple[int, ...]], refused:
     lead could not be read."""
     ids, saves = d.ids, d.saves
     (who, it, s) = _who(ids)
-    final = _verdict_reading(d.backend, d.last, lambda now: _drained(now, ids, d.plan.stuck), d.warnings)
+    final = _caught_up_reading(d.backend, d.last, lambda now: _drained(now, ids, d.plan.stuck)
+                               and not _not_seen_yet(now, submitted, d.before), d.warnings,
+                               lambda now: _not_seen_yet(now, submitted, d.before), d.left, d.sleep)
     remaining = dom.led_by(final, ids)
     foreign = _not_as_submitted(final, submitted)
     unknown = [u for u in d.backend.unknown if u.concerns(ids)] + d.backend.unseen(ids)
@@ -669,7 +700,8 @@ def _undrain_steps(backend: LeadershipMoves, sources: Mapping[int, Path], saved:
                       message=f"refused: {dom.keys_text(moved_meanwhile)} changed or started a reassignment since "
                       "kadmin read them (another drain or reassignment is running); nothing was sent, try again")
     interrupts.arm()  # as in drain: from here a Ctrl-C is reported with the outcome
-    final, lagging, targets, refused, stopped = _restore(backend, plan, preferred, warnings, left, sleep, clock)
+    final, lagging, targets, refused, stopped = _restore(backend, plan, preferred, before, warnings, left, sleep,
+                                                         clock)
     by_key = {p.key: p for p in final}
     # ... and the verdict holds the order too, read after the election: what it submitted, not someone else's
     foreign = _not_as_submitted(final, {k: v for k, v in plan.restore.items() if k not in refused})
@@ -708,9 +740,9 @@ def _undrain_steps(backend: LeadershipMoves, sources: Mapping[int, Path], saved:
                   f"its preferred replica ({who} lead{s} {data.led_after})")
 
 
-def _restore(backend: LeadershipMoves, plan: dom.UndrainPlan, preferred: Mapping[Key, int], warnings: list[str],
-             left: Callable[[], float], sleep: Callable[[float], None],
-             clock: Callable[[], float],
+def _restore(backend: LeadershipMoves, plan: dom.UndrainPlan, preferred: Mapping[Key, int],
+             before: Mapping[Key, tuple[int, ...]], warnings: list[str], left: Callable[[], float],
+             sleep: Callable[[float], None], clock: Callable[[], float],
              ) -> tuple[list[PartitionView], list[Key], dict[Key, int], dict[Key, str], str | None]:
     """Put the saved order back and elect the preferred leaders, then read the leaders again until each saved
     partition is led by its preferred replica or time is up: (a fresh last reading, partitions still not led by
@@ -740,11 +772,16 @@ def _restore(backend: LeadershipMoves, plan: dom.UndrainPlan, preferred: Mapping
                 and not interrupts.pending():
             backend.elect_preferred(again)
 
+    submitted = {k: v for k, v in plan.restore.items() if k not in refused}
+
+    def not_seen(now: list[PartitionView]) -> bool:
+        return _not_seen_yet(now, submitted, before)
+
     def settled(now: list[PartitionView]) -> bool:
-        return not behind(now)
+        return not behind(now) and not not_seen(now)
 
     last = _poll(backend, left, settled, reelect, sleep, clock)
-    final = _verdict_reading(backend, last, settled, warnings)
+    final = _caught_up_reading(backend, last, settled, warnings, not_seen, left, sleep)
     stopped = "after the election was asked" if interrupts.pending() else None
     return final, behind(final), targets, refused, stopped
 

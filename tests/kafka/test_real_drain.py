@@ -467,6 +467,40 @@ def test_kraft_drain_elects_an_in_sync_replica_when_the_preferred_one_is_down(kr
                                            ["--bootstrap-server", kraft.bootstrap])
 
 
+def test_kraft_drain_of_a_broker_back_from_a_restart_leading_nothing_succeeds(kraft: KraftSandbox,
+                                                                            tmp_path: Path) -> None:
+    """Seen in a real roll (issue 38, run 23): broker 1, back from a restart, led nothing, so its drain had nothing
+    left to move once the controller applied the reordering, and the verdict was read at once. The broker that
+    answered had not caught up yet and showed the old order: "another reassignment changed ... during the drain",
+    exit 1, the roll stopped with broker 1 drained. The drain now reads until its own order shows. Run before the
+    in-flight tests (their cancelled topics stay on broker 1 alone)."""
+    a = layout()
+    topic = kraft_topic(kraft, a)
+    code, _, err = kraft.json("sandbox", "kill", "1")  # SIGTERM: a controlled shutdown moves its leaderships away
+    assert code == 0, err
+    try:
+        wait_state(kraft.home, kraft.bootstrap, [topic], lambda st: all(leader != 1 for leader, _, _ in st.values()),
+                   "broker 1 leading nothing while it is down")
+    finally:
+        code, _, err = kraft.json("sandbox", "start", "1")
+        assert code == 0, err
+    wait_state(kraft.home, kraft.bootstrap, None, lambda st: all(sorted(i) == sorted(r) for _, r, i in st.values()),
+               "every ISR full again")
+    saved = tmp_path / "d.json"
+    code, doc, err = kraft.json("brokers", "drain", "1", "--bootstrap-server", kraft.bootstrap, "--save",
+                                str(saved), "--timeout", "60")
+    assert code == 0, err
+    assert doc["data"]["remaining"] == [] and doc["data"]["changed_by_others"] == [], doc
+    assert {(r["topic"], r["partition"]) for r in doc["data"]["reorder"]} >= {(topic, p) for p, r in a.items()
+                                                                             if r[-1] != 1}
+    wait_state(kraft.home, kraft.bootstrap, [topic], lambda st: drained(st, {topic: a}, 1),
+               "broker 1 last everywhere and leading nothing, per TopicCommand")
+    code, doc, err = kraft.json("brokers", "undrain", "1", "--bootstrap-server", kraft.bootstrap, "--from",
+                                str(saved))
+    assert code == 0, err
+    wait_state(kraft.home, kraft.bootstrap, [topic], healthy({topic: a}), "the original leaders and order back")
+
+
 def test_kraft_drain_refuses_while_a_reassignment_is_in_flight(kraft: KraftSandbox, tmp_path: Path) -> None:
     from kafka import KafkaProducer
 
