@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from typer._param_types import coerce_cli_choice
+from typer._param_types import coerce_cli_choice, coerce_cli_path, routes_to_path
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption, _TyperParameter
 
 # ----------------------------------------------------------------------------- the command tree
@@ -174,32 +174,67 @@ def range_text(p: Any) -> str | None:
     return f"x<={hi}" if hi is not None else None
 
 
+_PLAIN_INT = re.compile(r"-?(?:0|[1-9][0-9]{0,17})")  # a word int() and pydantic read alike (no "+", "_", " ")
+_PLAIN_FLOAT = re.compile(r"-?(?:0|[1-9][0-9]{0,17})(?:\.[0-9]{1,17})?")
+
+
 class _NoAdapterYet:
     """A parameter's coercion until a value needs Typer's pydantic TypeAdapter (typer._coercion.RuntimeParam's
-    `coerce`). Typer 0.29 builds the adapter on a parameter's first value, importing pydantic (~100 ms, as
-    much as Typer itself), even for a value it then returns as it is: None (an option not given; the help
-    option on every command) or a str for a plain `str` parameter. Those are returned here as the adapter
-    returns them, and an enum's choice (`-o json`) goes through the adapter's own parser
-    (typer._param_types.coerce_cli_choice) without it. Any other value, and a choice that is none, builds the
-    adapter (cached by Typer on the parameter, as before) and is coerced, or worded, by it. So `--help` and
-    the common commands import no pydantic (issue 13 §2); tests/cli/test_lazy_groups.py compares the values
-    with the adapter's and checks the imports."""
+    `coerce`). Typer 0.29 builds the adapter on a parameter's first value, importing pydantic (~80 ms, as much
+    as Typer itself), even for a value it then returns as it is. Here the values whose adapter answer is plain are
+    given as the adapter gives them: None (an option not given; the help option on every command), a str for a
+    plain `str` parameter, a flag's bool, an enum's choice (`-o json`, through the adapter's own parser,
+    typer._param_types.coerce_cli_choice), a path (Path(word), then the adapter's own path checks,
+    typer._param_types.coerce_cli_path), a parameter's own parser's result (what the adapter returns when the
+    parser raises nothing), and a plain decimal number within the parameter's range. Any other value (a number
+    written otherwise or out of range, a parser's error, a choice that is none) builds the adapter (cached by
+    Typer on the parameter, as before) and is coerced, or worded, by it. So `--help` and the commands scripts
+    and rolls run import no pydantic (issue 13 §2, issue 38 §4); tests/cli/test_lazy_groups.py compares the
+    values with the adapter's and checks the imports."""
 
     def coerce(self, value: Any, param: Any, ctx: Any) -> Any:
         multi = param.multiple or param.nargs == -1
         if value is None:
             return () if multi else None
-        desc = param.type_descriptor
-        ann = desc.annotation
-        if not multi and desc.parameter_info.parser is None:
-            if ann is str and type(value) is str:
-                return value
-            if isinstance(ann, type) and issubclass(ann, enum.Enum):  # the adapter's own choice parser
-                with contextlib.suppress(ValueError):  # not a choice: the adapter words the error, as before
-                    return coerce_cli_choice(value, choices=tuple(ann),
-                                             case_sensitive=desc.parameter_info.case_sensitive, ctx=ctx)
+        if not multi:
+            with contextlib.suppress(_Adapter):
+                return self._plain(value, param, ctx)
         built = _TyperParameter.get_runtime_param(param)  # Typer's: builds the adapter, cached on the param
         return built.coerce(value, param=param, ctx=ctx)
+
+    @staticmethod
+    def _plain(value: Any, param: Any, ctx: Any) -> Any:
+        """The adapter's answer for a value whose answer is plain; _Adapter: ask the adapter."""
+        desc = param.type_descriptor
+        ann, info = desc.annotation, desc.parameter_info
+        if info.parser is not None:
+            try:
+                return info.parser(value)
+            except Exception:  # the adapter words it (calling the parser again: parsers are pure)
+                raise _Adapter from None
+        if desc.file_annotation is not None:
+            raise _Adapter
+        if ann is str and type(value) is str:
+            return value
+        if ann is bool and type(value) is bool:
+            return value
+        if isinstance(ann, type) and issubclass(ann, enum.Enum):  # the adapter's own choice parser
+            try:
+                return coerce_cli_choice(value, choices=tuple(ann), case_sensitive=info.case_sensitive, ctx=ctx)
+            except ValueError:  # not a choice: the adapter words the error, as before
+                raise _Adapter from None
+        if ann is Path and info.path_type is None and type(value) is str and routes_to_path(ann, info):
+            return coerce_cli_path(Path(value), info, path_type=Path, param=param, ctx=ctx)
+        if (ann is int or ann is float) and type(value) is str and not info.clamp \
+                and (_PLAIN_INT if ann is int else _PLAIN_FLOAT).fullmatch(value):
+            number = ann(value)
+            if (info.min is None or number >= info.min) and (info.max is None or number <= info.max):
+                return number
+        raise _Adapter
+
+
+class _Adapter(Exception):
+    """_NoAdapterYet: this value goes through Typer's adapter."""
 
 
 _NO_ADAPTER_YET = _NoAdapterYet()

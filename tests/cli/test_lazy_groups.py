@@ -3,6 +3,7 @@ from app.GROUPS (drift-tested here against each group's own help), and no pydant
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import subprocess
@@ -16,7 +17,7 @@ from typer._coercion import build_runtime_param
 
 from kadmin.cli import app as app_module
 from kadmin.cli.app import GROUPS, CommandGroup, KadminGroup, LazyCommands, app
-from kadmin.cli.help import HelpGroup, _NoAdapterYet, walk
+from kadmin.cli.help import HelpGroup, _Adapter, _NoAdapterYet, walk
 
 CLI_DIR = Path(app_module.__file__).parent
 GROUP_MODULES = {module for module, _ in GROUPS.values()}
@@ -152,10 +153,15 @@ def test_a_command_imports_its_group_and_no_pydantic() -> None:
     assert json.loads(out)["exit_code"] == 3
     assert mods & GROUP_MODULES == {"kadmin.cli.brokers"}
     assert not {"pydantic", "rich", "tabulate", "kazoo", "kafka", "pyspark"} & mods
-    # a number still goes through Typer's own adapter
+    # a plain number, a path, a flag and an id need no adapter either (the sandbox commands rolls run)
     out, mods = imported("brokers", "max-epoch", "-z", "127.0.0.1:1", "--context", "nope", "--connect-timeout",
                          "1.5", "-o", "json")
-    assert json.loads(out)["exit_code"] == 3 and "pydantic" in mods
+    assert json.loads(out)["exit_code"] == 3 and "pydantic" not in mods
+    out, mods = imported("sandbox", "kill", "1", "--hard", "--dir", "/nonexistent/kadmin-sandbox", "-o", "json")
+    assert json.loads(out)["command"] == "sandbox kill" and "pydantic" not in mods
+    # a number written otherwise still goes through Typer's own adapter
+    out, mods = imported("sandbox", "kill", "+1", "--dir", "/nonexistent/kadmin-sandbox", "-o", "json")
+    assert json.loads(out)["command"] == "sandbox kill" and "pydantic" in mods
 
 
 def test_a_parse_error_names_a_lazy_group() -> None:
@@ -216,20 +222,46 @@ def _param(path: str, name: str) -> tuple[Any, Any]:
     return next(p for p in cmd.get_params(ctx) if p.name == name), ctx
 
 
+NUMBERS = ["0", "-0", "1", "-1", "3", "42", "5000", "5001", "007", "+3", " 3", "3 ", "1_0", "3.0", "1.5", "-2.5",
+           "0.25", "1e3", "inf", "nan", "", "x", "9" * 19, "9223372036854775807", "2147483648", "1.", ".5", "١"]
+
+
 @pytest.mark.parametrize(("path", "name", "values"), [
-    ("brokers max-epoch", "output", [None, "json", "JSON", "plain", "auto"]),
+    ("brokers max-epoch", "output", [None, "json", "JSON", "plain", "auto", "xml"]),
     ("brokers max-epoch", "zookeeper", [None, "h:2181/kafka", ""]),
-    ("brokers max-epoch", "help", [None]),
+    ("brokers max-epoch", "help", [None, True, False]),
+    ("brokers max-epoch", "connect_timeout", [None, *NUMBERS, "10s", "1m"]),  # a parser of its own
     ("ids missing", "output", ["ndjson", "Table"]),
+    ("sandbox up", "brokers", NUMBERS),  # 1..5000
+    ("sandbox up", "directory", ["/tmp/x", "rel/dir", "", "-", "~/x", "/"]),
+    ("sandbox up", "kafka_home", ["/nonexistent/kafka"]),
+    ("sandbox kill", "broker_id", NUMBERS),  # unbounded
+    ("sandbox kill", "hard", [True, False]),
+    ("roll run", "pause_after", NUMBERS),  # 0..int32
+    ("brokers wait", "epoch_gt", NUMBERS),  # -1..int64
+    ("history ingest", "wait_lock", NUMBERS),  # a float, >= 0
 ])
 def test_values_coerce_as_typers_adapter_does(path: str, name: str, values: list[Any]) -> None:
+    """Each value: the same value and type as Typer's adapter gives, or the same error in the same words; the
+    plain ones without building the adapter (no pydantic)."""
     param, ctx = _param(path, name)
     adapter = build_runtime_param(param.type_descriptor)
+    plain = 0
     for v in values:
+        try:
+            theirs = adapter.coerce(v, param=param, ctx=ctx)
+        except typer.BadParameter as e:
+            with pytest.raises(typer.BadParameter) as ours_error:
+                _NoAdapterYet().coerce(v, param, ctx)
+            assert ours_error.value.format_message() == e.format_message(), (path, name, v)
+            continue
         ours = _NoAdapterYet().coerce(v, param, ctx)
-        theirs = adapter.coerce(v, param=param, ctx=ctx)
-        assert ours == theirs and type(ours) is type(theirs), (path, name, v)
-    assert param._runtime_param is None  # nothing was built for these
+        assert ours == theirs or ours != ours and theirs != theirs, (path, name, v, ours, theirs)  # nan
+        assert type(ours) is type(theirs), (path, name, v)
+        with contextlib.suppress(_Adapter):
+            assert _NoAdapterYet._plain(v, param, ctx) == ours  # given without the adapter
+            plain += 1
+    assert plain, "no value took the path without the adapter"
 
 
 def test_a_value_that_is_no_choice_is_worded_by_typer() -> None:
