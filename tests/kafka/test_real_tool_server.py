@@ -59,6 +59,47 @@ def test_a_served_tool_answers_as_a_fresh_jvm(version: str, main: str, args: lis
     assert str(tool_server.SOURCE) not in served.args  # what ran is named as the fresh command line
 
 
+# The other served tools, each with the words that end it early: argparse4j's tools (FeatureCommand, ClusterTool)
+# call System.exit there, which ends the server as it would end the tool's own JVM; the others end through
+# Kafka's Exit or an exception out of `main`.
+MORE = [
+    ("org.apache.kafka.tools.FeatureCommand", ["--bogus"]),
+    ("org.apache.kafka.tools.FeatureCommand", ["--help"]),
+    ("org.apache.kafka.tools.ClusterTool", ["--bogus"]),
+    ("org.apache.kafka.tools.ClusterTool", ["--help"]),
+    ("org.apache.kafka.tools.LeaderElectionCommand", ["--bogus"]),
+    ("org.apache.kafka.tools.LeaderElectionCommand", ["--help"]),
+    ("org.apache.kafka.tools.reassign.ReassignPartitionsCommand", ["--bogus"]),
+    ("kafka.admin.ConfigCommand", ["--bogus"]),
+    ("org.apache.kafka.tools.GetOffsetShell", ["--bogus"]),
+    # (its --help's list of operations comes from a hash set: two fresh JVMs may order it differently)
+    ("acl", ["--bootstrap-server", "127.0.0.1:1", "--list", "--command-config", "/nonexistent/admin.properties"]),
+]
+
+
+@pytest.mark.parametrize("version", [KAFKA_4, KAFKA_3_9])
+@pytest.mark.parametrize(("main", "args"), MORE, ids=[f"{m.split('.')[-1]} {a[-1]}" for m, a in MORE])
+def test_every_served_tool_answers_as_a_fresh_jvm_even_when_it_calls_system_exit(version: str, main: str,
+                                                                                   args: list[str]) -> None:
+    home = kafka_home(version)
+    if main == "acl":  # Scala's kafka.admin.AclCommand until 4.0, Java's after
+        main = "org.apache.kafka.tools.AclCommand" if version == KAFKA_4 else "kafka.admin.AclCommand"
+    assert main in tool_server.SERVED
+    tool(home, TOPICS, "--version")  # a server is up for this installation
+    before = tool_server._servers[str(home)]
+    served = tool(home, main, *args, check=False, timeout=120)
+    assert tool_server._servers[str(home)] is before  # it went to the server, not to a fresh JVM
+    fresh = subprocess.run(tool_argv(home, main, *args), capture_output=True, text=True, timeout=120,
+                           stdin=subprocess.DEVNULL)
+    assert served.returncode == fresh.returncode, (served.stderr, fresh.stderr)
+    assert own_frames(served.stdout) == own_frames(fresh.stdout)  # AclCommand prints its stack trace there
+    assert own_frames(served.stderr) == own_frames(fresh.stderr)
+    if main.endswith(".ClusterTool") and args == ["--bogus"]:  # argparse4j's parseArgsOrFail: System.exit(1)
+        assert before.proc.poll() is not None  # it ended the server as it ends a tool's JVM, and answered
+    # whether the tool ended the server (System.exit) or not, the next call is served, and right
+    assert tool(home, TOPICS, "--version").stdout == f"{version}\n"
+
+
 def test_the_server_survives_its_calls_and_a_dead_one_is_replaced() -> None:
     home = kafka_home(KAFKA_4)
     first = tool(home, TOPICS, "--version").stdout

@@ -11,6 +11,11 @@
 //   request:  COUNT, then COUNT strings: the main class, then its arguments (EOF: the server exits)
 //   response: the exit code, stdout's bytes, stderr's bytes
 // The tools' System.in is empty (a tool run by the tests has stdin /dev/null). One call at a time.
+//
+// A tool that calls System.exit itself (argparse4j's parseArgsOrFail on a usage error or --help) ends this JVM as
+// it would end its own: a shutdown hook then answers the call with EXITED in place of the exit code, and its
+// stdout and stderr so far; the Python side takes the exit code from the process's own (tool_server.py), and
+// starts another server for the next call.
 
 import java.io.BufferedInputStream;
 import java.io.BufferedOutputStream;
@@ -34,6 +39,10 @@ public class ToolServer {
     static volatile CompletableFuture<Integer> done;
     static volatile String running;  // the current call's main class
     static final int READY = 0x4b41444d;
+    static final int EXITED = 0x45584954;  // the tool called System.exit: the code is the process's
+    static final Object answering = new Object();  // one answer at a time: the loop's, or the shutdown hook's
+    static volatile ByteArrayOutputStream callOut;  // the current call's stdout and stderr
+    static volatile ByteArrayOutputStream callErr;
 
     /** What System.out/err write to: the current call's buffer (streams captured at class init see this too). */
     static final class Switch extends OutputStream {
@@ -81,6 +90,24 @@ public class ToolServer {
         System.setIn(new ByteArrayInputStream(new byte[0]));
         org.apache.kafka.common.utils.Exit.setExitProcedure((code, message) -> exit(code, running));
         org.apache.kafka.common.utils.Exit.setHaltProcedure((code, message) -> exit(code, running));
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            CompletableFuture<Integer> call = done;
+            if (call == null || !call.complete(EXITED)) {
+                return;  // between calls, or the call had ended: its answer is the loop's
+            }
+            pso.flush();
+            pse.flush();
+            synchronized (answering) {
+                try {
+                    out.writeInt(EXITED);
+                    write(out, callOut.toByteArray());
+                    write(out, callErr.toByteArray());
+                    out.flush();
+                } catch (IOException e) {
+                    // the Python side is gone: nothing to answer
+                }
+            }
+        }, "tool-server-exit"));
         out.writeInt(READY);  // compiled, started, its procedures in place: it can take calls
         out.flush();
         while (true) {
@@ -97,6 +124,8 @@ public class ToolServer {
             }
             ByteArrayOutputStream bo = new ByteArrayOutputStream();
             ByteArrayOutputStream be = new ByteArrayOutputStream();
+            callOut = bo;
+            callErr = be;
             so.target = bo;
             se.target = be;
             CompletableFuture<Integer> call = new CompletableFuture<>();
@@ -121,14 +150,19 @@ public class ToolServer {
             t.setDaemon(true);
             t.start();
             int code = call.get();
+            if (code == EXITED) {
+                return;  // System.exit: the shutdown hook answers, and the JVM ends
+            }
             pso.flush();
             pse.flush();
             so.target = OutputStream.nullOutputStream();
             se.target = OutputStream.nullOutputStream();
-            out.writeInt(code);
-            write(out, bo.toByteArray());
-            write(out, be.toByteArray());
-            out.flush();
+            synchronized (answering) {
+                out.writeInt(code);
+                write(out, bo.toByteArray());
+                write(out, be.toByteArray());
+                out.flush();
+            }
         }
     }
 

@@ -8,11 +8,14 @@ logging) runs the tool's own `main` for each call and answers with its exit code
 (tests/kafka/test_real_tool_server.py), but for the frames below the tool's `main` in a stack trace and the
 number in a log line's `adminclient-N` (the JVM's nth admin client).
 
-Only the tools in SERVED go there: tools whose `main` is `Exit.exit(mainNoExit(args))` and that keep no state
-between runs. A call made while the server is busy (another thread) runs in a fresh JVM, as every other tool
-does; so do all calls for an installation whose server does not start (said once on stderr). A call that
-overruns its timeout kills the server (the next call starts another) and raises subprocess.TimeoutExpired, as
-subprocess.run would; a server that dies during a call is an error, never a silent second run of the call.
+Only the tools in SERVED go there: tools that end through Kafka's `Exit` or by returning from `main`, and keep no
+state between runs. One that calls System.exit itself (argparse4j's parseArgsOrFail, on a usage error or
+`--help`) ends the server as it would end its own JVM: the server's shutdown hook answers with EXITED and the
+output so far, the exit code is the process's, and the next call starts another server. A call made while the
+server is busy (another thread) runs in a fresh JVM, as every other tool does; so do all calls for an
+installation whose server does not start (said once on stderr). A call that overruns its timeout kills the server
+(the next call starts another) and raises subprocess.TimeoutExpired, as subprocess.run would; a server that dies
+during a call otherwise is an error, never a silent second run of the call.
 """
 
 from __future__ import annotations
@@ -31,10 +34,15 @@ from pathlib import Path
 
 SOURCE = Path(__file__).with_name("ToolServer.java")
 
-# Each one's `main` is `Exit.exit(mainNoExit(args))` in 3.9.1 and 4.x (javap), it keeps no state between runs, and
-# none calls System.exit itself on any path (FeatureCommand, ClusterTool and LeaderElectionCommand do, through
-# argparse4j's parseArgsOrFail on a usage error: they run in fresh JVMs).
-SERVED = frozenset({"org.apache.kafka.tools.TopicCommand", "org.apache.kafka.tools.MetadataQuorumCommand"})
+# The tools the tests call more than once or twice, in 3.9.1 and 4.x; none keeps state between runs.
+# FeatureCommand, ClusterTool and LeaderElectionCommand call System.exit on a usage error (argparse4j): EXITED.
+SERVED = frozenset({
+    "org.apache.kafka.tools.TopicCommand", "org.apache.kafka.tools.MetadataQuorumCommand",
+    "org.apache.kafka.tools.FeatureCommand", "org.apache.kafka.tools.ClusterTool",
+    "org.apache.kafka.tools.LeaderElectionCommand", "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
+    "org.apache.kafka.tools.AclCommand", "kafka.admin.AclCommand", "kafka.admin.ConfigCommand",
+    "org.apache.kafka.tools.GetOffsetShell",
+})
 
 
 class ToolServerDied(RuntimeError):
@@ -47,6 +55,7 @@ def _text(b: bytes) -> str:
 
 
 READY = 0x4B41444D
+EXITED = 0x45584954  # the tool called System.exit: the server has ended, its exit code is the tool's
 START_TIMEOUT = 120.0  # s: a JVM that compiles the server's source, on two cores other tests load
 
 
@@ -101,6 +110,11 @@ class Server:
         code = self._int(deadline)
         out = self._read(self._int(deadline), deadline)
         err = self._read(self._int(deadline), deadline)
+        if code == EXITED:  # System.exit(N): the process ends with N once its shutdown hooks have run
+            try:
+                code = self.proc.wait(timeout=max(deadline - time.monotonic(), 0.1))
+            except subprocess.TimeoutExpired:
+                raise TimeoutError from None
         return code, _text(out), _text(err)
 
     def kill(self) -> None:
@@ -135,6 +149,8 @@ def _server(home: Path, argv: list[str]) -> Server | None:
             return None
         s = _servers.get(str(home))
         if s is None or s.proc.poll() is not None:
+            if s is not None:  # ended by a tool's System.exit (or killed): its pipes closed, a new one started
+                s.close()
             s = Server(argv)
             if not s.ready():
                 s.kill()
