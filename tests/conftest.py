@@ -163,20 +163,32 @@ def tls_zk(tmp_path_factory: pytest.TempPathFactory, certs: Path) -> Iterator[tu
     """A standalone ZooKeeper with a plain client port and a TLS one (Netty, PEM): (server, TLS port)."""
     secure = free_port()
     s = started(ZkServer(tmp_path_factory.mktemp("zktls"), free_port(), tick_ms=250,
-                         extra_cfg=tls_config(secure, certs / "server.pem", certs / "ca.pem")))
+                         extra_cfg=tls_config(secure, certs / "server.pem", certs / "ca.pem")), secure_port=secure)
     yield s, secure
     s.stop()
 
 
-def started(s: ZkServer, timeout: float = 60) -> ZkServer:
-    """Write the server's config, start it and return it once it serves (its `srvr` names a mode)."""
+def started(s: ZkServer, timeout: float = 60, secure_port: int | None = None) -> ZkServer:
+    """Write the server's config, start it and return it once it serves (its `srvr` names a mode) and, with
+    `secure_port`, once that port takes connections too: ZooKeeper opens its TLS port after the plain one, and
+    under load a test reached it first (connection refused, run 25)."""
     s.write_config()
     s.start()
     deadline = time.monotonic() + timeout
-    while s.mode() is None:
+    while s.mode() is None or secure_port is not None and not _listening(secure_port):
         assert time.monotonic() < deadline and s.alive(), f"ZooKeeper on port {s.client_port} did not start"
         time.sleep(0.05)
     return s
+
+
+def _listening(port: int) -> bool:
+    import socket
+
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except OSError:
+        return False
+    return True
 
 
 @pytest.fixture(scope="session")

@@ -60,7 +60,7 @@ def otherhost_zk(tmp_path_factory, certs):
     (d / "other.pem").write_text((d / "other.key").read_text() + (d / "other.crt").read_text())
     secure = free_port()
     s = started(ZkServer(d / "zk", free_port(), tick_ms=250,
-                         extra_cfg=tls_config(secure, d / "other.pem", certs / "ca.pem")))
+                         extra_cfg=tls_config(secure, d / "other.pem", certs / "ca.pem")), secure_port=secure)
     fleet = ThreadedFleet([("127.0.0.1", s.client_port)], chroot="/tls")
     fleet.setup_cluster()
     fleet.register(BrokerSpec(1))

@@ -233,8 +233,12 @@ class TestZooKeeperMode:
         assert r.returncode == 4, r.stderr
         bound = min(CONNECT, deadline or CONNECT)
         no_answer(r.stderr, proxy.address, bound, said)
-        within(elapsed, bound, extra, f"{' '.join(argv)}, ZooKeeper frozen")
         healthy(kafka)
+        # the start-up allowance from a second healthy run too, after the frozen one: one sample taken in a lull
+        # of the machine's load left a frozen run at load 16 1.5 s over (run 25); a gate that waited past its
+        # deadline (the bug this holds) is over by the deadline itself
+        extra = max(extra, allowance(*argv, *dry, *zk_args(kafka)))
+        within(elapsed, bound, extra, f"{' '.join(argv)}, ZooKeeper frozen")
         assert kafka.kz.exists("/admin/reassign_partitions") is None  # drain changed nothing
 
 
