@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from typer._param_types import coerce_cli_choice, coerce_cli_path, routes_to_path
+from typer._param_types import coerce_cli_choice, coerce_cli_path
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption, _TyperParameter
 
 # ----------------------------------------------------------------------------- the command tree
@@ -223,7 +223,7 @@ class _NoAdapterYet:
                 return coerce_cli_choice(value, choices=tuple(ann), case_sensitive=info.case_sensitive, ctx=ctx)
             except ValueError:  # not a choice: the adapter words the error, as before
                 raise _Adapter from None
-        if ann is Path and info.path_type is None and type(value) is str and routes_to_path(ann, info):
+        if ann is Path and info.path_type is None and type(value) is str:  # Typer's route to the path adapter
             return coerce_cli_path(Path(value), info, path_type=Path, param=param, ctx=ctx)
         if (ann is int or ann is float) and type(value) is str and not info.clamp \
                 and (_PLAIN_INT if ann is int else _PLAIN_FLOAT).fullmatch(value):

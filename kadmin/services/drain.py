@@ -520,9 +520,13 @@ def _drain_verdict(d: _Drain, submitted: Mapping[Key, tuple[int, ...]], refused:
     lead could not be read."""
     ids, saves = d.ids, d.saves
     (who, it, s) = _who(ids)
-    final = _caught_up_reading(d.backend, d.last, lambda now: _drained(now, ids, d.plan.stuck)
-                               and not _not_seen_yet(now, submitted, d.before), d.warnings,
-                               lambda now: _not_seen_yet(now, submitted, d.before), d.left, d.sleep)
+    def not_seen(now: list[PartitionView]) -> bool:
+        return _not_seen_yet(now, submitted, d.before)
+
+    def done(now: list[PartitionView]) -> bool:
+        return _drained(now, ids, d.plan.stuck) and not not_seen(now)
+
+    final = _caught_up_reading(d.backend, d.last, done, d.warnings, not_seen, d.left, d.sleep)
     remaining = dom.led_by(final, ids)
     foreign = _not_as_submitted(final, submitted)
     unknown = [u for u in d.backend.unknown if u.concerns(ids)] + d.backend.unseen(ids)
