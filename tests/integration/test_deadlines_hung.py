@@ -16,6 +16,9 @@ waited the whole --connect-timeout on the first bootstrap address before trying 
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +27,15 @@ import pytest
 
 from kadmin.cluster.zookeeper.reads import SMALL_READS
 from kadmin.sandbox.fleet import BrokerSpec, ThreadedFleet
-from tests.support.hung import Hung, Proxy, kafka_request_other_than_api_versions, timed, zookeeper_request
+from tests.support.hung import (
+    Hung,
+    Proxy,
+    kafka_request_other_than_api_versions,
+    signalled,
+    thread_states,
+    timed,
+    zookeeper_request,
+)
 from tests.support.kraft_server import UNREGISTER_BROKER, KraftServer, Scenario
 
 pytestmark = pytest.mark.integration
@@ -366,3 +377,34 @@ def test_a_bootstrap_server_answering_every_request_slowly_cannot_stretch_a_comm
     if r.exit_code:
         assert "the command's deadline passed" in r.stderr, r.stderr
     assert elapsed <= OVERALL * CONNECT + GRACE, f"took {elapsed:.1f}s ({r.exit_code}: {r.stderr})"
+
+
+SPINNER = """
+import threading, sys
+def spin():
+    while True:
+        pass
+for _ in range(4):
+    threading.Thread(target=spin, daemon=True).start()
+print("spinning", flush=True)
+spin()
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGSTOP, signal.SIGKILL], ids=["stop", "kill"])
+def test_a_signal_to_a_real_server_has_taken_hold_of_every_thread_when_signalled_returns(sig: int) -> None:
+    """tests/support/hung.py's `signalled`, which the real-Kafka freezes rely on: five threads busy on the CPU are
+    each stopped (or gone) by the time it returns, not only sent the signal (a running thread ran on for a while
+    after kill() returned, and answered a request, in CI's run of stop 46)."""
+    proc = subprocess.Popen([sys.executable, "-c", SPINNER], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == "spinning\n"
+        signalled(proc.pid, sig)
+        states = thread_states(proc.pid)
+        if sig == signal.SIGSTOP:
+            assert states is not None and len(states) == 5 and set(states) <= {"T", "t"}, states
+        else:
+            assert states is None or set(states) <= {"Z", "X"}, states
+    finally:
+        proc.kill()  # a SIGKILL ends a stopped process too
+        proc.wait(30)

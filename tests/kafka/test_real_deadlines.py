@@ -38,7 +38,7 @@ from typing import Any
 import pytest
 
 from kadmin.sandbox.zkserver import Ensemble, ZkServer
-from tests.support.hung import Proxy, zookeeper_request
+from tests.support.hung import Proxy, signalled, zookeeper_request
 from tests.support.kafka import KAFKA_4, TOPIC_COMMAND, RealCluster, kafka_home, tool, wait_for, zk_mode_cluster
 from tests.support.sandbox import Sandbox, sandbox
 
@@ -102,8 +102,8 @@ def within(elapsed: float, deadline: float, extra: float, what: str) -> None:
 
 # ===================================================================================== 1. ZooKeeper mode
 class Signalled:
-    """A Proxy trigger that sends `sig` to the real ZooKeeper when the request `hit` picks goes by (and lets the
-    proxy forward it to the stopped or dead server): once."""
+    """A Proxy trigger that sends `sig` to the real ZooKeeper when the request `hit` picks goes by and, once every
+    thread of it is stopped (or gone), lets the proxy forward the request to the stopped or dead server: once."""
 
     def __init__(self, server: ZkServer, sig: int, hit: Callable[[bytes], bool]) -> None:
         self.server, self.sig, self.hit = server, sig, hit
@@ -112,7 +112,7 @@ class Signalled:
     def __call__(self, chunk: bytes) -> bool:
         if not self.fired.is_set() and self.hit(chunk):
             assert self.server.pid is not None
-            os.kill(self.server.pid, self.sig)
+            signalled(self.server.pid, self.sig)
             self.fired.set()
         return False  # the proxy forwards: the server itself does not answer
 
@@ -178,7 +178,7 @@ class TestZooKeeperMode:
         server = kafka.zk_server.servers[0]
         with zookeeper_resumed(server):
             assert server.pid is not None
-            os.kill(server.pid, signal.SIGSTOP)
+            signalled(server.pid, signal.SIGSTOP)
             r, elapsed = kadmin("brokers", "shutdown", "3", "--timeout", "15", *zk_args(kafka))
         assert r.returncode == 4, r.stderr
         assert r.stderr.strip() == f"kadmin: error: cannot reach ZooKeeper {server.address} (chroot {kafka.chroot}) " \
@@ -278,7 +278,7 @@ def kraft_healthy(sb: Sandbox) -> None:
 
 @contextlib.contextmanager
 def frozen(pid: int) -> Iterator[None]:
-    os.kill(pid, signal.SIGSTOP)
+    signalled(pid, signal.SIGSTOP)
     try:
         yield
     finally:

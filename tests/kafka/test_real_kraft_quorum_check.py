@@ -27,6 +27,7 @@ import pytest
 
 from kadmin.sandbox import realkafka
 from kadmin.sandbox.manager import identity_after_exec, process_identity
+from tests.support.hung import signalled
 from tests.support.kafka import KAFKA_4, kafka_home
 from tests.support.sandbox import Sandbox
 
@@ -84,7 +85,7 @@ class Quorum(Sandbox):
 
     def freeze(self, pid: int) -> None:
         self.frozen.add(pid)
-        os.kill(pid, signal.SIGSTOP)
+        signalled(pid, signal.SIGSTOP)
 
     def thaw(self, pid: int) -> None:
         os.kill(pid, signal.SIGCONT)

@@ -7,11 +7,14 @@
   `/controller`), so a test can freeze a server at an exact point of a command without watching the command.
   `kill()` instead closes every connection and stops listening (a SIGKILLed server: refused from then on);
   `delay` slows every answer down (a slow server).
+- `signalled(pid, sig)`: SIGSTOP or SIGKILL a real server and return once the signal has taken hold.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
+import signal
 import socket
 import threading
 import time
@@ -50,6 +53,45 @@ class Hung:
         self.sock.close()
         for c in self.conns:
             c.close()
+
+
+SIGNAL_HOLDS = 60.0  # s for a signal to take hold of every thread: the run queue at load 16 is milliseconds
+
+
+def thread_states(pid: int) -> list[str] | None:
+    """The state letter of each of `pid`'s threads (/proc/PID/task/TID/stat), None once the process is gone."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except FileNotFoundError:
+        return None
+    states = []
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                line = f.read()
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # that thread ended meanwhile
+        states.append(line[line.rindex(")") + 2])  # after the command name, which may hold spaces and parentheses
+    return states
+
+
+def signalled(pid: int, sig: int) -> None:
+    """Send `sig` (SIGSTOP or SIGKILL) to `pid` and return once every thread is stopped (T) or has exited (Z, X,
+    gone). kill() returns before that: the kernel stops or kills each thread only as it next returns to user space,
+    so on a loaded machine a thread still running can answer a request sent after kill() returned. CI's run of stop
+    46 saw it: a ZooKeeper SIGSTOPped by a proxy's trigger answered the very read the proxy forwarded next."""
+    assert sig in (signal.SIGSTOP, signal.SIGKILL), sig
+    held = {"T", "t"} if sig == signal.SIGSTOP else {"Z", "X"}
+    os.kill(pid, sig)
+    end = time.monotonic() + SIGNAL_HOLDS
+    while True:
+        states = thread_states(pid)
+        if states is None or all(s in held for s in states):
+            return
+        if time.monotonic() > end:
+            raise AssertionError(f"signal {sig} sent to {pid} has not taken hold after {SIGNAL_HOLDS:g} s: "
+                                 f"thread states {''.join(sorted(states))}")
+        time.sleep(0.001)  # between looks only: the threads' states are the answer
 
 
 def run_queue_s() -> float:

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from kadmin.sandbox import realkafka
 from kadmin.sandbox.ports import free_port
+from tests.support.hung import signalled
 from tests.support.kafka import tool, wait_for
 from tests.support.sandbox import IDLE_CONTROLLER
 
@@ -157,7 +158,7 @@ class SecureKraft:
 
     def pause(self, bid: int) -> None:
         assert self.brokers[bid].proc is not None
-        os.kill(self.brokers[bid].proc.pid, signal.SIGSTOP)  # type: ignore[union-attr]
+        signalled(self.brokers[bid].proc.pid, signal.SIGSTOP)
 
     def resume(self, bid: int) -> None:
         assert self.brokers[bid].proc is not None
