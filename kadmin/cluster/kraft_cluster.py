@@ -382,10 +382,9 @@ class KraftCluster:
         live, (answers, problems), in_flight = all_at_once(reads)
         if any(p.leader_id >= 0 and p.leader_id not in live for _, p in answers):
             # One metadata image never shows a fenced leader (fencing moves leadership in the same batch), so a
-            # leader missing from the live set was unfenced after that was read (a broker back from a restart, then
-            # given its leadership back), or fenced after the pages were: read it again. A broker live in either
-            # read was live when the pages were read, if it leads in them; a leader live in neither is still a
-            # finding (fenced now: its leadership is about to move).
+            # leader missing from the live set was unfenced after it was read (a broker back from a restart, then
+            # given its leadership back): read it again. A broker live in either read was live when the pages
+            # were read, if it leads in them; a leader live in neither is still a finding.
             live = live | self.live_brokers(fresh=True)
         moving: dict[tuple[str, int], tuple[tuple[int, ...], tuple[int, ...]]] = {}
         if answers:  # no partition: no reassignment to know of, and no error about it
