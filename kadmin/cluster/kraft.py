@@ -154,18 +154,7 @@ class _Connection:
         end = start + budget
 
         async def go(req: Any) -> Any:
-            while True:
-                try:
-                    conn = self.manager.get_connection(self.node_id, timeout_ms=ms, refresh_metadata_on_err=False)
-                    break
-                except ke.NodeNotReadyError:
-                    # Requests made at once on threads share this connection: another one's attempt failed a moment
-                    # ago, and kafka-python holds the next back for its backoff. Try again after it (within the
-                    # time), so this request fails with its own reason ("it refused the connection"), not "not ready"
-                    delay = self.manager.connection_delay(self.node_id)
-                    if time.monotonic() + delay >= end:
-                        raise
-                    await self.net.sleep(delay)
+            conn = self.manager.get_connection(self.node_id, timeout_ms=ms, refresh_metadata_on_err=False)
             await conn  # TCP, ApiVersions (with the KIP-511 fallback), SASL
             left = max(int((end - time.monotonic()) * 1000), 1)
             return await conn.send_request(req, request_timeout_ms=left)
@@ -217,16 +206,6 @@ class KraftClient:
 
     def __init__(self, bootstrap: str, config: Mapping[str, Any], timeout: float, controllers: bool,
                  peer: str = "", deadline: float | None = None) -> None:
-        # kafka-python's network layer, and with it every protocol module kadmin sends (kafka.protocol.admin's
-        # __init__ imports all of its modules), imported here, on the thread that makes the client: a read's first
-        # import, taken on several of the threads a scan starts at once (the pages, the live brokers, the
-        # reassignments, the log dirs), deadlocks on the package's module locks (_DeadlockError)
-        import kafka.net.manager  # noqa: F401
-
-        from kadmin.cluster.kafka_package import serialize_decoder_codegen
-
-        serialize_decoder_codegen()  # the connections' I/O threads decode at once: see there
-
         self.addresses = [a.strip() for a in bootstrap.split(",") if a.strip()]
         self.config = dict(config)
         self.timeout = timeout
