@@ -8,7 +8,8 @@ What it does:
      CreateTopics batches (kafka-python's admin client), and waits until every partition is fully in sync.
   3. Side by side, interleaved, RUNS times each (medians): `kadmin partitions check -b` and
      `kadmin brokers can-stop 3 -b` (whole processes), Kafka's TopicCommand `--describe
-     --under-replicated-partitions` (whole process, the harness's tool runner `tests.support.kafka.tool`), and
+     --under-replicated-partitions` (whole process, a JVM of its own from the class-data archive:
+     the harness's `tests.support.kafka.tool_argv`), and
      the wire's limit for each command: bench/kraft_wire.py (whole process), the same DescribeTopicPartitions
      pages and log dirs (every broker's for the check, broker 3's for can-stop) read the same way and nothing
      else. RATIO = kadmin / TopicCommand (goal <= 0.3) and kadmin / its bare reads (goal <= 1.3), for each
@@ -206,7 +207,7 @@ def broker_addresses(boot: str) -> dict[int, str]:
 
 
 def side_by_side(cluster: Any, runs: int) -> dict[str, Any]:
-    from tests.support.kafka import TOPIC_COMMAND, tool
+    from tests.support.kafka import TOPIC_COMMAND, tool_argv
 
     boot = cluster.bootstrap()
     at = broker_addresses(boot)
@@ -224,8 +225,10 @@ def side_by_side(cluster: Any, runs: int) -> dict[str, Any]:
         dc, uc = now() - t0, children_cpu() - u0
         assert c.returncode in (0, 1), c.stderr
         t0, u0 = now(), children_cpu()
-        tc = tool(cluster.home, TOPIC_COMMAND, "--bootstrap-server", boot, "--describe",
-                  "--under-replicated-partitions", timeout=900)
+        # a JVM of its own, as an operator runs it (not the suite's warm tool server, which `tool` goes through)
+        tc = subprocess.run(tool_argv(cluster.home, TOPIC_COMMAND, "--bootstrap-server", boot, "--describe",
+                                      "--under-replicated-partitions"), capture_output=True, text=True, timeout=900,
+                            check=True)
         dt, ut = now() - t0, children_cpu() - u0
         t0, u0 = now(), children_cpu()
         wk = wire(boot, sorted(at.values()))
