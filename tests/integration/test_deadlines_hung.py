@@ -380,7 +380,7 @@ def test_a_bootstrap_server_answering_every_request_slowly_cannot_stretch_a_comm
 
 
 SPINNER = """
-import threading, sys
+import threading
 def spin():
     while True:
         pass
