@@ -18,6 +18,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import sys
+import threading
 from types import ModuleType
 from typing import Any
 
@@ -59,3 +60,29 @@ def install() -> bool:
 def full(module: ModuleType) -> bool:
     """Has the package's own `__init__` run (a test's question)?"""
     return "__getattr__" not in module.__dict__
+
+
+_decoder_codegen = threading.RLock()
+
+
+def serialize_decoder_codegen() -> None:
+    """kafka-python compiles a response type's decoder on its first use (`StructField.compiled_decode_from`) and,
+    while it does, points the struct's shared `_data_class` at the class to build, then back at a weakref proxy of
+    it. Two threads compiling the same decoder at once (the first answers of one type from several brokers, each
+    decoded on its connection's own I/O thread) can build it around the proxy: every later answer of that type
+    then fails to decode (`object.__new__(X): X is not a type object`) and its request waits out its time. The
+    suite saw it against Kafka 3.9.1 (DescribeLogDirs, then DescribeTopicPartitions: 10 s each, no answer).
+    Here the compiles are made one at a time (a lock held for the cache look-up too: it costs nothing next to a
+    decode). Idempotent. kafka-python internal (3.0.12), made from KraftClient's constructor."""
+    from kafka.protocol.schemas.fields.struct import StructField
+
+    original = StructField.compiled_decode_from
+    if getattr(original, "kadmin_serialized", False):
+        return
+
+    def compiled_decode_from(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with _decoder_codegen:
+            return original(self, *args, **kwargs)
+
+    compiled_decode_from.kadmin_serialized = True  # type: ignore[attr-defined]
+    StructField.compiled_decode_from = compiled_decode_from  # type: ignore[method-assign]

@@ -206,6 +206,16 @@ class KraftClient:
 
     def __init__(self, bootstrap: str, config: Mapping[str, Any], timeout: float, controllers: bool,
                  peer: str = "", deadline: float | None = None) -> None:
+        # kafka-python's network layer, and with it every protocol module kadmin sends (kafka.protocol.admin's
+        # __init__ imports all of its modules), imported here, on the thread that makes the client: a read's first
+        # import, taken on several threads at once (the log dirs of several brokers, a scan's pages from several
+        # brokers), can deadlock on the package's module locks (_DeadlockError)
+        import kafka.net.manager  # noqa: F401
+
+        from kadmin.cluster.kafka_package import serialize_decoder_codegen
+
+        serialize_decoder_codegen()  # the connections' I/O threads decode at once: see there
+
         self.addresses = [a.strip() for a in bootstrap.split(",") if a.strip()]
         self.config = dict(config)
         self.timeout = timeout
