@@ -7,12 +7,15 @@ import sys
 
 
 def main() -> None:
-    if sys.argv[1:2] == ["__complete"]:  # a completion script asking for values (kadmin/cli/complete_values.py)
-        from kadmin.cli.complete_values import run as complete
-        from kadmin.cli.process_exit import exit_now
-
-        exit_now(complete(sys.argv[2:]))
     try:  # Ctrl-C while Python loads kadmin: exit 130, quietly
+        from kadmin.cli.codecache import install
+
+        install()  # before any dataclass of kadmin's is created: see there
+        if sys.argv[1:2] == ["__complete"]:  # a completion script asking for values (kadmin/cli/complete_values.py)
+            from kadmin.cli.complete_values import run as complete
+            from kadmin.cli.process_exit import exit_now
+
+            exit_now(complete(sys.argv[2:]))
         from kadmin.cli.fastpath import run
 
         code = run(sys.argv[1:])
