@@ -26,7 +26,9 @@ from types import CodeType
 from typing import Any
 
 MAX_ENTRIES = 4096  # a bound on the file: past it, new texts are compiled and not kept
-_codes: dict[str, CodeType] = {}
+# text -> its code, marshalled: a process unmarshals only the code of the classes it creates (the file holds every
+# command's; unmarshalling all of its ~1,400 code objects would cost 27 M instructions, the table alone 4 M)
+_codes: dict[str, bytes] = {}
 _state = {"new": 0}
 
 
@@ -47,7 +49,7 @@ def _magic() -> bytes:
     return MAGIC_NUMBER
 
 
-def _load(path: Path | None) -> dict[str, CodeType]:
+def _load(path: Path | None) -> dict[str, bytes]:
     import marshal
 
     if path is None:
@@ -74,7 +76,7 @@ def _load(path: Path | None) -> dict[str, CodeType]:
         return {}
     if not isinstance(table, dict):
         return {}
-    return {k: v for k, v in table.items() if isinstance(k, str) and isinstance(v, CodeType)}
+    return {k: v for k, v in table.items() if type(k) is str and type(v) is bytes}
 
 
 def _save() -> None:
@@ -103,14 +105,26 @@ def _save() -> None:
 def _exec(source: Any, globals: dict[str, Any] | None = None, locals: Mapping[str, object] | None = None) -> None:
     """dataclasses' `exec(text, globals, ns)`, with the text's code from the cache."""
     if type(source) is str:
-        code = _codes.get(source)
-        if code is None:
-            code = compile(source, "<string>", "exec", dont_inherit=True)  # not this module's __future__
-            if len(_codes) < MAX_ENTRIES:
-                _codes[source] = code
-                _state["new"] += 1
-        source = code
+        source = _code(source)
     exec(source, globals, locals)  # noqa: S102 - dataclasses' own exec, of its own text
+
+
+def _code(text: str) -> CodeType:
+    import marshal
+
+    kept = _codes.get(text)
+    if kept is not None:
+        try:
+            code = marshal.loads(kept)
+        except (EOFError, ValueError, TypeError):
+            code = None
+        if type(code) is CodeType:
+            return code
+    code = compile(text, "<string>", "exec", dont_inherit=True)  # dont_inherit: not this module's __future__
+    if len(_codes) < MAX_ENTRIES or text in _codes:
+        _codes[text] = marshal.dumps(code)
+        _state["new"] += 1
+    return code
 
 
 def install() -> None:

@@ -95,15 +95,20 @@ def test_the_kadmin_command_fills_the_cache_once(tmp_path: Path) -> None:
     assert (kept.st_ino, kept.st_mtime_ns) == (made.st_ino, made.st_mtime_ns)  # nothing new: not written again
 
 
-@pytest.mark.parametrize("damage", ["truncated", "foreign", "not_a_table", "empty"])
+@pytest.mark.parametrize("damage", ["truncated", "foreign", "not_a_table", "empty", "entries_not_code",
+                                    "entries_truncated"])
 def test_a_damaged_cache_file_is_compiled_past_and_replaced(tmp_path: Path, damage: str) -> None:
+    import marshal
+
     _, compiled = classes(tmp_path)
     path = cache_file(tmp_path)
     data = path.read_bytes()
-    import marshal
-
+    table = marshal.loads(data[4:])  # after the magic number: text -> marshalled code
+    assert table and all(type(k) is str and type(v) is bytes for k, v in table.items())
     path.write_bytes({"truncated": data[:len(data) // 2], "foreign": b"\0\0\r\n" + data[4:],
-                      "not_a_table": data[:4] + marshal.dumps([1, 2, 3]), "empty": b""}[damage])
+                      "not_a_table": data[:4] + marshal.dumps([1, 2, 3]), "empty": b"",
+                      "entries_not_code": data[:4] + marshal.dumps({k: marshal.dumps(7) for k in table}),
+                      "entries_truncated": data[:4] + marshal.dumps({k: v[:9] for k, v in table.items()})}[damage])
     after, recompiled = classes(tmp_path)
     assert recompiled == compiled  # nothing usable in it: compiled as without a cache, and no error
     assert after == classes(tmp_path, mode="plain")[0]
