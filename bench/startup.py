@@ -14,6 +14,8 @@ disturbs less:
 `kadmin` is the console script next to this Python (what scripts run), else `python -m kadmin`.
 Ratios and goals (issue 38 §4): B/A <= 1.3, C/A <= 1.5, E/D <= 1.15, G/F <= 1.15, I/H <= 1.15 (issue 24's were 2 and
 1.5). Prints them and the load average before and after, then one line of JSON with every number.
+kadmin's dataclass-code cache (kadmin/cli/codecache.py) is the run's own, filled by the warm-up run;
+KADMIN_BENCH_NO_CODECACHE=1 measures kadmin without it.
 Usage: python bench/startup.py [--rounds 21] [--brokers 5] [--dir DIR]
 """
 
@@ -116,6 +118,9 @@ def main() -> int:
     directory = Path(tempfile.mkdtemp(prefix="kadmin-bench-startup-")) if own_dir else args.dir
     env = {k: v for k, v in os.environ.items() if not k.startswith("KADMIN_")}
     env["XDG_CONFIG_HOME"] = str(directory / "config")  # no user contexts file: the same on every machine
+    # kadmin's dataclass-code cache (kadmin/cli/codecache.py) of this run's own: the warm-up run below fills it, as
+    # an operator's first command does; KADMIN_BENCH_NO_CODECACHE=1 puts it under /dev/null, where none is kept
+    env["XDG_CACHE_HOME"] = "/dev/null" if os.environ.get("KADMIN_BENCH_NO_CODECACHE") else str(directory / "cache")
     # kadmin's modules compiled as `pip install` compiles a wheel's (kazoo's and Typer's were, at install): with
     # PYTHONDONTWRITEBYTECODE set (some CI images and sandboxes set it), a source tree's edited modules would be
     # compiled again in every process, a cost no installed kadmin pays
