@@ -102,7 +102,9 @@ def test_wait_fenced_after_hard_kill_unfenced_after_start(kraft: Sandbox) -> Non
     code, data, err = wait_cmd(kraft, "2", "--fenced", "--timeout", "300")
     assert code == 0, err
     assert data["met"] is True and data["condition"] == "fenced" and data["fenced"] is True and data["epoch"] is None
-    assert "polling DescribeCluster every" in err
+    # said when it had to wait; on a loaded machine the controller can have fenced the broker (its session timed
+    # out) before kadmin's first read, and then the wait is met at once and says only that (run 31 of the suite)
+    assert "polling DescribeCluster every" in err or err.splitlines() == ["kadmin: broker 2 fenced"], err
     assert described(kraft)[2]["state"] == "fenced"
     # the broker is dead: --unfenced cannot come true, the wait times out with exit 1
     # (--timeout 5, not 1: a loaded machine's brokers must answer at all within it, else exit 4)
