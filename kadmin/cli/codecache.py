@@ -10,7 +10,8 @@ Here the `exec` that Python's dataclasses module runs on that text finds the cod
 in a cache file, keyed by the text itself: the same text gives the same code, so nothing can be stale, and a class
 whose text is new is compiled as always (and kept for the next process). The file is
 `$XDG_CACHE_HOME/kadmin/dataclass-code-<python>.bin` (else `~/.cache/kadmin/...`), written whole to a temporary
-file and renamed, at exit, only by a process that compiled something new. It is read only when this user owns
+file and renamed, at exit, only by a process that compiled something new; past MAX_ENTRIES texts, such a process
+writes only the texts it used (an older kadmin's classes go). It is read only when this user owns
 it and it starts with this Python's bytecode magic number; any fault in reading or writing it (no home, a full
 disk, a truncated or foreign file) leaves the process compiling as Python does without it. Only the `kadmin`
 command installs it (kadmin/cli/main.py, first), not an import of kadmin as a library.
@@ -25,10 +26,11 @@ from pathlib import Path
 from types import CodeType
 from typing import Any
 
-MAX_ENTRIES = 4096  # a bound on the file: past it, new texts are compiled and not kept
+MAX_ENTRIES = 4096  # a bound on the file: past it, a process writes only the texts it used (older kadmins' go)
 # text -> its code, marshalled: a process unmarshals only the code of the classes it creates (the file holds every
 # command's; unmarshalling all of its ~1,400 code objects would cost 27 M instructions, the table alone 4 M)
 _codes: dict[str, bytes] = {}
+_used: set[str] = set()  # the texts this process asked for
 _state = {"new": 0}
 
 
@@ -88,12 +90,13 @@ def _save() -> None:
     path = cache_file()
     if path is None:
         return
+    table = _codes if len(_codes) <= MAX_ENTRIES else {text: _codes[text] for text in _used}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".")
         try:
             with os.fdopen(fd, "wb") as f:
-                f.write(_magic() + marshal.dumps(_codes))
+                f.write(_magic() + marshal.dumps(table))
             os.replace(tmp, path)
         except BaseException:
             os.unlink(tmp)
@@ -112,6 +115,7 @@ def _exec(source: Any, globals: dict[str, Any] | None = None, locals: Mapping[st
 def _code(text: str) -> CodeType:
     import marshal
 
+    _used.add(text)
     kept = _codes.get(text)
     if kept is not None:
         try:
@@ -121,9 +125,8 @@ def _code(text: str) -> CodeType:
         if type(code) is CodeType:
             return code
     code = compile(text, "<string>", "exec", dont_inherit=True)  # dont_inherit: not this module's __future__
-    if len(_codes) < MAX_ENTRIES or text in _codes:
-        _codes[text] = marshal.dumps(code)
-        _state["new"] += 1
+    _codes[text] = marshal.dumps(code)
+    _state["new"] += 1
     return code
 
 

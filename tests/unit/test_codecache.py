@@ -140,3 +140,21 @@ def test_processes_that_write_at_once_leave_a_whole_file(tmp_path: Path) -> None
     assert [p.wait(timeout=120) for p in procs] == [0] * 6
     assert [p.name for p in (tmp_path / "kadmin").iterdir()] == [cache_file(tmp_path).name]  # no temporary left
     assert classes(tmp_path)[1] == 0
+
+
+def test_past_its_bound_the_file_keeps_what_the_last_process_used(tmp_path: Path) -> None:
+    """Texts of classes no kadmin creates any more (an older version's) would fill the file for good: once it
+    would hold more than MAX_ENTRIES, a process writes only the texts it asked for."""
+    import marshal
+
+    _, compiled = classes(tmp_path)
+    first = set(marshal.loads(cache_file(tmp_path).read_bytes()[4:]))
+    # the same Registration; Epoch's field renamed: other method texts
+    bounded = CLASSES.replace("czxid", "mzxid").replace(
+        "codecache.install()", f"codecache.MAX_ENTRIES = {compiled}; codecache.install()")
+    out = run(["-c", bounded, "cache"], tmp_path)
+    assert out.returncode == 0 and not out.stderr, out.stderr
+    kept = set(marshal.loads(cache_file(tmp_path).read_bytes()[4:]))
+    assert any("mzxid" in text for text in kept) and not any("czxid" in text for text in kept)
+    assert first & kept and len(kept) <= compiled  # Registration's, used again, stayed
+    assert classes(tmp_path)[1] == len(first - kept)  # the czxid texts went: compiled again, and only they
