@@ -375,7 +375,12 @@ def test_a_bootstrap_server_answering_every_request_slowly_cannot_stretch_a_comm
         r, elapsed = timed(run_nozk, *argv, "-b", slow.address, "--connect-timeout", str(CONNECT))
     print(f"{argv}: exit {r.exit_code} after {elapsed:.1f} s")
     if r.exit_code:
-        assert "the command's deadline passed" in r.stderr, r.stderr
+        # its time ran out; or, on a loaded machine, the first request (connecting and its answer, each round trip
+        # held CONNECT / 4 by the proxy, all within its own bound, --connect-timeout) outlasted that bound first:
+        # "did not answer DescribeCluster within 2 s", the same exit 4, and no later (run 32 of the suite); the
+        # ZooKeeper case above allows the same
+        assert r.exit_code == 4, r.stderr
+        assert "the command's deadline passed" in r.stderr or "did not answer" in r.stderr, r.stderr
     assert elapsed <= OVERALL * CONNECT + GRACE, f"took {elapsed:.1f}s ({r.exit_code}: {r.stderr})"
 
 
