@@ -33,6 +33,7 @@ ENDPOINT_BROKERS, ENDPOINT_CONTROLLERS = 1, 2
 AUTH_ERRORS = {29, 30, 31, 58}  # topic/group/cluster authorization, SASL authentication
 
 
+NOT_READY_RETRY = 0.1  # s: the longest kafka-python reconnect backoff a request waits out once (its first is ~50 ms)
 ZERO_UUID_TEXT = "AAAAAAAAAAAAAAAAAAAAAA"  # Uuid.ZERO_UUID.toString(): Kafka's "unknown"/"unassigned"
 
 CONTROLLED_SHUTDOWN, DESCRIBE_QUORUM = 7, 55  # API keys that tell a ZooKeeper-mode broker (zookeeper_mode)
@@ -154,7 +155,19 @@ class _Connection:
         end = start + budget
 
         async def go(req: Any) -> Any:
-            conn = self.manager.get_connection(self.node_id, timeout_ms=ms, refresh_metadata_on_err=False)
+            try:
+                conn = self.manager.get_connection(self.node_id, timeout_ms=ms, refresh_metadata_on_err=False)
+            except ke.NodeNotReadyError:
+                # Requests made at once on threads share this connection: another one's attempt failed a moment
+                # ago, and kafka-python holds the next back for its first backoff (~50 ms). Once, after that, try
+                # again, so this request fails with its own reason ("it refused the connection"), not "not ready".
+                # A longer backoff is an address failing again and again: said at once, as before (a poll of a
+                # broker that is down must not wait out kafka-python's growing backoff, up to 30 s).
+                delay = self.manager.connection_delay(self.node_id)
+                if delay > NOT_READY_RETRY or time.monotonic() + delay >= end:
+                    raise
+                await self.net.sleep(delay)
+                conn = self.manager.get_connection(self.node_id, timeout_ms=ms, refresh_metadata_on_err=False)
             await conn  # TCP, ApiVersions (with the KIP-511 fallback), SASL
             left = max(int((end - time.monotonic()) * 1000), 1)
             return await conn.send_request(req, request_timeout_ms=left)

@@ -337,6 +337,14 @@ class KraftCluster:
         return {(t.name, int(p.partition_index)): (tuple(p.adding_replicas), tuple(p.removing_replicas))
                 for t in resp.topics for p in t.partitions}
 
+    def _reassignments_or_error(self) -> dict[tuple[str, int], tuple[tuple[int, ...], tuple[int, ...]]] | KadminError:
+        """reassignments(), or the error it failed with: the scan reads it beside the pages, and it matters (and its
+        error with it) only when the pages listed a partition."""
+        try:
+            return self.reassignments()
+        except KadminError as e:
+            return e
+
     def min_isr_configs(self, topics: Sequence[str], live: Sequence[int], default: int | None,
                         problems: list[Problem]) -> tuple[dict[str, int | None], MinIsrConfig]:
         """Each topic's own min.insync.replicas (None: not set) and the broker levels, from DescribeConfigs
@@ -366,23 +374,29 @@ class KraftCluster:
 
     def _scan_partitions(self, topics: Sequence[str] | None, progress: Progress | None,
                          min_isr_default: int | None) -> PartitionScan:
-        """scan_partitions(), read."""
-        live = self.live_brokers(fresh=True)
-        answers, problems = self.describe_partitions(topics, progress)
+        """scan_partitions(), read. The live brokers, the pages and the reassignments in flight are read at once
+        (each waits on its own answers; none needs another's)."""
+        reads: list[Callable[[], Any]] = [functools.partial(self.live_brokers, fresh=True),
+                                          functools.partial(self.describe_partitions, topics, progress),
+                                          self._reassignments_or_error]
+        live, (answers, problems), in_flight = all_at_once(reads)
         if any(p.leader_id >= 0 and p.leader_id not in live for _, p in answers):
             # One metadata image never shows a fenced leader (fencing moves leadership in the same batch), so a
-            # leader missing from the live set was unfenced after it was read (a broker back from a restart, then
-            # given its leadership back): read it again. A broker live in either read was live when the pages
-            # were read, if it leads in them; a leader live in neither is still a finding.
+            # leader missing from the live set was unfenced after that was read (a broker back from a restart, then
+            # given its leadership back), or fenced after the pages were: read it again. A broker live in either
+            # read was live when the pages were read, if it leads in them; a leader live in neither is still a
+            # finding (fenced now: its leadership is about to move).
             live = live | self.live_brokers(fresh=True)
         moving: dict[tuple[str, int], tuple[tuple[int, ...], tuple[int, ...]]] = {}
-        if answers:
-            try:
-                moving = self.reassignments()
-            except AuthFailed as e:  # no Describe on the Cluster: the replicas being added are unknown
-                problems.append(Problem("reassignments_unknown", f"{e.message.split(' (')[0]}: reassignments in flight "
-                                        "are unknown (ListPartitionReassignments needs Describe on the Cluster "
-                                        "resource); replicas being added count as replicas"))
+        if answers:  # no partition: no reassignment to know of, and no error about it
+            if isinstance(in_flight, AuthFailed):  # no Describe on the Cluster: the replicas being added are unknown
+                problems.append(Problem("reassignments_unknown", f"{in_flight.message.split(' (')[0]}: reassignments "
+                                        "in flight are unknown (ListPartitionReassignments needs Describe on the "
+                                        "Cluster resource); replicas being added count as replicas"))
+            elif isinstance(in_flight, KadminError):
+                raise in_flight
+            else:
+                moving = in_flight
         names = sorted({t.name for t, _ in answers})
         topic_min: dict[str, int | None] = {}
         cfg = MinIsrConfig(static=min_isr_default or 1, default=min_isr_default)

@@ -235,7 +235,7 @@ def test_healthy_with_topic_and_cluster_default_min_isr(kraft: Kraft) -> None:
 
 
 def test_a_leader_missing_from_a_stale_live_read_is_read_again_not_called_offline(kraft: Kraft) -> None:
-    """The live set is read before the partition pages. A broker unfenced between the two (back from a restart,
+    """The live set is read at once with the partition pages. A broker unfenced between the two (back from a restart,
     then given its leadership back: the moment of a rolling restart) leads partitions the first read did not
     count live. One metadata image never has a fenced leader, so the check reads the live set again rather
     than calling them offline (and asks that broker its min ISR): the answer is the same as a check whose first
