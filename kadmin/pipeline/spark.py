@@ -18,6 +18,13 @@ from kadmin.results import Progress
 LOCAL_DRIVER_MEMORY = "512m"
 LOCAL_JVM_OPTIONS = "-XX:+UseSerialGC -XX:ReservedCodeCacheSize=128m"
 
+# Spark's shuffle partitions: kadmin's default (8), which each job may lower for a small input (`kadmin.pipeline.
+# ingest`), unless the operator set them (`--conf spark.sql.shuffle.partitions=N` in PYSPARK_SUBMIT_ARGS): then
+# that number holds for every shuffle. SIZED marks a session whose shuffles kadmin sizes.
+SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
+DEFAULT_SHUFFLE_PARTITIONS = "8"
+SIZED = "spark.kadmin.shuffle.sized"
+
 
 # What Spark's launcher and its JVM print on stderr before any job, whatever log4j says: the JVM's notice of the
 # incubator module the launcher always adds (--add-modules=jdk.incubator.vector, JavaModuleOptions), and the shell's
@@ -74,12 +81,14 @@ def session(master: str = "local[2]", app: str = "kadmin-history") -> Any:
             "spark.ui.enabled": "false",
             "spark.ui.showConsoleProgress": "false",
             "spark.sql.session.timeZone": "UTC",
-            "spark.sql.shuffle.partitions": "8",
             "spark.sql.parquet.compression.codec": "snappy",
             "spark.executorEnv.PYSPARK_PYTHON": sys.executable,
             "spark.driver.extraJavaOptions": java_options,
             "spark.executor.extraJavaOptions": f"-Dlog4j.configurationFile=file:{log4j}"}
-    if local and "spark.driver.memory" not in os.environ.get("PYSPARK_SUBMIT_ARGS", ""):
+    submit_args = os.environ.get("PYSPARK_SUBMIT_ARGS", "")
+    if SHUFFLE_PARTITIONS not in submit_args:
+        conf[SHUFFLE_PARTITIONS], conf[SIZED] = DEFAULT_SHUFFLE_PARTITIONS, "true"
+    if local and "spark.driver.memory" not in submit_args:
         # In local mode the executors live in the driver JVM, whose default heap is a quarter of the
         # machine's memory, and it grows far past what a history job needs (1.5 GiB for 1 GiB of logs).
         # Persisted frames that do not fit spill to local disk.

@@ -378,7 +378,8 @@ def test_txn_semantics(gen: Generated) -> None:
     assert (ttl.path, ttl.ttl, ttl.data) == ("/ttl", 100, b"t")
     assert next(t for t in everything if t.type == "createContainer").path == "/cont"
     sessions = [t for t in everything if t.type == "createSession"]
-    assert {t.timeout for t in sessions} >= {FLEET_SESSION_MS, WORKLOAD_SESSION_MS}  # the brokers' and kazoo's negotiated timeouts
+    # the brokers' and kazoo's negotiated timeouts
+    assert {t.timeout for t in sessions} >= {FLEET_SESSION_MS, WORKLOAD_SESSION_MS}
     seqs = [t.path for t in everything if t.type == "create" and (t.path or "").startswith("/app/seq-")]
     assert len(seqs) == 2 and all(re.fullmatch(r"/app/seq-\d{10}", p or "") for p in seqs), seqs
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from kadmin.pipeline.spark import SHUFFLE_PARTITIONS
 from tests.conftest import Run
 from tests.support import spark_jvm
 
@@ -205,6 +206,34 @@ def test_kraft_segments_ingested_one_after_the_other_equal_one_ingest(spark, run
                        ("leader_changed", "orders", 3, [1, 3]), ("isr_changed", "orders", 3, [1, 3, 2])]
 
 
+def test_a_small_ingest_writes_one_file_per_partition_unless_the_operator_set_the_shuffles(spark, split_logs, oneshot,
+                                                                                          tmp_path):
+    """kadmin sizes a small ingest's shuffles (one per 32 MiB of logs): one Parquet file per cluster and date, not
+    one per default shuffle partition; the session's setting is back after. `--conf spark.sql.shuffle.partitions`
+    in PYSPARK_SUBMIT_ARGS holds as set, and the table is the same."""
+    from kadmin.pipeline.table import Table
+
+    def files(out: Path) -> dict[str, int]:
+        per: dict[str, int] = {}
+        for f in Table(out).committed():
+            per[str(Path(f).parent)] = per.get(str(Path(f).parent), 0) + 1
+        return per
+
+    sized = tmp_path / "sized"
+    code, _, err = ingest(Run(None), [split_logs.both], sized)
+    assert code == 0, err
+    assert files(sized) and set(files(sized).values()) == {1}, files(sized)
+    assert spark.conf.get(SHUFFLE_PARTITIONS) == "8"
+    assert rows(spark, sized) == oneshot
+
+    as_set = tmp_path / "as-set"
+    code, _, err = kadmin("history", "ingest", str(split_logs.both), "--cluster", "prod", "--out", str(as_set),
+                          env=_env(PYSPARK_SUBMIT_ARGS=f"--conf {SHUFFLE_PARTITIONS}=3 pyspark-shell"))
+    assert code == 0, err
+    assert max(files(as_set).values()) > 1, files(as_set)
+    assert rows(spark, as_set) == oneshot
+
+
 # ---------------------------------------------------------------------------- SIGKILL
 @pytest.mark.parametrize("before", ["empty", "with-data"])
 def test_sigkill_during_the_parquet_write_leaves_the_table_as_it_was(spark, split_logs, oneshot, tmp_path, before):
@@ -214,7 +243,10 @@ def test_sigkill_during_the_parquet_write_leaves_the_table_as_it_was(spark, spli
         assert code == 0, err
     was = rows(spark, out) if before == "with-data" else None
 
-    p = spawn("history", "ingest", str(split_logs.both), "--cluster", "prod", "--out", str(out))
+    # the operator's 8 shuffle partitions (kadmin's own sizing gives these few logs one): a write of 8 tasks on
+    # local[2] has moments with a task committed and the job not yet
+    p = spawn("history", "ingest", str(split_logs.both), "--cluster", "prod", "--out", str(out),
+              env=_env(PYSPARK_SUBMIT_ARGS=f"--conf {SHUFFLE_PARTITIONS}=8 pyspark-shell"))
     until("a task's committed Parquet file under _temporary", lambda: committed_task_under(out), p)
     kill_group(p)
     assert p.returncode == -signal.SIGKILL
