@@ -2,8 +2,8 @@
 
 A post-mortem or a test ingests a few MiB of logs, a few hundred events; there a Spark job's fixed costs are the
 work. One process, one local[2] session (kadmin.pipeline.spark.session), one KRaft metadata log written by
-tests/support/kraft_log_writer.py (--partitions partitions of one topic, each moved through --changes ISR and
-leader changes, brokers 1-3 registered): a warm-up ingest, then --rounds rounds, each two ingests into fresh
+tests/support/kraft_log_writer.py (--partitions partitions of one topic, each moved through --changes ISR
+changes, brokers 1-3 registered): a warm-up ingest, then --rounds rounds, each two ingests into fresh
 tables in alternating order:
   - sized: kadmin's default, one shuffle partition per 32 MiB of logs (here 1);
   - fixed: the session's 8 for every shuffle (what an operator's `--conf spark.sql.shuffle.partitions=8` gives).
@@ -26,29 +26,15 @@ import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-TICK = os.sysconf("SC_CLK_TCK")
+import history as zkbench  # noqa: E402  (bench/history.py: a process's descendants, `_tree`)
+from scan import cpu_of  # noqa: E402  (bench/scan.py: a process's CPU from /proc)
 
 
 def tree_cpu(root: int) -> float:
     """User + system CPU seconds of `root` and its live descendants (/proc)."""
-    kids: dict[int, list[int]] = {}
-    cpu: dict[int, float] = {}
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        kids.setdefault(int(fields[1]), []).append(int(d.name))
-        cpu[int(d.name)] = (int(fields[11]) + int(fields[12])) / TICK
-    total, todo = 0.0, [root]
-    while todo:
-        pid = todo.pop()
-        total += cpu.get(pid, 0.0)
-        todo += kids.get(pid, [])
-    return total
+    return sum(cpu_of(pid) or 0.0 for pid in [root, *zkbench._tree(root)])
 
 
 def write_log(d: Path, partitions: int, changes: int) -> int:
@@ -84,12 +70,14 @@ def main() -> None:
     records = write_log(logs, a.partitions, a.changes)
     spark = session("local[2]")
     runs = 0
+    tables: list[Table] = []
 
     def one(sized: bool) -> tuple[float, float, int]:
         nonlocal runs
         runs += 1
         spark.conf.set(SIZED, "true" if sized else "false")
         table, run_id = Table(str(work / f"out{runs}")), new_run_id()
+        tables.append(table)
         found = discover([str(logs)])
         cpu0, t0 = tree_cpu(os.getpid()), time.perf_counter()
         table.prepare()
@@ -112,8 +100,9 @@ def main() -> None:
             res[kind].append((wall, cpu))
         print(f"round {r + 1}: " + ", ".join(f"{k} {res[k][-1][0]:.2f} s wall {res[k][-1][1]:.2f} CPU-s"
                                              for k in ("sized", "fixed")), file=sys.stderr)
-    if len(events) != 1:
-        sys.exit(f"the ingests added different numbers of events: {sorted(events)}")
+    ids = [frozenset(r.event_id for r in t.read(spark).select("event_id").collect()) for t in tables]
+    if len(events) != 1 or len(set(ids)) != 1:
+        sys.exit(f"the ingests' tables differ: events added {sorted(events)}, {len(set(ids))} distinct sets of ids")
     med = {k: {"wall_s": round(statistics.median(w for w, _ in v), 3),
                "cpu_s": round(statistics.median(c for _, c in v), 3)} for k, v in res.items()}
     ratio = round(med["sized"]["cpu_s"] / med["fixed"]["cpu_s"], 3)

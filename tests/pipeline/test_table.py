@@ -16,6 +16,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -213,11 +214,8 @@ def test_a_small_ingest_writes_one_file_per_partition_unless_the_operator_set_th
     in PYSPARK_SUBMIT_ARGS holds as set, and the table is the same."""
     from kadmin.pipeline.table import Table
 
-    def files(out: Path) -> dict[str, int]:
-        per: dict[str, int] = {}
-        for f in Table(out).committed():
-            per[str(Path(f).parent)] = per.get(str(Path(f).parent), 0) + 1
-        return per
+    def files(out: Path) -> Counter[str]:
+        return Counter(str(Path(f).parent) for f in Table(out).committed())
 
     sized = tmp_path / "sized"
     code, _, err = ingest(Run(None), [split_logs.both], sized)
