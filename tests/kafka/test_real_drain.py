@@ -33,9 +33,9 @@ from tests.support.kafka import (
     RealCluster,
     broker_states,
     kafka_home,
-    parse_partition_lines,
     produce,
     tool,
+    topic_lines,
     wait_for,
     wait_seen,
     zk_mode_cluster,
@@ -71,10 +71,9 @@ def new_topic(bootstrap: str, assignment: Mapping[int, list[int]], prefix: str =
 
 def topic_state(home: Path, bootstrap: str, topics: list[str] | None = None) -> dict[Key, tuple[int, list[int],
                                                                                               list[int]]]:
-    """TopicCommand --describe: {(topic, partition): (leader, replicas, isr)}; leader none is -1."""
-    args = ["--bootstrap-server", bootstrap, "--describe"]
-    out = tool(home, TOPIC_COMMAND, *args, *(["--topic", "|".join(topics)] if topics else [])).stdout
-    parts = parse_partition_lines(out)
+    """TopicCommand --describe: {(topic, partition): (leader, replicas, isr)}; leader none is -1; empty while the
+    broker asked has not yet got a named topic (topic_lines)."""
+    parts = topic_lines(home, bootstrap, topics)
 
     def ints(s: str) -> list[int]:
         return [int(x) for x in s.split(",") if x]

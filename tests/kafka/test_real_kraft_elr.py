@@ -23,12 +23,11 @@ import pytest
 from tests.support.kafka import (
     KAFKA_3_9,
     KAFKA_4,
-    TOPIC_COMMAND,
     broker_view,
     kafka_home,
-    parse_partition_lines,
     settle,
     tool,
+    topic_lines,
     wait_seen,
 )
 from tests.support.sandbox import KraftBrokers, sandbox
@@ -48,12 +47,7 @@ class Kraft(KraftBrokers):
     def topic_command(self) -> dict[Key, dict[str, str]]:
         """TopicCommand's partition lines of TOPIC; none while the broker asked has not yet got the topic's
         metadata (just created: "does not exist as expected"), which every caller waits through."""
-        proc = tool(self.home, TOPIC_COMMAND, "--bootstrap-server", self.live_bootstrap(), "--describe",
-                    "--topic", TOPIC, check=False)
-        if proc.returncode != 0 and "does not exist as expected" in proc.stderr + proc.stdout:
-            return {}
-        assert proc.returncode == 0, f"TopicCommand exited {proc.returncode}: {proc.stderr.strip()[-2000:]}"
-        return parse_partition_lines(proc.stdout)
+        return topic_lines(self.home, self.live_bootstrap(), [TOPIC])
 
     def kadmin_rows(self) -> dict[Key, dict[str, Any]]:
         r = self.sb.run("partitions", "list", "--topic", TOPIC, "--bootstrap-server", self.live_bootstrap(),

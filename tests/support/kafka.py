@@ -657,9 +657,9 @@ def describe(cluster: RealCluster, topic: str, *flags: str, bootstrap: str | Non
     """TopicCommand --describe --topic T [FLAGS], parsed: {"topic_id", "configs": {k: v},
     "partitions": {p: (leader, replicas, isr)}, "raw"}; a leader of "none" is -1. With a filter flag
     (--under-min-isr-partitions, --at-min-isr-partitions, ...) Kafka prints only the matching partition
-    lines (no topic line, so no topic_id or configs)."""
-    out = tool(cluster.home, TOPIC_COMMAND, "--bootstrap-server", bootstrap or cluster.bootstrap, "--describe",
-               "--topic", topic, *flags).stdout
+    lines (no topic line, so no topic_id or configs). No partitions (and no topic_id) while the broker asked has not
+    yet got the topic's metadata (described_out)."""
+    out = described_out(cluster.home, bootstrap or cluster.bootstrap, [topic], *flags)
     # Topic: t	TopicId: X	PartitionCount: 3	ReplicationFactor: 3	Configs: min.insync.replicas=2
     # 	Topic: t	Partition: 0	Leader: 2	Replicas: 2,3,1	Isr: 2,3,1	Elr: N/A	LastKnownElr: N/A
     topic_id, configs, parts = None, {}, {}
@@ -763,6 +763,28 @@ def wait_seen(ok: Callable[[V], bool], confirm: Callable[[], V], cheap: Callable
         return None if got is None else (got,)
 
     return wait_for(look, timeout, what, interval=interval)[0]
+
+
+def described_out(home: Path, bootstrap: str, topics: Iterable[str] | None = None, *flags: str) -> str:
+    """TopicCommand --describe [--topic T1|T2...] [FLAGS] against `bootstrap`: its stdout. Empty while the broker it
+    asked has not yet got a named topic's metadata: a topic just created is in ZooKeeper (or the controller's log)
+    before it is in every broker's cache, and TopicCommand then exits 1 with "Topic ... does not exist as
+    expected". Every caller waits through that: its check fails on an empty answer until the topic arrives (or
+    the wait times out, saying what it waited for). Any other non-zero exit raises AssertionError."""
+    named = ["--topic", "|".join(topics)] if topics else []
+    proc = tool(home, TOPIC_COMMAND, "--bootstrap-server", bootstrap, "--describe", *named, *flags, check=False)
+    if proc.returncode != 0 and named and "does not exist as expected" in proc.stderr + proc.stdout:
+        return ""
+    assert proc.returncode == 0, (f"TopicCommand --describe {' '.join(named + list(flags))} exited "
+                                  f"{proc.returncode}:\n{proc.stderr.strip()[-2000:]}\n{proc.stdout.strip()[-1000:]}")
+    return proc.stdout
+
+
+def topic_lines(home: Path, bootstrap: str, topics: Iterable[str] | None = None,
+                *flags: str) -> dict[tuple[str, int], dict[str, str]]:
+    """The partition lines (parse_partition_lines) of described_out: empty while a named topic is not yet known to
+    the broker asked."""
+    return parse_partition_lines(described_out(home, bootstrap, topics, *flags))
 
 
 def describe_all(cluster: RealCluster, *flags: str,
