@@ -230,7 +230,8 @@ def forget_secrets() -> None:
     _remembered.clear()
 
 
-_JAAS_VALUE = re.compile(r'([\w.-]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"?|([^\s;"]+))', re.S)
+# an option of a JAAS line, `name=value` or `name="value"` (compiled by `re` when a sasl.jaas.config is first read)
+_JAAS_VALUE = r'([\w.-]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"?|([^\s;"]+))'
 
 
 def _remember_property(key: str, value: str) -> None:
@@ -238,7 +239,7 @@ def _remember_property(key: str, value: str) -> None:
         return
     remember_secret(value)
     if key.lower() == "sasl.jaas.config":  # its secret options, found leniently: the value may be malformed
-        for m in _JAAS_VALUE.finditer(value):
+        for m in re.finditer(_JAAS_VALUE, value, re.S):
             if is_secret(m.group(1)):
                 remember_secret(m.group(2) if m.group(2) is not None else m.group(3))
 

@@ -20,7 +20,6 @@ SUPPORTED_BROKER_VERSIONS = range(1, 6)
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
-_DECIMAL = re.compile(r"[+-]?[0-9]+")  # what Java's parseInt/parseLong take, ASCII digits only
 
 
 def _non_json_constant(name: str) -> Any:
@@ -37,10 +36,11 @@ def _finite_float(text: str) -> float:
 _STRICT = json.JSONDecoder(parse_constant=_non_json_constant, parse_float=_finite_float)
 
 MAX_JSON_DEPTH = 200  # Kafka's own JSON nests 4 deep; json's C parser recurses once per level
-_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"?', re.DOTALL)  # a string literal with its escapes, or an unterminated one
+# Patterns of the rare deep-nesting check, compiled (and kept) by `re` when first used: not in every process
+_STRING = rb'"(?:[^"\\]|\\.)*"?'  # a string literal with its escapes, or an unterminated one (re.DOTALL)
 _NOT_BRACKET = bytes(c for c in range(256) if c not in b"[]{}")  # bytes.translate deletes these
-_INNERMOST = re.compile(rb"[\[{][\]}]")
-_RUN_OF_OPENERS = re.compile(rb"[\[{]{%d}" % (MAX_JSON_DEPTH + 1))
+_INNERMOST = rb"[\[{][\]}]"
+_RUN_OF_OPENERS = rb"[\[{]{%d}" % (MAX_JSON_DEPTH + 1)
 
 
 def json_too_deep(data: bytes) -> bool:
@@ -49,12 +49,12 @@ def json_too_deep(data: bytes) -> bool:
     finalizer the garbage collector ran down there would fail ("Exception ignored in ...")."""
     if data.count(b"[") + data.count(b"{") <= MAX_JSON_DEPTH:  # the usual case, in two C scans
         return False
-    brackets = _STRING.sub(b"", data).translate(None, _NOT_BRACKET)  # in order, outside the strings
-    if _RUN_OF_OPENERS.search(brackets):
+    brackets = re.sub(_STRING, b"", data, flags=re.DOTALL).translate(None, _NOT_BRACKET)  # in order, outside strings
+    if re.search(_RUN_OF_OPENERS, brackets):
         return True
     levels = 0
     while levels <= MAX_JSON_DEPTH:  # each pass takes away one level: every opener followed at once by a closer
-        brackets, n = _INNERMOST.subn(b"", brackets)
+        brackets, n = re.subn(_INNERMOST, b"", brackets)
         if not n:  # what is left is closers then openers, the openers never closed
             return levels + brackets.count(b"[") + brackets.count(b"{") > MAX_JSON_DEPTH
         levels += 1
@@ -121,7 +121,8 @@ def _int(doc: Mapping[str, Any], key: str, default: int | None = None) -> int:
 
 def _decimal(text: str, lo: int, hi: int) -> int | None:
     """Java's Integer/Long.parseInt of `text` (ASCII digits, optional sign) within [lo, hi], else None."""
-    if len(text) > 25 or not _DECIMAL.fullmatch(text):
+    digits = text[1:] if text[:1] in ("+", "-") else text
+    if len(text) > 25 or not (digits.isascii() and digits.isdigit()):  # isdigit: 0-9 alone, in ASCII
         return None
     value = int(text)
     return value if lo <= value <= hi else None

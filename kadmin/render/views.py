@@ -68,7 +68,9 @@ ViewFn = Callable[[D], View]  # a result's data -> how it looks (bare `ViewFn`: 
 # C0 controls, DEL, C1 controls (0x9b is a one-byte CSI on some terminals), line and paragraph
 # separators, and the bidirectional overrides ("Trojan Source"): never sent to a terminal as they are.
 _NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+# Each of them is unprintable to str.isprintable, so printable text (nearly all of it) is returned without the
+# pattern, which `re` compiles when first needed (its Unicode ranges make it the dearest to compile of kadmin's).
+_UNSAFE = "[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
 
 
 def _visible(m: re.Match[str]) -> str:
@@ -82,9 +84,11 @@ def inert(text: str, keep: str = "") -> str:
     Strings from the cluster (hosts, raw znodes, ids) reach tables and plain columns through this, so
     a registration cannot set the terminal's title, clear the screen or forge rows; JSON keeps them exact.
     """
+    if text.isprintable() or (keep and text.translate(dict.fromkeys(map(ord, keep))).isprintable()):
+        return text  # nothing to escape (what `keep` names aside)
     if keep:
-        return _UNSAFE.sub(lambda m: m.group() if m.group() in keep else _visible(m), text)
-    return _UNSAFE.sub(_visible, text)
+        return re.sub(_UNSAFE, lambda m: m.group() if m.group() in keep else _visible(m), text)
+    return re.sub(_UNSAFE, _visible, text)
 
 
 def cell(v: Any) -> str:

@@ -11,6 +11,7 @@ from rich.cells import cell_len
 from rich.console import Console
 
 from kadmin.render.tables import Fitted, fit_table, fold, pieces
+from kadmin.render.views import inert
 
 
 def shown(renderable: object, width: int) -> str:
@@ -112,3 +113,20 @@ def test_fitted_follows_the_width_it_is_rendered_at():
     f = Fitted(BROKERS, ROWS)
     assert shown(f, 200) == shown(fit_table(BROKERS, ROWS, 200), 200)
     assert shown(f, 60) == shown(fit_table(BROKERS, ROWS, 60), 60)
+
+
+# What must never reach a terminal as it is: C0 and C1 controls, DEL, line and paragraph separators, bidirectional
+# overrides and isolates. Text of them and of what may pass (ASCII, accents, CJK, the other invisibles).
+NEVER_RAW = "".join(map(chr, [*range(0x20), *range(0x7F, 0xA0), 0x2028, 0x2029, *range(0x202A, 0x202F),
+                              *range(0x2066, 0x206A)]))
+
+
+@settings(max_examples=300)
+@given(st.text(alphabet=st.sampled_from([*NEVER_RAW, "a", "Z", " ", "é", "漢", "\u00ad", "\u200b", "\ufeff", "\\"]),
+               max_size=12),
+       st.sampled_from(["", "\n\t", "\n"]))
+def test_inert_escapes_exactly_the_characters_never_sent_raw_but_those_kept(text: str, keep: str) -> None:
+    want = "".join(c if c not in NEVER_RAW or c in keep else
+                   {"\t": "\\t", "\n": "\\n", "\r": "\\r"}.get(c) or
+                   (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}") for c in text)
+    assert inert(text, keep) == want

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kadmin.domain import znodes
 
@@ -91,3 +93,16 @@ def test_controller_and_cluster_id_formats() -> None:
 def test_partition_state_omits_recovered_leader_recovery_state() -> None:
     assert "leader_recovery_state" not in json.loads(znodes.encode_partition_state(1, 0, 1, [1]))
     assert json.loads(znodes.encode_partition_state(1, 0, 1, [1], 1))["leader_recovery_state"] == 1
+
+
+@given(st.text(alphabet=st.sampled_from(list("+-0123456789 \n") + ["\u0661", "\u00b2", "\uff11", "x"]), max_size=12))
+def test_a_broker_id_name_is_canonical_ascii_decimal_as_kafka_writes_it(name: str) -> None:
+    """/brokers/ids children: Kafka writes Integer.toString(id), so an id is ASCII digits, no sign, no leading
+    zero, at most 2^31 - 1; anything else (Arabic-Indic or full-width digits, superscripts, spaces) is refused."""
+    canonical = name != "" and all(c in "0123456789" for c in name) and (name == "0" or name[0] != "0") \
+        and int(name) <= 2**31 - 1
+    if canonical:
+        assert znodes.broker_id_from_name(name) == int(name)
+    else:
+        with pytest.raises(znodes.ZnodeFormatError, match="is not a broker id"):
+            znodes.broker_id_from_name(name)
