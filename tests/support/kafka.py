@@ -791,9 +791,7 @@ def describe_all(cluster: RealCluster, *flags: str,
                  bootstrap: str | None = None) -> dict[tuple[str, int], dict[str, str]]:
     """TopicCommand --describe over all topics (internal ones included) with `flags`, e.g.
     --under-replicated-partitions: {(topic, partition): that partition line's fields}."""
-    out = tool(cluster.home, TOPIC_COMMAND, "--bootstrap-server", bootstrap or cluster.bootstrap, "--describe",
-               *flags).stdout
-    return parse_partition_lines(out)
+    return topic_lines(cluster.home, bootstrap or cluster.bootstrap, None, *flags)
 
 
 def config_command(cluster: RealCluster, *args: str, bootstrap: str | None = None) -> subprocess.CompletedProcess[str]:
