@@ -125,7 +125,7 @@ def command_words(root: Any, argv: Sequence[str]) -> list[str]:
 def usage_error(e: Any, argv: Sequence[str], root: Any) -> int:
     """A parse error from the CLI framework as one line, `kadmin: error: MESSAGE (see: kadmin CMD --help)`,
     with the JSON envelope when -o json was asked for. Exit 2, or 3 (UNKNOWN) for a check verb."""
-    from kadmin.render import Renderer
+    from kadmin.render.renderer import Renderer
 
     # the words after the program's name; an error raised without a context (an option missing its value)
     # is placed by the command line's words

@@ -20,10 +20,10 @@ from kadmin.cli.options import (
     command,
     lazy_module,
     seconds,
+    views,
 )
 from kadmin.errors import UsageError
 from kadmin.exit_codes import ExitCode
-from kadmin.render import views
 from kadmin.results import Result
 
 if TYPE_CHECKING:

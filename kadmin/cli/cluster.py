@@ -7,8 +7,7 @@ from typing import Annotated
 
 import typer
 
-from kadmin.cli.options import Invocation, command
-from kadmin.render import views
+from kadmin.cli.options import Invocation, command, views
 from kadmin.services import cluster as svc
 
 app = typer.Typer(name="cluster", help="Cluster identity: the cluster id and meta.properties checks.",

@@ -10,9 +10,8 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from kadmin.cli.invocation import Invocation, lazy_module, topic_filter
+from kadmin.cli.invocation import Invocation, lazy_module, topic_filter, views
 from kadmin.errors import UsageError
-from kadmin.render import views
 
 if TYPE_CHECKING:
     from kadmin.services import brokers as svc

@@ -8,9 +8,8 @@ from typing import Annotated
 
 import typer
 
-from kadmin.cli.options import Invocation, command
+from kadmin.cli.options import Invocation, command, views
 from kadmin.errors import UsageError
-from kadmin.render import views
 
 app = typer.Typer(name="history", help="Cluster history on Spark: ingest ZooKeeper/KRaft logs, report bounces.",
                   no_args_is_help=True)

@@ -7,8 +7,7 @@ from typing import Annotated
 
 import typer
 
-from kadmin.cli.options import Invocation, check_broker_id, command
-from kadmin.render import views
+from kadmin.cli.options import Invocation, check_broker_id, command, views
 
 app = typer.Typer(name="ids", help="Broker-id assignment: host -> id mappings, missing ids, repair.",
                   no_args_is_help=True)

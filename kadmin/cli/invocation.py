@@ -29,7 +29,8 @@ from kadmin.results import Result
 if TYPE_CHECKING:
     from kadmin.cluster.connect import Backend
     from kadmin.domain.partitions import TopicFilter
-    from kadmin.render import Renderer
+    from kadmin.render import views as views
+    from kadmin.render.renderer import Renderer
     from kadmin.render.views import ViewFn
 
 
@@ -46,7 +47,15 @@ def lazy_module(name: str) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     loader.exec_module(module)
+    parent, _, child = name.rpartition(".")
+    if parent:
+        setattr(sys.modules[parent], child, module)  # as an import does: `kadmin.services.brokers` names it
     return module
+
+
+if not TYPE_CHECKING:
+    views = lazy_module("kadmin.render.views")  # the commands' views: each module names them at the top, and
+    # they load when a command renders its result, not for --help
 
 
 class Output(StrEnum):
@@ -117,7 +126,9 @@ class Invocation:
 
     def __init__(self, command: str, given: dict[str, Sourced | None], context: str | None, output: Output,
                  verbose: bool, timeout: float | None = None) -> None:
-        from kadmin.render import Renderer  # the views and payloads load with a command that runs, not with --help
+        from kadmin.render.renderer import (
+            Renderer,  # the views and payloads load with a command that runs, not with --help
+        )
 
         self.command = command
         self.renderer: Renderer = Renderer(output.value)
@@ -222,7 +233,7 @@ def run_guarded(inv: Invocation, body: Callable[[], int], *, check: bool = False
     stdout's reader closing the pipe (`| head`) changes no gate's exit code (GATE_COMMANDS: the verdict stands);
     any other command that would have exited 0 exits OUTPUT_LOST (74), saying so on stderr.
     """
-    from kadmin.render import OutputLost
+    from kadmin.render.renderer import OutputLost
 
     code: int
     try:

@@ -1,6 +1,6 @@
 """docs/json.md, generated from the code (`python -m kadmin.cli.docs`, with docs/commands.md).
 
-Every JSON example is printed by kadmin's own code from real objects: the envelope by `kadmin.render.envelope`
+Every JSON example is printed by kadmin's own code from real objects: the envelope by `kadmin.render.renderer.envelope`
 with `RESULT_VERSION`, each command's data by its payload's `to_json()` (kadmin/results.py, kadmin/payloads,
 kadmin/payloads_ops.py), the `roll run -o ndjson` events by the journal's one serializer
 (kadmin/domain/roll_events.py), and `roll status` / `roll run -o json` by replaying those very events into the
@@ -24,7 +24,7 @@ from kadmin.exit_codes import STATUS, VERDICT_STATUS, ExitCode, Verdict, status
 from kadmin.payloads.brokers import BrokerRow
 from kadmin.payloads.gates import MaxEpoch
 from kadmin.payloads_ops import ControllerFailover, RollEstimate, RollPlan, RollPlanNode, RollRoleTime
-from kadmin.render import RESULT_VERSION, dumps, envelope, json_data
+from kadmin.render.renderer import RESULT_VERSION, dumps, envelope, json_data
 from kadmin.results import Problem
 from kadmin.services.roll_report import report
 

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
-from kadmin.cli.options import Invocation, command, seconds
+from kadmin.cli.options import Invocation, command, seconds, views
 from kadmin.cli.roll import (
     AllowOpt,
     BatchRuleOpt,
@@ -25,7 +25,6 @@ from kadmin.cli.roll import (
     running,
 )
 from kadmin.errors import UsageError
-from kadmin.render import views
 
 app = typer.Typer(name="migration", help="ZooKeeper to KRaft migration: where it stands, each phase a roll.",
                   no_args_is_help=True)

@@ -42,6 +42,7 @@ from kadmin.cli.invocation import (  # noqa: F401 - the command modules import t
     run_guarded,
     seconds_value,
     topic_filter,
+    views,
 )
 from kadmin.errors import KadminError
 

@@ -7,8 +7,7 @@ from typing import Annotated
 
 import typer
 
-from kadmin.cli.options import Invocation, MinIsrDefault, TopicPatterns, check_broker_id, command, topic_filter
-from kadmin.render import views
+from kadmin.cli.options import Invocation, MinIsrDefault, TopicPatterns, check_broker_id, command, topic_filter, views
 from kadmin.render.progress import ScanProgress
 from kadmin.services import partitions as svc
 

@@ -7,9 +7,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from kadmin.cli.options import INT64_MAX, Invocation, command
+from kadmin.cli.options import INT64_MAX, Invocation, command, views
 from kadmin.errors import UsageError
-from kadmin.render import views
 from kadmin.render.quorum_text import DEFAULT_TOOL_FORMAT, TOOL_FORMATS
 
 if TYPE_CHECKING:

@@ -9,9 +9,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from kadmin.cli.options import Invocation, command, seconds, seconds_or_zero
+from kadmin.cli.options import Invocation, command, seconds, seconds_or_zero, views
 from kadmin.errors import UsageError
-from kadmin.render import views
 
 if TYPE_CHECKING:
     from kadmin.domain.roll import Request
@@ -245,7 +244,7 @@ def running(inv: Invocation, go: Callable[[Callable[[dict[str, Any]], None], Any
     import signal
 
     from kadmin import interrupts
-    from kadmin.render import OutputLost
+    from kadmin.render.renderer import OutputLost
     from kadmin.render.roll_progress import RollProgress
 
     r = inv.renderer

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
-from kadmin.cli.options import Invocation, command, seconds_or_zero
+from kadmin.cli.options import Invocation, command, seconds_or_zero, views
 from kadmin.domain.text import plural
 from kadmin.payloads_ops import (
     SandboxControllerBounce,
@@ -27,7 +27,6 @@ from kadmin.payloads_ops import (
     sandbox_kill,
     sandbox_start,
 )
-from kadmin.render import views
 from kadmin.results import Result
 
 app = typer.Typer(name="sandbox", help="A local playground: real ZooKeeper with emulated brokers, or real Kafka "

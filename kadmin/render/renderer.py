@@ -1,14 +1,6 @@
-"""Result → text. Data to stdout; warnings, errors and summaries to stderr.
+"""The Renderer: a command's Result as text on stdout (or JSON), its warnings and errors on stderr (the package's
+docstring, kadmin/render/__init__.py, says how each format looks)."""
 
-`auto` is a rich table on a terminal and tabulate plain columns on a pipe; `json` is the versioned
-envelope; `ndjson` is one JSON object per line (each item of a list result). Both print the data's JSON
-form: a typed payload's `to_json()` (kadmin/results.py). The table and the plain text come from the view
-the command names (kadmin/render/views.py), which reads the payload's fields. A table is fitted to the terminal's
-width by one rule that never cuts or elides a value (kadmin/render/tables.py): cells fold at their separators,
-the box goes, and at last each row becomes a block of `KEY: value` lines.
-"""
-
-from __future__ import annotations
 
 import json
 import math

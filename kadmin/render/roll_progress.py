@@ -20,7 +20,8 @@ from typing import IO, Any
 
 from kadmin.domain.roll_estimate import Progress, clock_text, time_left
 from kadmin.payloads_ops import RollNodeResult
-from kadmin.render import Renderer, views
+from kadmin.render import views
+from kadmin.render.renderer import Renderer
 
 REFRESH_PER_SECOND = 4
 _STATUS = {"in_progress": "running", "pending": "pending", "done": "done", "skipped": "skipped", "failed": "failed"}

@@ -304,7 +304,7 @@ def test_json_md_shows_the_envelope_kadmin_prints():
     """docs/json.md's envelopes are the version and key set `kadmin -o json` prints (it showed version 1)."""
     import json
 
-    from kadmin.render import RESULT_VERSION
+    from kadmin.render.renderer import RESULT_VERSION
 
     text = (DOCS / "json.md").read_text()
     envelopes = [json.loads("\n".join(b)) for b in _json_blocks(text) if b[0] == "{" and len(b) > 1]

@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 import typer
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer._coercion import build_runtime_param
 
 from kadmin.cli import app as app_module
@@ -31,7 +33,8 @@ try:
 except SystemExit:
     pass
 sys.stdout.flush()
-print(json.dumps(sorted(sys.modules)), file=sys.stderr)
+# a module importlib's LazyLoader made (kadmin.cli.invocation.lazy_module) counts once it has run
+print(json.dumps(sorted(n for n, m in sys.modules.items() if type(m).__name__ != "_LazyModule")), file=sys.stderr)
 """
 
 
@@ -102,10 +105,13 @@ def test_a_groups_help_builds_no_service_and_no_payload() -> None:
     for args in (["brokers", "--help"], ["brokers", "max-epoch", "--help"]):
         out, mods = imported(*args)
         assert "Usage: kadmin brokers" in out
-        # (kadmin.services.brokers is in sys.modules as a lazy module: what it imports shows it never ran)
-        assert not {"kadmin.payloads", "kadmin.payloads_ops", "kadmin.cluster.base", "kadmin.domain.models"} & mods
+        assert not {"kadmin.payloads", "kadmin.payloads_ops", "kadmin.cluster.base", "kadmin.domain.models",
+                    "kadmin.services.brokers"} & mods
+        # issue 38 §4: nor the views and the renderer (a help renders no result), nor rich's emoji table
+        assert not {"kadmin.render.views", "kadmin.render.renderer", "rich._emoji_codes"} & mods
     out, mods = imported("brokers", "max-epoch", "-z", "127.0.0.1:1", "--timeout", "1")
-    assert {"kadmin.payloads", "kadmin.cluster.base"} <= mods  # the command ran its service
+    assert {"kadmin.payloads", "kadmin.cluster.base", "kadmin.services.brokers"} <= mods  # it ran its service
+    assert {"kadmin.render.views", "kadmin.render.renderer"} <= mods  # and rendered its result
     assert "kadmin.payloads_ops" not in mods  # history's, sandbox's and roll's payloads: not a gate's
     # issue 38 §4: nor the rarer capabilities' value types, nor the lease's
     assert not {"kadmin.cluster.values", "kadmin.domain.lease"} & mods
@@ -145,6 +151,22 @@ print("ok")
 """
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.stdout == "ok\n", r.stderr
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(st.sampled_from(":-_ abcdeijklmnorstvwxy\u2764\n"), max_size=30))
+def test_rich_replaces_emoji_codes_in_help_as_before(text: str) -> None:
+    """kadmin's help runs rich's emoji replacement only on a text with two colons (a code is `:name:`, or
+    `:name-emoji:`/`:name-text:`), so rich's emoji table is imported only for such a text: the same text out."""
+    from rich._emoji_replace import _emoji_replace
+
+    from kadmin.cli.help import _emoji_replace_where_coded
+
+    where_coded = _emoji_replace_where_coded(_emoji_replace)
+    for variant in (None, "text", "emoji"):
+        assert where_coded(text, variant) == _emoji_replace(text, variant)
+    assert where_coded("a :warning: b :red_heart-emoji:") == _emoji_replace("a :warning: b :red_heart-emoji:")
+    assert where_coded("a :warning: b") != "a :warning: b"  # a code is still replaced
 
 
 def test_a_command_imports_its_group_and_no_pydantic() -> None:

@@ -11,7 +11,8 @@ import json
 import pytest
 
 from kadmin.payloads import QuorumDescription
-from kadmin.render import Renderer, views
+from kadmin.render import views
+from kadmin.render.renderer import Renderer
 from kadmin.results import Result
 from kadmin.sandbox.fleet import BrokerSpec
 

@@ -12,7 +12,8 @@ from kadmin.config import Sourced, parse_auth, resolve
 from kadmin.errors import ConfigError, UsageError
 from kadmin.exit_codes import ExitCode
 from kadmin.payloads import MaxEpoch
-from kadmin.render import Renderer, views
+from kadmin.render import views
+from kadmin.render.renderer import Renderer
 from kadmin.results import Problem, Result
 
 

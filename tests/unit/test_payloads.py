@@ -42,7 +42,8 @@ from kadmin.payloads import (
     Unmapped,
     Unregistered,
 )
-from kadmin.render import Renderer, views
+from kadmin.render import views
+from kadmin.render.renderer import Renderer
 from kadmin.results import Payload, Result, json_form
 
 pytestmark = pytest.mark.timeout(30)

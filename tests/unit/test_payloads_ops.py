@@ -44,7 +44,8 @@ from kadmin.payloads_ops import (
     sandbox_kill,
     sandbox_start,
 )
-from kadmin.render import Renderer, views
+from kadmin.render import views
+from kadmin.render.renderer import Renderer
 from kadmin.results import Payload, Result
 
 pytestmark = pytest.mark.timeout(30)

@@ -33,7 +33,8 @@ from kadmin.payloads import (
     Reorder,
     TopicPartition,
 )
-from kadmin.render import Renderer, views
+from kadmin.render import views
+from kadmin.render.renderer import Renderer
 from kadmin.results import Result
 from kadmin.services import brokers
 

@@ -259,7 +259,8 @@ def test_the_seeds_example_hundreds_of_thousands_of_partitions_and_200_brokers_w
 def test_plan_views_show_the_estimate_only_with_from(tmp_path: Path) -> None:
     import io
 
-    from kadmin.render import Renderer, views
+    from kadmin.render import views
+    from kadmin.render.renderer import Renderer
 
     rolled(zk(tmp_path), tmp_path / "roll")
     fc = kraft(tmp_path / "k")

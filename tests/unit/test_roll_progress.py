@@ -7,7 +7,7 @@ from __future__ import annotations
 import io
 
 from kadmin.payloads_ops import RollNodeResult
-from kadmin.render import Renderer
+from kadmin.render.renderer import Renderer
 from kadmin.render.roll_progress import RollProgress, clock_text
 
 

@@ -15,7 +15,8 @@ from kadmin.domain import znodes
 from kadmin.domain.ids import decode_mapping
 from kadmin.domain.models import PartitionState
 from kadmin.errors import UsageError
-from kadmin.render import Renderer, dumps, views
+from kadmin.render import views
+from kadmin.render.renderer import Renderer, dumps
 from kadmin.results import Result
 from kadmin.services.brokers import parse_saved_epochs
 
