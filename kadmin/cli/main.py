@@ -26,9 +26,11 @@ def main() -> None:
             from kadmin.cli.process_exit import exit_now
 
             exit_now(complete(sys.argv[2:]))
-        from kadmin.cli.fastpath import run
+        code = None
+        if not {"--help", "-h"} & set(sys.argv[1:]):  # a help is Typer's: the fast path reads no help option
+            from kadmin.cli.fastpath import run
 
-        code = run(sys.argv[1:])
+            code = run(sys.argv[1:])
     except KeyboardInterrupt:
         raise SystemExit(130) from None
     if code is None:
