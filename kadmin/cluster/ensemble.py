@@ -67,6 +67,9 @@ class MemberProbe:
     mntr: Mapping[str, str] = field(default_factory=dict)  # the whole mntr (empty when not whitelisted)
     conf: Mapping[str, str] = field(default_factory=dict)  # conf key=value, membership lines included
     members: Mapping[int, str] = field(default_factory=dict)  # server id -> "participant" | "observer"
+    # server id -> where a client reaches it, from the membership lines: "host:port" where the line gives a client
+    # port, else the bare host (its quorum address's; member_addresses)
+    member_addresses: Mapping[int, tuple[str, ...]] = field(default_factory=dict)
     not_whitelisted: tuple[str, ...] = ()  # the words answered "... is not in the whitelist"
 
     @property
@@ -150,6 +153,32 @@ def parse_conf(text: str) -> tuple[dict[str, str], dict[int, str]]:
                 role = value.split(";", 1)[0].rsplit(":", 1)[-1].strip().lower()
                 members[sid] = role if role in ("participant", "observer") else "participant"
     return conf, members
+
+
+_WILDCARDS = frozenset({"", "0.0.0.0", "::", "[::]", "[0:0:0:0:0:0:0:0]"})
+
+
+def member_addresses(conf: Mapping[str, str]) -> dict[int, tuple[str, ...]]:
+    """Each member's client addresses from `conf`'s membership lines (`server.N=host:q:e[|host:q:e...][:role]
+    [;[clientHost:]clientPort]`), lower-cased: `host:clientPort` for each of its quorum hosts and for a client host
+    that is not a wildcard; only the bare hosts where the line gives no client port (ZooKeeper's classic
+    `server.N=host:q:e`, every member on the zoo.cfg's one clientPort)."""
+    out: dict[int, tuple[str, ...]] = {}
+    for key, value in conf.items():
+        sid = _int(key.removeprefix("server.")) if key.startswith("server.") else None
+        if sid is None:
+            continue
+        quorum, _, client = value.lower().partition(";")
+        hosts = [part[:part.find("]") + 1] if part.startswith("[") else part.split(":", 1)[0]
+                 for part in quorum.split("|")]
+        client_host, _, client_port = client.strip().rpartition(":")
+        if _int(client_port) is None:
+            out[sid] = tuple(dict.fromkeys(hosts))
+            continue
+        if client_host not in _WILDCARDS:
+            hosts.append(client_host)
+        out[sid] = tuple(dict.fromkeys(f"{h}:{client_port.strip()}" for h in hosts))
+    return out
 
 
 def parse_mntr(text: str) -> dict[str, str]:
@@ -314,6 +343,7 @@ def _member(address: str, answers: dict[str, str], blocked: list[str], error: st
         mntr=mntr,
         conf=conf,
         members=members,
+        member_addresses=member_addresses(conf),
         not_whitelisted=tuple(blocked),
     )
 

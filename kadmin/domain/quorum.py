@@ -292,6 +292,9 @@ class ZkMember(Protocol):
     @property
     def members(self) -> Mapping[int, str]: ...
 
+    @property
+    def member_addresses(self) -> Mapping[int, tuple[str, ...]]: ...
+
 
 def zxid_epoch(zxid: int) -> int:
     """The leader epoch of a zxid (its high 32 bits): it grows with each election."""
@@ -301,6 +304,27 @@ def zxid_epoch(zxid: int) -> int:
 def zxid_counter(zxid: int) -> int:
     """The transaction counter of a zxid within its epoch (its low 32 bits)."""
     return zxid & 0xFFFFFFFF
+
+
+def _named_by_address(down: Sequence[ZkMember], serving: Sequence[ZkMember], seen: set[int]) -> dict[str, int]:
+    """The server id of each member that did not answer, from the membership lines the live members gave: the one
+    member, not seen serving, whose client address (or, where the line gives no client port, whose host) is the
+    address asked. None where that is not one member, or where two addresses asked would be the same member."""
+    addresses: dict[int, tuple[str, ...]] = {}
+    for p in serving:
+        addresses.update(p.member_addresses)
+    known = seen | {p.server_id for p in down if p.server_id is not None}
+    found: dict[str, int] = {}
+    for p in down:
+        if p.server_id is not None:
+            continue
+        asked = p.address.lower()
+        host = asked.rpartition(":")[0]
+        ids = {sid for sid, where in addresses.items() if sid not in known and (asked in where or host in where)}
+        if len(ids) == 1:
+            found[p.address] = ids.pop()
+    claimed = list(found.values())
+    return {a: sid for a, sid in found.items() if claimed.count(sid) == 1}
 
 
 def from_zookeeper(probes: Sequence[ZkMember]) -> QuorumState:
@@ -315,13 +339,14 @@ def from_zookeeper(probes: Sequence[ZkMember]) -> QuorumState:
     seen = {p.server_id for p in serving if p.server_id is not None}
     unaccounted = sorted(set(roles) - seen)
     down = [p for p in probes if p not in serving]
+    named = _named_by_address(down, serving, seen)
     voters: list[ReplicaState] = []
     observers: list[ReplicaState] = []
     lead_zxid = leader.zxid if leader is not None and leader.zxid is not None else None
     for p in probes:
         extra: dict[str, Any] = {"address": p.address, "mode": p.mode, "error": p.error}
         if p in down:
-            sid = p.server_id
+            sid = p.server_id if p.server_id is not None else named.get(p.address)
             if sid is None and len(down) == len(unaccounted) == 1:
                 sid = unaccounted[0]  # the one member no live server accounts for
             r = ReplicaState(sid if sid is not None else -1, -1, down=True, extra=extra)

@@ -13,7 +13,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -99,6 +99,7 @@ class ZkServer:
     client_port: int
     myid: int = 0
     peers: Sequence[tuple[int, int, int]] = ()  # (myid, quorum port, election port)
+    peer_client_ports: Mapping[int, int] = field(default_factory=dict)  # myid -> its client port, in server.N lines
     tick_ms: int = 500
     pid: int | None = None
     extra_cfg: dict[str, str] = field(default_factory=dict)
@@ -129,7 +130,11 @@ class ZkServer:
         ]
         if self.peers:
             lines += ["initLimit=20", "syncLimit=10"]
-            lines += [f"server.{i}=127.0.0.1:{q}:{e}" for i, q, e in self.peers]
+            # server.N=host:quorum:election[;clientHost:clientPort]: with the client address, the membership that
+            # `conf` shows tells where clients reach each member (how `quorum describe` names one that is down)
+            lines += [f"server.{i}=127.0.0.1:{q}:{e}" + (f";127.0.0.1:{self.peer_client_ports[i]}"
+                                                        if i in self.peer_client_ports else "")
+                      for i, q, e in self.peers]
             (data / "myid").write_text(f"{self.myid}\n")
         lines += [f"{k}={v}" for k, v in self.extra_cfg.items()]
         self.cfg_path.write_text("\n".join(lines) + "\n")
@@ -230,9 +235,10 @@ class Ensemble:
             raise SandboxError(f"ensemble size must be 1 or 3, not {size}")
         self.base = Path(base)
         peers = [(i, free_port(), free_port()) for i in range(1, size + 1)] if size > 1 else []
+        clients = {i: free_port() for i in range(1, size + 1)}
         self.servers = [
-            ZkServer(self.base / f"zk{i}", free_port(), myid=i if size > 1 else 0, peers=peers, tick_ms=tick_ms,
-                     heap=heap)
+            ZkServer(self.base / f"zk{i}", clients[i], myid=i if size > 1 else 0, peers=peers,
+                     peer_client_ports=clients if peers else {}, tick_ms=tick_ms, heap=heap)
             for i in range(1, size + 1)
         ]
 

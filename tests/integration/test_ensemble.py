@@ -20,6 +20,7 @@ from kazoo.client import KazooClient
 from kadmin.cluster.bulk import client_ssl_context
 from kadmin.cluster.ensemble import (
     MemberProbe,
+    member_addresses,
     parse_conf,
     parse_mntr,
     parse_srvr,
@@ -132,6 +133,11 @@ def test_parsers_on_the_documented_formats() -> None:
     assert conf["server.2"] == "127.0.0.1:59017:33699:participant;127.0.0.1:2182"
     assert members == {1: "participant", 2: "participant", 4: "observer"}
     assert parse_conf("clientPort=1\nserverId=0") == ({"clientPort": "1", "serverId": "0"}, {})
+    # no client port: the host only; a wildcard client host: each quorum host at the client port
+    assert member_addresses(conf) == {1: ("127.0.0.1",), 2: ("127.0.0.1:2182",), 4: ("[::1]:2181", "10.0.0.4:2181")}
+    assert member_addresses({"server.7": "ZK7.Example:1:2;2181", "server.8": "zk8:1:2:participant;10.1.1.8:2181",
+                             "server.x": "zk9:1:2", "clientPort": "2181"}) == {
+        7: ("zk7.example:2181",), 8: ("zk8:2181", "10.1.1.8:2181")}
     assert parse_mntr("zk_version\t3.8.0, built on x\nzk_server_state\tleader\n") == {
         "zk_version": "3.8.0, built on x",
         "zk_server_state": "leader",
@@ -162,6 +168,8 @@ def test_roles_ids_members_and_equal_zxids(ensemble: Ensemble) -> None:
         assert p.reachable and p.error is None and p.not_whitelisted == ()
         assert p.server_id == srv.myid
         assert p.members == {1: "participant", 2: "participant", 3: "participant"}
+        # where clients reach each member, from the server.N lines (the sandbox writes their client addresses)
+        assert p.member_addresses == {s.myid: (s.address,) for s in ensemble.servers}
         assert p.conf["clientPort"] == str(srv.client_port)
         assert p.mntr["zk_server_state"] == p.mode
         assert p.mntr["zk_quorum_size"] == "3"

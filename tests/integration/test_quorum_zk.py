@@ -64,6 +64,13 @@ def test_killed_follower_is_down_and_check_warns(ensemble, run_nozk):
         down = [v for v in doc["data"]["voters"] if v["status"] == "Down"]
         assert [v["id"] for v in down] == [follower.myid]  # the one id no live member accounts for
         assert down[0]["zookeeper"]["address"] == follower.address
+        # with an address that is no member in the connect string, two are down: the follower is still named, by
+        # its client address in the live members' membership lines; the stranger is not (-1)
+        stranger = f"127.0.0.1:{free_port()}"
+        code, doc, err = describe(run_nozk, f"{ensemble.connect_string},{stranger}")
+        assert code == 0, err
+        assert {v["zookeeper"]["address"]: v["id"] for v in doc["data"]["voters"] if v["status"] == "Down"} == {
+            follower.address: follower.myid, stranger: -1}
         r = run_nozk("quorum", "check", "-z", ensemble.connect_string, "-o", "json")
         assert r.exit_code == 1
         assert [f["code"] for f in json.loads(r.stdout)["data"]["findings"]] == ["voter_down"]
@@ -84,7 +91,7 @@ def test_killed_leader_is_replaced_with_a_new_epoch(ensemble, run_nozk):
     old.kill()
     try:
         # Until a new leader is elected and both survivors answer: a survivor too slow to answer its four-letter
-        # words under load is Down too, and with two members down neither can be named (both show id -1).
+        # words under load is Down too (and while no member serves, none can be named: no membership is known).
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             code, doc, _ = describe(run_nozk, ensemble.connect_string)

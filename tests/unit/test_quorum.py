@@ -6,7 +6,17 @@ from pathlib import Path
 
 import pytest
 
-from kadmin.domain.quorum import CheckLimits, QuorumState, ReplicaState, check, exit_level, lag, max_follower_lag
+from kadmin.cluster.ensemble import MemberProbe, member_addresses
+from kadmin.domain.quorum import (
+    CheckLimits,
+    QuorumState,
+    ReplicaState,
+    check,
+    exit_level,
+    from_zookeeper,
+    lag,
+    max_follower_lag,
+)
 from kadmin.render import quorum_text
 from kadmin.services.quorum import quorum_description
 
@@ -234,3 +244,45 @@ def test_describe_view_fails_with_one_line_and_exit_1_on_clock_drift():
     # without --human-readable the raw timestamps are shown, no error
     view = views.quorum_describe(data, "replication", False, NOW, "4.1")
     assert str(NOW + 5) in view(data).text
+
+
+def _member(sid: int, mode: str, lines: dict[str, str]) -> MemberProbe:
+    return MemberProbe(f"zk{sid}:2181", True, mode=mode, server_id=sid, zxid=0x100000005,
+                       members={int(k.removeprefix("server.")): "participant" for k in lines},
+                       member_addresses=member_addresses(lines))
+
+
+def _down(address: str) -> MemberProbe:
+    return MemberProbe(address, False, error="connection refused")
+
+
+def _ids(q: QuorumState) -> dict[str, int]:
+    return {r.extra["address"]: r.id for r in q.voters if r.down}
+
+
+def test_a_zookeeper_member_down_is_named_by_its_address_in_the_membership() -> None:
+    """Two of five down: each is the one member whose membership line says it is reached at the address asked
+    (kazoo's connect string: the host alone where the line gives no client port); an address no member has, or
+    one that fits two members, stays id -1, never a guess."""
+    classic = {f"server.{i}": f"zk{i}:2888:3888:participant" for i in range(1, 6)}
+    live = [_member(i, "leader" if i == 1 else "follower", classic) for i in (1, 2, 3)]
+    q = from_zookeeper([*live, _down("zk4:2181"), _down("ZK5:2181")])
+    assert _ids(q) == {"zk4:2181": 4, "ZK5:2181": 5}
+    assert _ids(from_zookeeper([*live, _down("zk4:2181"), _down("10.0.0.5:2181")])) == {
+        "zk4:2181": 4, "10.0.0.5:2181": -1}
+    # every member on one host (a test box): the host names none of them; a client port in the line does
+    one_host = {f"server.{i}": f"127.0.0.1:{i}888:{i}999" for i in range(1, 6)}
+    live = [_member(i, "leader" if i == 1 else "follower", one_host) for i in (1, 2, 3)]
+    assert _ids(from_zookeeper([*live, _down("127.0.0.1:2184"), _down("127.0.0.1:2185")])) == {
+        "127.0.0.1:2184": -1, "127.0.0.1:2185": -1}
+    ported = {k: f"{v};127.0.0.1:218{k[-1]}" for k, v in one_host.items()}
+    live = [_member(i, "leader" if i == 1 else "follower", ported) for i in (1, 2, 3)]
+    assert _ids(from_zookeeper([*live, _down("127.0.0.1:2184"), _down("127.0.0.1:2185")])) == {
+        "127.0.0.1:2184": 4, "127.0.0.1:2185": 5}
+    # a live member's address names nobody down; two addresses of one member: neither is named
+    assert _ids(from_zookeeper([*live, _down("127.0.0.1:2181"), _down("127.0.0.1:2185")])) == {
+        "127.0.0.1:2181": -1, "127.0.0.1:2185": 5}
+    both = {**ported, "server.5": "127.0.0.1:5888:5999|127.0.0.2:5888:5999;0.0.0.0:2185"}
+    live = [_member(i, "leader" if i == 1 else "follower", both) for i in (1, 2, 3)]
+    assert _ids(from_zookeeper([*live, _down("127.0.0.1:2185"), _down("127.0.0.2:2185")])) == {
+        "127.0.0.1:2185": -1, "127.0.0.2:2185": -1}
