@@ -126,9 +126,7 @@ class Invocation:
 
     def __init__(self, command: str, given: dict[str, Sourced | None], context: str | None, output: Output,
                  verbose: bool, timeout: float | None = None) -> None:
-        from kadmin.render.renderer import (
-            Renderer,  # the views and payloads load with a command that runs, not with --help
-        )
+        from kadmin.render.renderer import Renderer  # loaded by a command that runs, not for --help
 
         self.command = command
         self.renderer: Renderer = Renderer(output.value)

@@ -1,6 +1,7 @@
 """The Renderer: a command's Result as text on stdout (or JSON), its warnings and errors on stderr (the package's
 docstring, kadmin/render/__init__.py, says how each format looks)."""
 
+from __future__ import annotations
 
 import json
 import math
