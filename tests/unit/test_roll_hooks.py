@@ -375,13 +375,17 @@ def test_a_status_file_its_wrapper_created_but_has_not_written_yet_is_running(tm
     """The wrapper creates the file, then writes `began`: in between, the file is empty and the wrapper alive."""
     path = tmp_path / "node-1.stop.1.status"
     path.write_text("")
-    proc = subprocess.Popen(["/bin/sh", "-c", "sleep 30; :", "kadmin-hook", "cmd", str(path)])  # names the file
+    proc = subprocess.Popen(["/bin/sh", "-c", "sleep 30; :", "kadmin-hook", "cmd", str(path)],  # names the file
+                            start_new_session=True)
     try:
         wait_for(lambda: hooks.read_status(path).state == "running", "the wrapper's argv")
         assert hooks.read_status(path) == HookStatus("running", proc.pid)
     finally:
-        proc.kill()
+        # the shell and the child it forked for `sleep`, which carries the shell's argv until its exec (a loaded
+        # machine can leave it there): while either lives, the wrapper is rightly "running"
+        os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
+    wait_for(lambda: hooks.read_status(path).state != "running", "the wrapper and the child it forked gone")
     assert hooks.read_status(path) == HookStatus("not_begun")
 
 
