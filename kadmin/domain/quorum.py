@@ -309,7 +309,8 @@ def zxid_counter(zxid: int) -> int:
 def _named_by_address(down: Sequence[ZkMember], serving: Sequence[ZkMember], seen: set[int]) -> dict[str, int]:
     """The server id of each member that did not answer, from the membership lines the live members gave: the one
     member, not seen serving, whose client address (or, where the line gives no client port, whose host) is the
-    address asked. None where that is not one member, or where two addresses asked would be the same member."""
+    address asked. An address is left out where that is not one member, or where two addresses asked would be the
+    same member."""
     addresses: dict[int, tuple[str, ...]] = {}
     for p in serving:
         addresses.update(p.member_addresses)
