@@ -1,7 +1,8 @@
-"""The gate commands' fast path: `kadmin brokers max-epoch`, `brokers can-stop ID` and `brokers wait ID ...` parsed
-from a static option table, without importing Typer (issue 24 §2).
+"""The gate commands' fast path: `kadmin brokers max-epoch`, `brokers can-stop ID`, `brokers wait ID ...` and
+`partitions check` parsed from a static option table, without importing Typer (issue 24 §2, issue 38 §2).
 
-Scripts and rolling restarts call these gates hundreds of times, and Typer's import and its conversion of a
+Scripts, monitoring (`partitions check` is a Nagios-style check) and rolling restarts call these gates hundreds
+of times, and Typer's import and its conversion of a
 command cost more than the gate's own work (reading a few znodes). Here the command line is read against the
 table below; when every word is one the table knows, in a form it reads the way Typer (click) does, the command
 runs through the same body (kadmin/cli/gates.py) and the same `run_command` as under Typer. Anything else (a
@@ -118,13 +119,18 @@ class Gate:
         self.defaults = dict(defaults)
 
 
-GATES: dict[str, Gate] = {
-    "max-epoch": Gate("max_epoch", (), {}, {}),
-    "can-stop": Gate("can_stop", (("broker_id", _BROKER_ID),), {
-        "--topic": ("topics", MULTI, _text),
-        "--min-isr-default": ("min_isr_default", VALUE, _int_in(1, INT32_MAX)),
-    }, {"topics": None, "min_isr_default": None}),
-    "wait": Gate("wait", (("broker_id", _BROKER_ID),), {
+_SCOPE: dict[str, tuple[str, str, Convert]] = {  # a partition scan's --topic and --min-isr-default
+    "--topic": ("topics", MULTI, _text),
+    "--min-isr-default": ("min_isr_default", VALUE, _int_in(1, INT32_MAX)),
+}
+_SCOPE_DEFAULTS: dict[str, Any] = {"topics": None, "min_isr_default": None}
+
+# (group, command) -> its gate
+GATES: dict[tuple[str, str], Gate] = {
+    ("brokers", "max-epoch"): Gate("max_epoch", (), {}, {}),
+    ("brokers", "can-stop"): Gate("can_stop", (("broker_id", _BROKER_ID),), _SCOPE, _SCOPE_DEFAULTS),
+    ("partitions", "check"): Gate("partitions_check", (), _SCOPE, _SCOPE_DEFAULTS),
+    ("brokers", "wait"): Gate("wait", (("broker_id", _BROKER_ID),), {
         "--registered": ("registered", FLAG, _text),
         "--gone": ("gone", FLAG, _text),
         "--fenced": ("fenced", FLAG, _text),
@@ -149,10 +155,11 @@ class Parsed:
 
 def parse(argv: Sequence[str], environ: Mapping[str, str]) -> Parsed | None:
     """`argv` (the words after `kadmin`) as a gate command, or None when it is not one this path reads."""
-    if len(argv) < 2 or argv[0] != "brokers" or argv[1] not in GATES or "_KADMIN_COMPLETE" in environ:
+    if len(argv) < 2 or (argv[0], argv[1]) not in GATES or "_KADMIN_COMPLETE" in environ:
         return None
-    name = argv[1]
-    gate = GATES[name]
+    key = (argv[0], argv[1])
+    name = " ".join(key)
+    gate = GATES[key]
     table = {**CONNECTION, **COMMON, **gate.options}
     seen: dict[str, Any] = {}
     positional: list[str] = []
@@ -223,5 +230,5 @@ def run(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> int | 
     from kadmin.cli import gates
 
     body = getattr(gates, parsed.gate.body)
-    return run_command(f"brokers {parsed.name}", body, parsed.kwargs, parsed.connection, parsed.sources.__getitem__,
+    return run_command(parsed.name, body, parsed.kwargs, parsed.connection, parsed.sources.__getitem__,
                        parsed.output, parsed.verbose)

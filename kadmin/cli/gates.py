@@ -1,8 +1,9 @@
-"""The bodies of the gate commands scripts call in loops: `brokers max-epoch`, `brokers wait`, `brokers can-stop`.
+"""The bodies of the gate commands scripts call in loops: `brokers max-epoch`, `brokers wait`, `brokers can-stop`,
+`partitions check`.
 
-Typer parses them in kadmin/cli/brokers.py (their options and help live there) and so does the fast path
-(kadmin/cli/fastpath.py) without importing Typer: both call these functions, so the two cannot differ in what
-a command does, only in how its words were read. Nothing here imports typer or click.
+Typer parses them in kadmin/cli/brokers.py and kadmin/cli/partitions.py (their options and help live there) and
+so does the fast path (kadmin/cli/fastpath.py) without importing Typer: both call these functions, so the two
+cannot differ in what a command does, only in how its words were read. Nothing here imports typer or click.
 """
 
 from __future__ import annotations
@@ -65,3 +66,13 @@ def can_stop(inv: Invocation, broker_id: int, topics: list[str] | None = None,
         result = check(inv.backend().partitions, broker_id, progress=progress, min_isr_default=min_isr_default,
                        wanted=topic_filter(topics))
     return inv.emit(result, views.can_stop)
+
+
+def partitions_check(inv: Invocation, topics: list[str] | None = None, min_isr_default: int | None = None) -> int:
+    from kadmin.render.progress import ScanProgress
+    from kadmin.services.partitions import check
+
+    with ScanProgress() as progress:
+        result = check(inv.backend().partitions, progress=progress, min_isr_default=min_isr_default,
+                       wanted=topic_filter(topics))
+    return inv.emit(result, views.partitions_check)

@@ -3,8 +3,9 @@
 place exceptions become exit codes.
 
 Two parsers reach it: Typer (kadmin/cli/options.py, every command) and the gate fast path
-(kadmin/cli/fastpath.py: `brokers max-epoch`, `can-stop`, `wait`, which scripts call in loops, parsed without
-importing Typer). Neither this module nor the fast path imports typer or click (an import contract says so).
+(kadmin/cli/fastpath.py: `brokers max-epoch`, `can-stop`, `wait` and `partitions check`, which scripts and
+monitoring call in loops, parsed without importing Typer). Neither this module nor the fast path imports typer or
+click (an import contract says so).
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from kadmin.cli.options import Invocation, MinIsrDefault, TopicPatterns, check_broker_id, command, topic_filter, views
+from kadmin.cli import gates
+from kadmin.cli.options import Invocation, MinIsrDefault, TopicPatterns, check_broker_id, command, views
 from kadmin.render.progress import ScanProgress
 from kadmin.services import partitions as svc
 
@@ -63,7 +64,4 @@ def check(inv: Invocation, topics: TopicPatterns = None, min_isr_default: MinIsr
     a broker's log dirs, is a finding (exit 2), and so is a partition whose leader's min.insync.replicas
     could not be read. Topics queued for deletion are left out, as Kafka's controller leaves them out.
     """
-    with ScanProgress() as progress:
-        result = svc.check(inv.backend().partitions, progress=progress, min_isr_default=min_isr_default,
-                           wanted=topic_filter(topics))
-    return inv.emit(result, views.partitions_check)
+    return gates.partitions_check(inv, topics, min_isr_default)

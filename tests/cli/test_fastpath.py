@@ -1,5 +1,5 @@
-"""The gates' fast path (kadmin/cli/fastpath.py, issue 24 §2): `brokers max-epoch`, `can-stop` and `wait` read
-from a static option table without importing Typer.
+"""The gates' fast path (kadmin/cli/fastpath.py, issue 24 §2): `brokers max-epoch`, `can-stop`, `wait` and
+`partitions check` read from a static option table without importing Typer.
 
 The table is held to the Typer commands (every option word, its parameter, flag or value, repeatable or not,
 environment variable, default and range), every command line of a grid is read by both parsers and must give
@@ -25,18 +25,19 @@ from kadmin.cli.fastpath import COMMON, CONNECTION, ENVIRONMENT, FLAG, GATES, MU
 from kadmin.sandbox.fleet import ThreadedFleet
 
 
-def typer_command(name: str) -> Any:
-    return typer.main.get_command(app).commands["brokers"].commands[name]  # type: ignore[attr-defined]
+def typer_command(key: tuple[str, str]) -> Any:
+    group, name = key
+    return typer.main.get_command(app).commands[group].commands[name]  # type: ignore[attr-defined]
 
 
 def option_words(cmd: Any) -> dict[str, Any]:
     return {w: p for p in cmd.params if p.param_type_name == "option" for w in (*p.opts, *p.secondary_opts)}
 
 
-@pytest.mark.parametrize("name", sorted(GATES))
-def test_the_table_is_the_typer_commands_own(name: str) -> None:
-    cmd = typer_command(name)
-    gate = GATES[name]
+@pytest.mark.parametrize("key", sorted(GATES), ids=" ".join)
+def test_the_table_is_the_typer_commands_own(key: tuple[str, str]) -> None:
+    cmd = typer_command(key)
+    gate = GATES[key]
     words = option_words(cmd)
     table = {**CONNECTION, **COMMON, **gate.options}
     assert set(words) == set(table)  # the fast path reads every option (not --help)
@@ -111,9 +112,18 @@ LINES = [
     ["brokers", "wait", "3", "--timeout", "inf"],
     ["brokers", "wait", "3", "--timeout", "-1"],
     ["brokers", "wait", "3", "--connect-timeout", "5", "--registered"],
+    # partitions check
+    ["partitions", "check"],
+    ["partitions", "check", "-b", "h1:9092,h2:9092", "-o", "json", "--topic", "orders*", "--topic", "pay"],
+    ["partitions", "check", "-z", ZK, "--min-isr-default", "2", "--timeout", "20"],
+    ["partitions", "check", "--min-isr-default", "0"],
+    ["partitions", "check", "3"],
+    ["partitions", "check", "--topic"],
+    ["partitions", "check", "--broker", "1"],  # partitions list's, not check's
     # not a gate
     ["brokers", "list"],
-    ["partitions", "check"],
+    ["partitions", "list"],
+    ["partitions"],
     ["--version"],
     [],
 ]
@@ -129,11 +139,11 @@ ENVS: list[dict[str, str]] = [
 
 def typer_reads(argv: list[str]) -> tuple[Any, Any] | None:
     """What Typer hands the command for `argv` (its context), or None when it refuses the line."""
-    if len(argv) < 2 or argv[0] != "brokers" or argv[1] not in GATES:
+    if len(argv) < 2 or (argv[0], argv[1]) not in GATES:
         return None
-    cmd = typer_command(argv[1])
+    cmd = typer_command((argv[0], argv[1]))
     try:
-        ctx = cmd.make_context(f"kadmin brokers {argv[1]}", list(argv[2:]))
+        ctx = cmd.make_context(f"kadmin {argv[0]} {argv[1]}", list(argv[2:]))
     except Exception:  # noqa: BLE001 - a usage error, --help's exit
         return None
     return cmd, ctx
@@ -171,7 +181,8 @@ def test_both_parsers_read_every_line_alike(env: dict[str, str], monkeypatch: py
 
 def test_the_usual_gate_lines_take_the_fast_path() -> None:
     for argv in (["brokers", "max-epoch", "-z", ZK], ["brokers", "can-stop", "3", "-o", "json"],
-                 ["brokers", "wait", "3", "--epoch-gt", "41", "--timeout", "60"]):
+                 ["brokers", "wait", "3", "--epoch-gt", "41", "--timeout", "60"],
+                 ["partitions", "check", "-b", "h:9092", "-o", "json"]):
         assert parse(argv, {}) is not None, argv
     assert parse(["brokers", "max-epoch"], {"_KADMIN_COMPLETE": "bash_complete"}) is None  # shell completion
 
@@ -243,6 +254,14 @@ def test_the_gates_answer_alike_without_typer(zk: str, registered: ThreadedFleet
     out, typer_loaded = both("brokers", "can-stop", "2", "-z", zk, "-o", "json")
     assert not typer_loaded and out.returncode == 0
     assert json.loads(out.stdout)["command"] == "brokers can-stop"
+
+    # the health check monitoring calls: the same verdict, JSON and exit code without Typer
+    out, typer_loaded = both("partitions", "check", "-z", zk, "-o", "json", "--topic", "ord*")
+    assert not typer_loaded and out.returncode == 0
+    data = json.loads(out.stdout)
+    assert data["command"] == "partitions check" and data["data"]["partitions"] == 2
+    out, typer_loaded = both("partitions", "check", env={"KADMIN_ZOOKEEPER": zk})
+    assert not typer_loaded and out.returncode == 0
 
     # -v says which cluster and settings were used, with each setting's source, on both paths
     out, typer_loaded = both("brokers", "max-epoch", "-v", "--connect-timeout", "7", env={"KADMIN_ZOOKEEPER": zk})
