@@ -479,6 +479,7 @@ def test_a_hook_outlives_a_killed_kadmin(tmp_path: Path) -> None:
     assert kadmin.stdout.readline() == b"node 3 stop: line 1\n"  # relayed: kadmin watches it
     kadmin.kill()
     kadmin.wait()
+    kadmin.stdout.close()
     status = hooks.status_path(tmp_path, 3, "stop", 1)
     assert hooks.read_status(status).state == "running", hooks.read_status(status)
     ended = hooks.wait_ended(status, 60)  # 40 `sleep` processes: seconds on a loaded machine

@@ -224,9 +224,10 @@ def holder(script: str, path: Path) -> subprocess.Popen[str]:
 
 
 def release(p: subprocess.Popen[str]) -> None:
-    assert p.stdin is not None
+    assert p.stdin is not None and p.stdout is not None
     p.stdin.close()
     assert p.wait(10) == 0
+    p.stdout.close()
 
 
 def test_a_lock_held_by_another_process_names_its_pid(journal: Journal) -> None:
@@ -264,8 +265,9 @@ def test_a_run_killed_leaves_no_lock(journal: Journal) -> None:
     child = holder(HOLDER, journal.dir)
     child.send_signal(signal.SIGKILL)
     assert child.wait(10) == -signal.SIGKILL
-    assert child.stdin is not None
+    assert child.stdin is not None and child.stdout is not None
     child.stdin.close()
+    child.stdout.close()
     assert (journal.dir / LOCK).read_text() == f"{child.pid}\n"
     assert journal.locked_by_other() is None
     journal.lock()
