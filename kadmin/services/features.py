@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from kadmin import interrupts
 from kadmin.domain.features import FeatureState, level_text, plan_upgrade, release_levels, supported_by_all
-from kadmin.errors import UsageError
+from kadmin.errors import Rejected, UsageError
 from kadmin.exit_codes import ExitCode
 from kadmin.payloads.features import (
     FeatureChange,
@@ -64,6 +64,26 @@ def target_levels(release: str) -> dict[str, int]:
         raise UsageError(f"--release-version: {e}") from None
 
 
+# Kafka's refusal of kraft.version 1 while the quorum leader has not heard every voter's supported kraft.version
+# (KafkaRaftClient.upgradeKRaftVersion: "Invalid upgrade of kraft.version to 1 because not all of the voters
+# support it"). A voter reports it itself, after it starts (KIP-853), so the refusal also follows a controller's
+# restart or a new quorum leader by a few seconds, when every voter does support it.
+_VOTERS_NOT_HEARD = "because not all of the voters support it"
+_VOTERS_HINT = ("; a controller restarted or a quorum leader elected moments ago may not have reported the "
+                "kraft.version it supports yet (KIP-853): with every controller on binaries that support it "
+                "(kadmin features describe), try again in a few seconds")
+
+
+def _update(flags: FeatureFlags, levels: Mapping[str, int], validate_only: bool) -> None:
+    """flags.update_features(), with what may be a passing refusal said so."""
+    try:
+        flags.update_features(levels, validate_only=validate_only)
+    except Rejected as e:
+        if _VOTERS_NOT_HEARD not in e.message:
+            raise
+        raise Rejected(e.message + _VOTERS_HINT, code=e.code) from None
+
+
 def upgrade(flags: FeatureFlags, release: str, dry_run: bool) -> Result[FeaturesUpgrade]:
     """Raise the finalized features to the levels `release` sets (kafka-features upgrade --release-version): refused
     (exit 7, nothing sent) when a level would go down, a registered node does not support its new level, or a node
@@ -90,12 +110,12 @@ def upgrade(flags: FeatureFlags, release: str, dry_run: bool) -> Result[Features
     levels = {c.feature: c.to_level for c in changes}
     said = ", ".join(f"{c.feature} {c.from_version} -> {c.to_version}" for c in changes)
     if dry_run:
-        flags.update_features(levels, validate_only=True)
+        _update(flags, levels, validate_only=True)
         return Result(data=data(validated=True), message=f"the controller accepts {said} (ValidateOnly); nothing "
                       "changed")
     interrupts.arm()  # the request may take effect once sent: a Ctrl-C waits until the outcome is reported
     try:
-        flags.update_features(levels, validate_only=False)
+        _update(flags, levels, validate_only=False)
     except BaseException:
         interrupts.disarm()
         raise

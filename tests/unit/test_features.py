@@ -157,3 +157,40 @@ def test_upgrade_with_nothing_to_do_sends_nothing() -> None:
     flags = Flags(state(NodeFeatures(1, "broker", None, None, "down"), finalized=release_levels("4.3")))
     r = upgrade(flags, "4.3", dry_run=False)
     assert r.exit_code == ExitCode.OK and not flags.sent and not r.data.changes
+
+
+class Refusing(Flags):
+    """A FeatureFlags whose controller refuses UpdateFeatures with `message` (INVALID_UPDATE_VERSION)."""
+
+    def __init__(self, s: FeatureState, message: str) -> None:
+        super().__init__(s)
+        self.message = message
+
+    def update_features(self, levels: Mapping[str, int], validate_only: bool) -> None:
+        from kadmin.errors import Rejected
+
+        super().update_features(levels, validate_only)
+        raise Rejected(f"UpdateFeatures at c:1: INVALID_UPDATE_VERSION ({self.message})",
+                       code="invalid_update_version")
+
+
+# KafkaRaftClient.upgradeKRaftVersion's refusal (Kafka 4.x) and FeatureControlManager's for a node's range
+VOTERS = "Invalid upgrade of kraft.version to 1 because not all of the voters support it"
+RANGE = "Invalid update version 25 for feature metadata.version. Broker 4 only supports versions 1-21"
+
+
+@pytest.mark.parametrize("dry_run", [True, False])
+def test_a_quorum_leader_that_has_not_heard_every_voter_is_said_to_be_worth_another_try(dry_run: bool) -> None:
+    from kadmin.errors import Rejected
+    from kadmin.services.features import upgrade
+
+    flags = Refusing(state(NodeFeatures(1, "broker", "b:1", NEW)), VOTERS)
+    with pytest.raises(Rejected) as e:
+        upgrade(flags, "4.3", dry_run=dry_run)
+    assert e.value.exit_code == ExitCode.REJECTED and e.value.code == "invalid_update_version"
+    assert e.value.message.startswith(f"UpdateFeatures at c:1: INVALID_UPDATE_VERSION ({VOTERS}); a controller ")
+    assert "try again in a few seconds" in e.value.message and len(flags.sent) == 1
+    flags = Refusing(state(NodeFeatures(1, "broker", "b:1", NEW)), RANGE)  # a node that will not: no such hint
+    with pytest.raises(Rejected) as e:
+        upgrade(flags, "4.3", dry_run=dry_run)
+    assert e.value.message == f"UpdateFeatures at c:1: INVALID_UPDATE_VERSION ({RANGE})"
