@@ -1,16 +1,15 @@
 """The gate commands' fast path: `kadmin brokers max-epoch`, `brokers can-stop ID`, `brokers wait ID ...` and
 `partitions check` parsed from a static option table, without importing Typer (issue 24 §2, issue 38 §2).
 
-Scripts, monitoring (`partitions check` is a Nagios-style check) and rolling restarts call these gates hundreds
-of times, and Typer's import and its conversion of a
-command cost more than the gate's own work (reading a few znodes). Here the command line is read against the
-table below; when every word is one the table knows, in a form it reads the way Typer (click) does, the command
-runs through the same body (kadmin/cli/gates.py) and the same `run_command` as under Typer. Anything else (a
-help option, an unknown or repeated option, a bundle of short options, a value that does not convert or
-validate, a deprecated option, shell completion) returns None, and the caller runs the full Typer CLI, which
-parses the same words and says what is wrong in its own words. So this path never answers differently; it
-only answers sooner. tests/cli/test_fastpath.py holds the table to the Typer commands' parameters (names,
-environment variables, defaults, ranges) and compares what both parsers make of a grid of command lines.
+Scripts, monitoring (`partitions check` is a Nagios-style check) and rolling restarts call these gates hundreds of
+times, and Typer's import and its conversion of a command cost more than the gate's own work (reading a few znodes).
+Here the command line is read against the table below; when every word is one the table knows, in a form it reads
+the way Typer (click) does, the command runs through the same body (kadmin/cli/gates.py) and the same `run_command`
+as under Typer. Anything else (a help option, an unknown or repeated option, a bundle of short options, a value that
+does not convert or validate, a deprecated option, shell completion) returns None, and the caller runs the full
+Typer CLI, which parses the same words and says what is wrong in its own words. So this path never answers
+differently; it only answers sooner. tests/cli/test_fastpath.py holds the table to the Typer commands' parameters
+(names, environment variables, defaults, ranges) and compares what both parsers make of a grid of command lines.
 """
 
 from __future__ import annotations
