@@ -82,6 +82,12 @@ def topic_state(home: Path, bootstrap: str, topics: list[str] | None = None) -> 
             for k, f in parts.items()}
 
 
+def topics_but_the_lease(home: Path, bootstrap: str) -> list[str]:
+    """TopicCommand --list (one ListTopics: no race with a deletion), kadmin's drain lease topic left out."""
+    listed = tool(home, TOPIC_COMMAND, "--bootstrap-server", bootstrap, "--list").stdout.split()
+    return sorted(t for t in listed if t != LEASE_TOPIC)
+
+
 def wait_state(home: Path, bootstrap: str, topics: list[str] | None, ok: Any, what: str) -> dict[Key, Any]:
     """Wait until TopicCommand's state is `ok`; TopicCommand's JVM starts only once the brokers' Metadata answer,
     read in this process, is `ok` already (or could not be read)."""
@@ -131,7 +137,12 @@ def drain_past_a_stopped_preferred_replica(home: Path, bootstrap: str, run_json:
     a = {0: [1, 3, 2]}
     topic = new_topic(bootstrap, a)
     wait_state(home, bootstrap, [topic], healthy({topic: a}), f"{topic} created and in sync")
-    before = topic_state(home, bootstrap)  # every topic: what the restore at the end must give back
+    # Every topic but the drain's lease (what the restore at the end must give back), described by name: kadmin
+    # deletes the lease topic as a drain or undrain through --bootstrap-server gives it back, and TopicCommand's
+    # describe of all topics lists them, then describes them, so a topic deleted in between (the deletion reaches
+    # every broker's cache a moment later in ZooKeeper mode) makes it exit 1 (UnknownTopicOrPartitionException).
+    every = topics_but_the_lease(home, bootstrap)
+    before = topic_state(home, bootstrap, every)
     saved = work / "d.json"
     stop()
     try:
@@ -146,7 +157,7 @@ def drain_past_a_stopped_preferred_replica(home: Path, bootstrap: str, run_json:
         assert st[(topic, 0)][1] == [2, 3, 1] and sorted(st[(topic, 0)][2]) == [1, 2]  # same set: nothing moved
     finally:
         start()
-    wait_state(home, bootstrap, None, lambda st: all(sorted(i) == sorted(r) for _, r, i in st.values()),
+    wait_state(home, bootstrap, every, lambda st: all(sorted(i) == sorted(r) for _, r, i in st.values()),
                "every ISR full again")
     code, doc, err = run_json("brokers", "undrain", "1", "--from", str(saved), *extra)
     assert code == 0, err
@@ -160,7 +171,7 @@ def drain_past_a_stopped_preferred_replica(home: Path, bootstrap: str, run_json:
         return st.keys() == before.keys() and all(
             st[k][1] == r and sorted(st[k][2]) == sorted(i) and (k not in hosted or st[k][0] == r[0])
             for k, (_, r, i) in before.items())
-    wait_state(home, bootstrap, None, restored, "the original order back, broker 1's partitions led as preferred")
+    wait_state(home, bootstrap, every, restored, "the original order back, broker 1's partitions led as preferred")
 
 
 # ---------------------------------------------------------------------------------------------------
