@@ -32,6 +32,7 @@ from tests.support.kafka import (
     TOPIC_COMMAND,
     RealCluster,
     broker_states,
+    every_topic_but_the_lease,
     kafka_home,
     produce,
     tool,
@@ -80,12 +81,6 @@ def topic_state(home: Path, bootstrap: str, topics: list[str] | None = None) -> 
 
     return {k: (-1 if f["Leader"] == "none" else int(f["Leader"]), ints(f["Replicas"]), ints(f["Isr"]))
             for k, f in parts.items()}
-
-
-def topics_but_the_lease(home: Path, bootstrap: str) -> list[str]:
-    """TopicCommand --list (one ListTopics: no race with a deletion), kadmin's drain lease topic left out."""
-    listed = tool(home, TOPIC_COMMAND, "--bootstrap-server", bootstrap, "--list").stdout.split()
-    return sorted(t for t in listed if t != LEASE_TOPIC)
 
 
 def wait_state(home: Path, bootstrap: str, topics: list[str] | None, ok: Any, what: str) -> dict[Key, Any]:
@@ -137,11 +132,8 @@ def drain_past_a_stopped_preferred_replica(home: Path, bootstrap: str, run_json:
     a = {0: [1, 3, 2]}
     topic = new_topic(bootstrap, a)
     wait_state(home, bootstrap, [topic], healthy({topic: a}), f"{topic} created and in sync")
-    # Every topic but the drain's lease (what the restore at the end must give back), described by name: kadmin
-    # deletes the lease topic as a drain or undrain through --bootstrap-server gives it back, and TopicCommand's
-    # describe of all topics lists them, then describes them, so a topic deleted in between (the deletion reaches
-    # every broker's cache a moment later in ZooKeeper mode) makes it exit 1 (UnknownTopicOrPartitionException).
-    every = topics_but_the_lease(home, bootstrap)
+    # every topic but the drain's lease, by name (every_topic_but_the_lease): what the restore must give back
+    every = every_topic_but_the_lease(home, bootstrap)
     before = topic_state(home, bootstrap, every)
     saved = work / "d.json"
     stop()

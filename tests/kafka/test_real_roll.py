@@ -62,7 +62,17 @@ from kadmin.domain import roll as dom
 from kadmin.domain import roll_events
 from kadmin.sandbox.manager import still_ours
 from tests.support import roll_clusters
-from tests.support.kafka import KAFKA_3_9, KAFKA_4, TOPIC_COMMAND, kafka_home, parse_partition_lines, tool, wait_for
+from tests.support.kafka import (
+    KAFKA_3_9,
+    KAFKA_4,
+    TOPIC_COMMAND,
+    described_out,
+    every_topic_but_the_lease,
+    kafka_home,
+    parse_partition_lines,
+    tool,
+    wait_for,
+)
 from tests.support.producer import Poller, Producer, assert_no_write_lost, read_back
 from tests.support.roll import (
     Counter,
@@ -133,8 +143,10 @@ class Cluster:
         return RollRun(args, self.env, self.work / f"run-{self.runs}.stderr", freeze=freeze, cwd=self.work)
 
     def assignments(self) -> dict[tuple[str, int], tuple[int, list[int], set[int]]]:
-        """Kafka's own TopicCommand --describe, every topic: (leader, replicas in order, ISR) per partition."""
-        out = tool(self.home, TOPIC_COMMAND, "--bootstrap-server", self.bootstrap, "--describe").stdout
+        """Kafka's own TopicCommand --describe, every topic but kadmin's lease, by name (every_topic_but_the_lease):
+        (leader, replicas in order, ISR) per partition; empty while the broker asked does not know a topic just
+        created (described_out)."""
+        out = described_out(self.home, self.bootstrap, every_topic_but_the_lease(self.home, self.bootstrap))
         return {k: (int(f["Leader"]), [int(x) for x in f["Replicas"].split(",")],
                     {int(x) for x in f["Isr"].split(",") if x}) for k, f in parse_partition_lines(out).items()}
 
