@@ -106,6 +106,7 @@ class Terminal:
         self._out: list[bytes] = []
         self._cond = threading.Condition()
         self._eof = False
+        self._out_eof = False  # the program's stdout read to its end
         threading.Thread(target=self._read, daemon=True, name="pty-reader").start()
         threading.Thread(target=self._read_stdout, daemon=True, name="pty-stdout").start()
 
@@ -129,6 +130,9 @@ class Terminal:
             with self._cond:
                 self._out.append(line)
                 self._cond.notify_all()
+        with self._cond:
+            self._out_eof = True
+            self._cond.notify_all()
 
     def resize(self, cols: int, rows: int = 60) -> None:
         set_size(self.master, cols, rows)
@@ -196,9 +200,9 @@ class Terminal:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
             raise
-        with self._cond:
+        with self._cond:  # the exit can come before the readers have taken the last of the terminal and stdout
             end = time.monotonic() + 10
-            while not self._eof and time.monotonic() < end:
+            while not (self._eof and self._out_eof) and time.monotonic() < end:
                 self._cond.wait(0.5)
         return code
 
