@@ -66,11 +66,10 @@ from tests.support.kafka import (
     KAFKA_3_9,
     KAFKA_4,
     TOPIC_COMMAND,
-    described_out,
     every_topic_but_the_lease,
     kafka_home,
-    parse_partition_lines,
     tool,
+    topic_lines,
     wait_for,
 )
 from tests.support.producer import Poller, Producer, assert_no_write_lost, read_back
@@ -145,10 +144,10 @@ class Cluster:
     def assignments(self) -> dict[tuple[str, int], tuple[int, list[int], set[int]]]:
         """Kafka's own TopicCommand --describe, every topic but kadmin's lease, by name (every_topic_but_the_lease):
         (leader, replicas in order, ISR) per partition; empty while the broker asked does not know a topic just
-        created (described_out)."""
-        out = described_out(self.home, self.bootstrap, every_topic_but_the_lease(self.home, self.bootstrap))
+        created (topic_lines)."""
+        lines = topic_lines(self.home, self.bootstrap, every_topic_but_the_lease(self.home, self.bootstrap))
         return {k: (int(f["Leader"]), [int(x) for x in f["Replicas"].split(",")],
-                    {int(x) for x in f["Isr"].split(",") if x}) for k, f in parse_partition_lines(out).items()}
+                    {int(x) for x in f["Isr"].split(",") if x}) for k, f in lines.items()}
 
     def plan(self, *extra: str) -> dict[str, Any]:
         code, data, err = self.json("roll", "plan", *extra)
