@@ -717,6 +717,7 @@ class TestZooKeeperMode:
         """One roll, three runs: a stop hook exiting 3 (exit 9 at stop), then a start hook that starts nothing
         (exit 1 at wait_restarted, --step-timeout 20), each touching nothing else; the node started by hand, the
         same command finishes the roll."""
+        zk.create_topic("roll-failing")  # its own partitions to lead: the module's earlier tests' may not be there
         zk.healthy()
         state, counter = zk.work / "failing.state", zk.work / "failing.counter"
         order = order_of(zk.plan())
