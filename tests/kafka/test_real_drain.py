@@ -592,6 +592,7 @@ def two_drains_at_once(home: Path, bootstrap: str, conn: list[str], env: Mapping
     assert [code for code, _, _ in done.values()] == [0, 0], done
     if controller_leaders is not None:
         leaders = controller_leaders()
+        assert leaders.keys() == before.keys(), (leaders, before)  # every partition's state read, none missed
         assert not [k for k, b in leaders.items() if b in (2, 3)], (leaders, done)  # what each said: "leads none"
     st = wait_state(home, bootstrap, [topic], lambda st: not any(leader in (2, 3) for leader, _, _ in st.values()),
                     "brokers 2 and 3 leading nothing, per TopicCommand")
