@@ -18,18 +18,26 @@ import gc
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from operator import attrgetter
 from typing import Any
 
 from kadmin.cluster.base import PartitionScan, PartitionStream, RegistrationTick
 from kadmin.cluster.kafka import error_name
 from kadmin.cluster.kraft import ClusterDescription, KraftClient, all_at_once, uuid_text
+from kadmin.cluster.min_isr import (
+    RESOURCE_TOPIC,
+    BrokerAnswers,
+    ask_brokers,
+    describe_configs,
+    read_min_isr,
+    topic_configs,
+)
 from kadmin.cluster.min_isr import min_isr_levels as min_isr_levels  # re-exported
-from kadmin.cluster.min_isr import read_min_isr
 from kadmin.cluster.min_isr import source_name as source_name  # re-exported
 from kadmin.domain import partitions as rules
 from kadmin.domain.addresses import host_port
 from kadmin.domain.lease import LEASE_TOPIC
-from kadmin.domain.models import Controller, Coverage, MinIsrConfig, PartitionState, Registered
+from kadmin.domain.models import Controller, Coverage, MinIsrConfig, PartitionState, Registered, partition_row
 from kadmin.errors import AuthFailed, ClusterUnreachable, KadminError, Rejected
 from kadmin.results import Problem, Progress
 
@@ -218,18 +226,21 @@ class KraftCluster:
                             progress: Progress | None = None) -> tuple[list[Any], list[Problem]]:
         """Every partition of `topics` (None: all topics), page by page; (topic, partition) answers."""
         with cycle_collector_paused():
-            return self._describe_partitions(topics, progress)
+            rows, problems, _ = self._describe_partitions(topics, progress, False)
+            return rows, problems
 
-    def _describe_partitions(self, topics: Sequence[str] | None,
-                             progress: Progress | None) -> tuple[list[Any], list[Problem]]:
+    def _describe_partitions(self, topics: Sequence[str] | None, progress: Progress | None,
+                             configs: bool) -> tuple[list[Any], list[Problem], list[Any]]:
         """describe_partitions(), read: named topics in one run of pages; all topics in ranges of names read at
         once, each range from its own bootstrap broker (range_starts), the answers put together in name order:
         what one run of pages would return. A page that cannot be read (no bootstrap broker answered it) fails
-        the whole read, as in one run."""
+        the whole read, as in one run. With `configs`, also the DescribeConfigs results of the topics listed
+        (their min.insync.replicas, in name order): each range's asked of its own broker as soon as its pages are
+        read, while the other ranges' pages may still be on the wire."""
         names = list(topics or [])
         starts = [] if names else self.range_starts()
         if not starts:
-            return self._pages(names, None, None, progress, None)
+            return self._range(names, None, None, progress, None, configs)
         ranges = list(zip([None, *starts], [*starts, None], self.client.addresses, strict=False))
         said = threading.Lock()  # the progress callback is not made for threads
 
@@ -240,11 +251,26 @@ class KraftCluster:
 
         rows: list[Any] = []
         problems: list[Problem] = []
-        for got in all_at_once([functools.partial(self._pages, [], start, end, told if progress else None, address)
+        results: list[Any] = []
+        for got in all_at_once([functools.partial(self._range, [], start, end, told if progress else None, address,
+                                                  configs)
                                 for start, end, address in ranges]):
             rows += got[0]
             problems += got[1]
-        return rows, problems
+            results += got[2]
+        return rows, problems, results
+
+    def _range(self, names: list[str], start: str | None, end: str | None, progress: Progress | None,
+               prefer: str | None, configs: bool) -> tuple[list[Any], list[Problem], list[Any]]:
+        """One run of pages (_pages) and, with `configs`, the DescribeConfigs results of the topics it listed: of
+        `prefer` first (a range's own broker), else in parts at once (topic_configs)."""
+        rows, problems = self._pages(names, start, end, progress, prefer)
+        listed = sorted({t.name for t, _ in rows}) if configs else []
+        if not listed:
+            return rows, problems, []
+        if prefer is None:
+            return rows, problems, topic_configs(self.client, listed)
+        return rows, problems, describe_configs(self.client, None, [(RESOURCE_TOPIC, n) for n in listed], prefer)
 
     def range_starts(self) -> list[str]:
         """Where the second and later ranges of an all-topics read start: topic names that cut the topics
@@ -346,12 +372,21 @@ class KraftCluster:
             return e
 
     def min_isr_configs(self, topics: Sequence[str], live: Sequence[int], default: int | None,
-                        problems: list[Problem]) -> tuple[dict[str, int | None], MinIsrConfig]:
+                        problems: list[Problem], topic_results: list[Any] | None = None,
+                        broker_answers: BrokerAnswers | None = None) -> tuple[dict[str, int | None], MinIsrConfig]:
         """Each topic's own min.insync.replicas (None: not set) and the broker levels, from DescribeConfigs
-        (kadmin/cluster/min_isr.py, shared with ZooKeeper mode)."""
+        (kadmin/cluster/min_isr.py, shared with ZooKeeper mode); what was already read is not asked again
+        (read_min_isr)."""
         addresses = {b.id: (b.host, b.port) for b in self.describe().brokers}
-        got = read_min_isr(self.client, topics, live, addresses, default, problems)
+        got = read_min_isr(self.client, topics, live, addresses, default, problems, topic_results, broker_answers)
         return got.topics, got.config
+
+    def _live_and_levels(self) -> tuple[frozenset[int], BrokerAnswers]:
+        """The live brokers (a fresh DescribeCluster) and their own min.insync.replicas levels, asked right after
+        at their addresses: a scan needs the levels only when it lists a partition, and asks them beside the pages."""
+        live = self.live_brokers(fresh=True)
+        addresses = {b.id: (b.host, b.port) for b in self.describe().brokers}
+        return live, ask_brokers(self.client, sorted(live), addresses)
 
     def iter_partitions(self, topics: Sequence[str] | None = None, progress: Progress | None = None,
                         min_isr_default: int | None = None) -> PartitionStream:
@@ -374,12 +409,13 @@ class KraftCluster:
 
     def _scan_partitions(self, topics: Sequence[str] | None, progress: Progress | None,
                          min_isr_default: int | None) -> PartitionScan:
-        """scan_partitions(), read. The live brokers, the pages and the reassignments in flight are read at once
-        (each waits on its own answers; none needs another's)."""
-        reads: list[Callable[[], Any]] = [functools.partial(self.live_brokers, fresh=True),
-                                          functools.partial(self.describe_partitions, topics, progress),
+        """scan_partitions(), read. The live brokers (then their min ISR levels), the pages (then their topics' min
+        ISR) and the reassignments in flight are read at once (each waits on its own answers; none needs
+        another's)."""
+        reads: list[Callable[[], Any]] = [self._live_and_levels,
+                                          functools.partial(self._describe_partitions, topics, progress, True),
                                           self._reassignments_or_error]
-        live, (answers, problems), in_flight = all_at_once(reads)
+        (live, levels), (answers, problems, topic_results), in_flight = all_at_once(reads)
         if any(p.leader_id >= 0 and p.leader_id not in live for _, p in answers):
             # One metadata image never shows a fenced leader (fencing moves leadership in the same batch), so a
             # leader missing from the live set was unfenced after that was read (a broker back from a restart, then
@@ -401,57 +437,15 @@ class KraftCluster:
         topic_min: dict[str, int | None] = {}
         cfg = MinIsrConfig(static=min_isr_default or 1, default=min_isr_default)
         if answers:  # no partition: no min ISR to resolve
-            topic_min, cfg = self.min_isr_configs(names, sorted(live), min_isr_default, problems)
+            topic_min, cfg = self.min_isr_configs(names, sorted(live), min_isr_default, problems, topic_results,
+                                                  levels)
             # a replica that is not live was not asked: its own levels are unknown too (it leads nothing now)
-            down = sorted({int(r) for _, p in answers for r in p.replica_nodes} - live - {b for b, _ in cfg.unknown})
+            named: set[int] = set().union(*(p.replica_nodes for _, p in answers))
+            down = sorted(named - live - {b for b, _ in cfg.unknown})
             cfg = dataclasses.replace(cfg, unknown=tuple(sorted([*cfg.unknown, *(
                 (b, f"broker {b} is not live (fenced or down): its own min.insync.replicas were not asked")
                 for b in down)])))
-        out: list[PartitionState] = []
-        # Per topic, not per partition (20,000 partitions are ~1,000 topics): its id's text, its min ISR
-        # config and the problem that made its configs unreadable; per topic and leader, the min ISR that
-        # leader applies, its source and why it is unknown (a partition without a leader: per partition).
-        topic_id: dict[str, str | None] = {}
-        topic_cfg: dict[str, MinIsrConfig] = {}
-        topic_problem: dict[str, str | None] = {}
-        under: dict[tuple[str, int], tuple[int, str, str | None]] = {}
-        elr_of = replica_list
-        for t, p in answers:
-            name = t.name
-            if name not in topic_cfg:
-                topic_id[name] = uuid_text(t.topic_id)
-                topic_cfg[name] = MinIsrConfig(topic=topic_min.get(name), brokers=cfg.brokers,
-                                               cluster_default=cfg.cluster_default, static=cfg.static,
-                                               unknown=cfg.unknown, default=cfg.default)
-                bad = [e for e in problems if e.topic == name] if name not in topic_min and names else []
-                topic_problem[name] = bad[0].message if bad else None
-            key = (name, int(p.partition_index))
-            adding, removing = moving.get(key, NOT_MOVING) if moving else NOT_MOVING
-            replicas = tuple(p.replica_nodes)  # kafka-python decodes []int32 to a list of int
-            leader = int(p.leader_id)
-            pcfg = topic_cfg[name]
-            if leader >= 0:
-                got = under.get((name, leader))
-                if got is None:
-                    got = under[(name, leader)] = min_isr_under(pcfg, leader, replicas)
-            else:
-                got = min_isr_under(pcfg, None, replicas)
-            value, source, problem = got
-            min_isr_unread = problem is not None
-            if p.error_code and p.error_code != 5:  # 5 LEADER_NOT_AVAILABLE: no leader, not a read error
-                problem = f"DescribeTopicPartitions: {error_name(p.error_code)}"
-                min_isr_unread = False
-            if topic_problem[name] is not None:
-                problem = topic_problem[name]
-                min_isr_unread = False
-            out.append(PartitionState(
-                topic=name, partition=key[1], replicas=replicas, isr=tuple(p.isr_nodes),
-                leader=leader, leader_epoch=int(p.leader_epoch), partition_epoch=None,
-                adding_replicas=adding, removing_replicas=removing, min_isr=value, topic_id=topic_id[name],
-                problem=problem, min_isr_source=source, min_isr_config=pcfg,
-                elr=elr_of(getattr(p, "eligible_leader_replicas", None)),
-                last_known_elr=elr_of(getattr(p, "last_known_elr", None)), min_isr_unread=min_isr_unread))
-        out.sort(key=lambda s: (s.topic, s.partition))
+        out = self._rows(answers, topic_min, cfg, problems, moving)
         # a topic asked for by name that the brokers would not describe (TOPIC_AUTHORIZATION_FAILED, ...): its
         # partitions are unknown, so every verdict that could depend on them blocks (as an unreadable znode does)
         described = {t.name for t, _ in answers}
@@ -459,6 +453,58 @@ class KraftCluster:
                       if e.topic and e.code not in ("not_found", "reassignments_unknown") and e.partition is None
                       and e.topic not in described and e.message.startswith("DescribeTopicPartitions")}
         return PartitionScan(partitions=out, live=live, problems=problems, unreadable=unreadable)
+
+    @staticmethod
+    def _rows(answers: Sequence[Any], topic_min: dict[str, int | None], cfg: MinIsrConfig, problems: Sequence[Problem],
+              moving: dict[tuple[str, int], tuple[tuple[int, ...], tuple[int, ...]]]) -> list[PartitionState]:
+        """The (topic, partition) answers as PartitionState rows, in (topic, partition) order: each with the min ISR
+        its leader applies (`topic_min` and the broker levels of `cfg`), and a topic whose DescribeConfigs failed (a
+        `problems` entry of that topic) has its problem. Per topic, not per partition (20,000 partitions are ~1,000
+        topics, their partitions one after another): its id's text, its min ISR config and that problem; per topic
+        and leader, the min ISR that leader applies, its source and why it is unknown (a partition without a
+        leader: per partition)."""
+        out: list[PartitionState] = []
+        row = partition_row
+        last: Any = None
+        name, tid, pcfg, bad_configs = "", None, cfg, None
+        under: dict[int, tuple[int, str, str | None]] = {}
+        for t, p in answers:
+            if t is not last:  # a topic's first partition (or the first of its page)
+                last = t
+                if t.name != name:
+                    name, tid = t.name, uuid_text(t.topic_id)
+                    pcfg = MinIsrConfig(topic=topic_min.get(name), brokers=cfg.brokers,
+                                        cluster_default=cfg.cluster_default, static=cfg.static, unknown=cfg.unknown,
+                                        default=cfg.default)
+                    bad = [e for e in problems if e.topic == name] if name not in topic_min else []
+                    bad_configs = bad[0].message if bad else None
+                    under = {}
+            index = p.partition_index
+            replicas = tuple(p.replica_nodes)  # kafka-python decodes []int32 to a list of int
+            leader = p.leader_id
+            if leader >= 0:
+                got = under.get(leader)
+                if got is None:
+                    got = under[leader] = min_isr_under(pcfg, leader, replicas)
+            else:
+                got = min_isr_under(pcfg, None, replicas)
+            value, source, problem = got
+            min_isr_unread = problem is not None
+            if p.error_code and p.error_code != 5:  # 5 LEADER_NOT_AVAILABLE: no leader, not a read error
+                problem = f"DescribeTopicPartitions: {error_name(p.error_code)}"
+                min_isr_unread = False
+            if bad_configs is not None:
+                problem = bad_configs
+                min_isr_unread = False
+            adding, removing = moving.get((name, index), NOT_MOVING) if moving else NOT_MOVING
+            out.append(row(
+                topic=name, partition=index, replicas=replicas, isr=tuple(p.isr_nodes), leader=leader,
+                leader_epoch=p.leader_epoch, adding_replicas=adding, removing_replicas=removing, min_isr=value,
+                topic_id=tid, problem=problem, min_isr_source=source, min_isr_config=pcfg,
+                elr=replica_list(getattr(p, "eligible_leader_replicas", None)),
+                last_known_elr=replica_list(getattr(p, "last_known_elr", None)), min_isr_unread=min_isr_unread))
+        out.sort(key=attrgetter("topic", "partition"))  # in order already (pages list them so): one pass to see
+        return out
 
     def watch_states(
         self, keys: Sequence[tuple[str, int]], timeout: float | None,

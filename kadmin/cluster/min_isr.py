@@ -119,23 +119,45 @@ def unanswered(bid: int, where: str, why: str) -> str:
             "or state the value with --min-isr-default")
 
 
+BrokerAnswers = dict[tuple[int, str], Any]  # {(broker, its address): its DescribeConfigs answer, or the error}
+
+
+def ask_brokers(client: Any, live: Sequence[int], addresses: Mapping[int, tuple[str, int]]) -> BrokerAnswers:
+    """Each live broker's own min.insync.replicas levels, asked at its address, all at once: {(broker, address):
+    the answer, or the KadminError it failed with}. A broker without an address is not asked."""
+    asked = {b: host_port(*addresses[b]) for b in live if b in addresses}
+    got = client.send_each({at: describe_configs_request([(RESOURCE_BROKER, str(b))]) for b, at in asked.items()})
+    return {(b, at): got[at] for b, at in asked.items()}
+
+
 def read_min_isr(client: Any, topics: Sequence[str], live: Sequence[int], addresses: Mapping[int, tuple[str, int]],
-                 default: int | None, problems: list[Problem]) -> BrokerMinIsr:
+                 default: int | None, problems: list[Problem], topic_results: list[Any] | None = None,
+                 broker_answers: BrokerAnswers | None = None) -> BrokerMinIsr:
     """Each topic's own min.insync.replicas and, per live broker (asked at its address), its dynamic
     value, the dynamic cluster default and the static value (the largest the live brokers report: a
     leader may be any of them; `default` when none answered, 1 when no default was stated either). What a
-    broker refuses is a Problem, and the broker is in `config.unknown`: its own levels are unknown."""
+    broker refuses is a Problem, and the broker is in `config.unknown`: its own levels are unknown.
+
+    `topic_results`: the topics' DescribeConfigs results when already read (a KRaft scan asks them beside the
+    pages); `broker_answers`: ask_brokers() answers already read: only those of live brokers at their address
+    now count, and a live broker without one is asked now."""
     from kadmin.cluster.kraft import all_at_once
 
+    earlier = broker_answers or {}
+    missing = [b for b in live if b in addresses and (b, host_port(*addresses[b])) not in earlier]
     # the topics (at any bootstrap broker) and every live broker (at its own address) asked at once: brokers that
     # do not answer cost one --connect-timeout together
-    topic_results, answers = all_at_once([
-        lambda: topic_configs(client, topics) if topics else [],
-        lambda: client.send_each({host_port(*addresses[b]): describe_configs_request([(RESOURCE_BROKER, str(b))])
-                                  for b in live if b in addresses})])
+    def the_topics() -> Any:
+        return topic_results if topic_results is not None else topic_configs(client, topics) if topics else []
+
+    def the_brokers() -> Any:
+        return ask_brokers(client, missing, addresses) if missing else {}
+
+    read_topics, fresh = all_at_once([the_topics, the_brokers])
+    answers: BrokerAnswers = {**earlier, **fresh}
     topic_values: dict[str, int | None] = {}
     if topics:
-        for r in topic_results:
+        for r in read_topics:
             if r.error_code:
                 problems.append(Problem(error_name(r.error_code).lower(), f"DescribeConfigs topic "
                                         f"{r.resource_name}: {error_name(r.error_code)}"
@@ -155,7 +177,7 @@ def read_min_isr(client: Any, topics: Sequence[str], live: Sequence[int], addres
             unknown[bid] = f"broker {bid}'s own min.insync.replicas could not be read: it has no address"
             continue
         try:
-            got = answers[host_port(*where)]
+            got = answers[(bid, host_port(*where))]
             if isinstance(got, KadminError):
                 raise got
             results = list(got.results)

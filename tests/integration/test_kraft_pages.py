@@ -19,8 +19,12 @@ from kadmin.errors import ClusterUnreachable
 from tests.support.kraft_server import (
     BROKER_APIS,
     CLUSTER_AUTHORIZATION_FAILED,
+    DESCRIBE_CONFIGS,
     DESCRIBE_TOPIC_PARTITIONS,
     LIST_CONFIG_RESOURCES,
+    LIST_PARTITION_REASSIGNMENTS,
+    RESOURCE_BROKER,
+    RESOURCE_TOPIC,
     KraftServer,
     Partition,
     Scenario,
@@ -28,7 +32,8 @@ from tests.support.kraft_server import (
 )
 
 pytestmark = pytest.mark.integration
-WITH_PAGES = {**BROKER_APIS, DESCRIBE_TOPIC_PARTITIONS: (0, 0), LIST_CONFIG_RESOURCES: (1, 1)}
+WITH_PAGES = {**BROKER_APIS, DESCRIBE_TOPIC_PARTITIONS: (0, 0), LIST_CONFIG_RESOURCES: (1, 1),
+              LIST_PARTITION_REASSIGNMENTS: (0, 0)}
 
 
 def scenario(page: int = 7) -> Scenario:
@@ -41,7 +46,8 @@ def scenario(page: int = 7) -> Scenario:
         Partition(leader=-1 if (i, p) == (5, 0) else 1 + (i + p) % 3, replicas=[1 + (i + p) % 3, 1 + (i + p + 1) % 3],
                   isr=[1 + (i + p) % 3] if p % 4 == 3 else [1 + (i + p) % 3, 1 + (i + p + 1) % 3],
                   error_code=5 if (i, p) == (5, 0) else 0)
-        for p in range(1 + i % 12)], uuid.UUID(int=i + 1)) for i in range(40)]
+        for p in range(1 + i % 12)], uuid.UUID(int=i + 1), {"min.insync.replicas": "2"} if i % 3 == 0 else {})
+        for i in range(40)]
     sc.topics.insert(0, Topic(LEASE_TOPIC, [Partition(1, [1], [1])], uuid.UUID(int=99)))
     return sc
 
@@ -115,3 +121,45 @@ def test_when_no_broker_can_answer_a_page_the_read_fails_whole():
         sc.closes_after[(b, DESCRIBE_TOPIC_PARTITIONS)] = 2
     with KraftServer(sc) as srv, pytest.raises(ClusterUnreachable):
         read(srv.bootstrap())
+
+
+def scan(bootstrap: str) -> Any:
+    """scan_partitions through a client of `bootstrap`: every partition as kadmin's rows, and the problems."""
+    cluster = KraftCluster(KraftClient(bootstrap, {}, 5.0, controllers=False))
+    try:
+        return cluster.scan_partitions()
+    finally:
+        cluster.close()
+
+
+def configs_asked(srv: KraftServer, kind: int) -> dict[int, list[str]]:
+    """The resources of `kind` each broker was asked to DescribeConfigs of."""
+    got: dict[int, list[str]] = {}
+    for r in srv.requests_for(DESCRIBE_CONFIGS):
+        got.setdefault(r.endpoint.node_id, []).extend(x.resource_name for x in r.body.resources
+                                                       if x.resource_type == kind)
+    return {b: names for b, names in got.items() if names}
+
+
+def test_a_scan_in_ranges_gives_the_rows_of_one_run_and_asks_each_topics_min_isr_once():
+    """The scan reads each range's topics' min.insync.replicas as soon as its pages are read, from that range's
+    broker, and every live broker's own levels beside the pages: the same rows and problems as a scan through one
+    bootstrap broker, each topic and broker asked once."""
+    sc = scenario()
+    sc.configs = {b: {"min.insync.replicas": str(b % 2 + 1)} for b in (1, 2, 3)}  # static 2, 1, 2: the largest is 2
+    with KraftServer(sc) as srv:
+        one = scan(srv.address(1))
+        srv.clear_requests()
+        many = scan(srv.bootstrap())
+        topics = configs_asked(srv, RESOURCE_TOPIC)
+        brokers = configs_asked(srv, RESOURCE_BROKER)
+    assert many.partitions == one.partitions and many.problems == one.problems == []
+    assert many.live == one.live == {1, 2, 3}
+    own = {t.name: int(t.configs["min.insync.replicas"]) for t in sc.topics if t.configs}
+    assert len(many.partitions) == len(expected(sc)) and {
+        (p.topic, p.min_isr, p.min_isr_source) for p in many.partitions} == {
+        (t, own.get(t, 2), "topic" if t in own else "static") for t, *_ in expected(sc)}
+    named = sorted({t for t, *_ in expected(sc)})
+    assert set(topics) == {1, 2, 3} and sorted(n for ns in topics.values() for n in ns) == named  # each once
+    assert all(ns == sorted(ns) and len(ns) > 1 for ns in topics.values())  # a range's topics, in one request
+    assert brokers == {1: ["1"], 2: ["2"], 3: ["3"]}

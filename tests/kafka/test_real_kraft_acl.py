@@ -396,7 +396,7 @@ def test_a_leader_that_is_registered_but_fenced_is_no_live_leader(acl: Acl, mock
         wait_for(fenced, 300, "broker 3 fenced", interval=0.5)
         now = acl.topics_of("vis-fence")[("vis-fence", 0)]
         assert now["Leader"] != "3", now  # Kafka's own view: the leadership moved with the fence
-        mocker.patch.object(KraftCluster, "describe_partitions", return_value=(stale, []))  # the lagging answer
+        mocker.patch.object(KraftCluster, "_pages", return_value=(stale, []))  # the lagging answer (its pages)
         after = backend()
         try:
             s = after.partitions.scan_partitions(["vis-fence"])

@@ -20,15 +20,19 @@ Served, per listening node and its role (broker / controller):
 - UnregisterBroker (64) v0 on both;
 - DescribeLogDirs (35) v1-v4 on brokers: one log dir holding no partition (no topics exist here), or
   `Scenario.log_dirs_error` (e.g. CLUSTER_AUTHORIZATION_FAILED: a principal without Describe on the Cluster);
-- DescribeConfigs (32) v1-v4 on both, BROKER resources only, as Kafka's ConfigHelper answers them: a node
-  describes itself (its id, or ""), `Scenario.configs[id]` as static values; another id is INVALID_REQUEST;
-  `Scenario.describe_configs_errors[id]` answers every resource at that node with that code;
+- DescribeConfigs (32) v1-v4 on both, as Kafka's ConfigHelper answers them: BROKER resources, where a node
+  describes itself (its id, or ""), `Scenario.configs[id]` as static values, and another id is INVALID_REQUEST;
+  TOPIC resources at brokers, the asked keys of a scenario topic: its own value (`Topic.configs`, TOPIC_CONFIG,
+  with the node's static value as the next synonym), else the node's static value, else Kafka's default ("1"
+  for min.insync.replicas); an unknown topic is UNKNOWN_TOPIC_OR_PARTITION. `Scenario.describe_configs_errors[id]`
+  answers every resource at that node with that code;
 - DescribeTopicPartitions (75) v0 and ListConfigResources (74) v1 on brokers, when a test advertises them
   (`Scenario.broker_apis`; not by default, so the partition reads fall back to Metadata): the scenario's `topics`,
   paged as Kafka's DescribeTopicPartitionsRequestHandler pages them (names in order from the cursor's, whether it
   exists or not for an all-topics read; at most `page_partitions` a page), and their names as TOPIC resources
   (or `list_config_resources_error`). `closes_after[(node id, api key)]` = n: that node answers n such requests,
   then closes the connection on every later one (a broker that fails mid-way through a read);
+- ListPartitionReassignments (46) v0 on brokers, when a test advertises it: none in flight;
 - UpdateFeatures (57) v0-v1 on both (a broker answers as if it forwarded to the active controller; another
   controller answers NOT_CONTROLLER), as Kafka's FeatureControlManager decides it: all or nothing, each level
   within every node's supported range and, for an upgrade, not below the finalized one, else
@@ -95,10 +99,11 @@ DESCRIBE_LOG_DIRS = 35
 DESCRIBE_CONFIGS = 32
 UPDATE_FEATURES = 57
 LIST_CONFIG_RESOURCES = 74
+LIST_PARTITION_REASSIGNMENTS = 46
 DESCRIBE_TOPIC_PARTITIONS = 75
 RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4
-STATIC_BROKER_CONFIG = 4  # DescribeConfigs' ConfigSource
+TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5  # DescribeConfigs' ConfigSource
 
 # Error codes (org.apache.kafka.common.protocol.Errors).
 NONE = 0
@@ -179,6 +184,7 @@ class Topic:
     name: str
     partitions: list[Partition]
     topic_id: uuid.UUID = field(default_factory=uuid.uuid4)
+    configs: dict[str, str] = field(default_factory=dict)  # its own (TOPIC_CONFIG) values: DescribeConfigs
 
 
 @dataclass
@@ -779,6 +785,10 @@ class AsyncKraftServer:
             build(resource, resource_name=t.name, resource_type=i8(RESOURCE_TOPIC)) for t in self.scenario.topics)
         return build(schema, throttle_time=NO_THROTTLE, error_code=ErrorCode(code), config_resources=listed)
 
+    def _list_partition_reassignments(self, endpoint: Endpoint, version: int, request: Any, schema: type) -> Any:
+        """ListPartitionReassignments (a broker forwards it to the active controller): none in flight."""
+        return build(schema, throttle_time=NO_THROTTLE, error_code=ErrorCode.none, error_message=None, topics=())
+
     def _describe_configs(self, endpoint: Endpoint, version: int, request: Any, schema: type) -> Any:
         """ConfigHelper.describeConfigs for BROKER resources: a node describes itself only (its id or "", else
         INVALID_REQUEST with Kafka's message), its values as static ones (synonyms when asked)."""
@@ -786,9 +796,25 @@ class AsyncKraftServer:
         synonym_cls = nested(schema, "DescribeConfigsSynonym")
         own = self.scenario.configs.get(endpoint.node_id, {})
 
+        topics = {t.name: t for t in self.scenario.topics}
+
+        def topic_entry(t: Topic, k: str) -> Any:
+            levels = ([(TOPIC_CONFIG, t.configs[k])] if k in t.configs else []) + (
+                [(STATIC_BROKER_CONFIG, own[k])] if k in own else []) or [(DEFAULT_CONFIG, "1")]
+            return build(entry_cls, name=k, value=levels[0][1], read_only=False, config_source=i8(levels[0][0]),
+                         is_sensitive=False, config_type=i8(3), documentation=None,
+                         synonyms=tuple(build(synonym_cls, name=k, value=v, source=i8(src)) for src, v in levels)
+                         if request.include_synonyms else ())
+
         def result(r: Any) -> Any:
             code, message, entries = self.scenario.describe_configs_errors.get(endpoint.node_id, NONE), None, ()
-            if code == NONE and r.resource_type != RESOURCE_BROKER:
+            if code == NONE and r.resource_type == RESOURCE_TOPIC and endpoint.role == "broker":
+                t = topics.get(r.resource_name)
+                if t is None:
+                    code, message = UNKNOWN_TOPIC_OR_PARTITION, f"Topic {r.resource_name} does not exist"
+                else:
+                    entries = tuple(topic_entry(t, k) for k in (r.configuration_keys or ["min.insync.replicas"]))
+            elif code == NONE and r.resource_type != RESOURCE_BROKER:
                 code, message = INVALID_REQUEST, f"Unsupported resource type {r.resource_type} here"
             elif code == NONE and r.resource_name not in ("", str(endpoint.node_id)):
                 code = INVALID_REQUEST
@@ -862,6 +888,7 @@ class AsyncKraftServer:
         UPDATE_FEATURES: _update_features,
         DESCRIBE_TOPIC_PARTITIONS: _describe_topic_partitions,
         LIST_CONFIG_RESOURCES: _list_config_resources,
+        LIST_PARTITION_REASSIGNMENTS: _list_partition_reassignments,
     }
 
 

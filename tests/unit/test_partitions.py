@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -197,3 +198,28 @@ def test_an_unread_min_isr_is_judged_on_what_is_known():
     assert (summary.health, summary.unknown, len(summary.findings)) == (rules.Health.WARNING, 1, 1)
     assert rules.check_summary([full], live).unknown == 0
     assert rules.check_summary([short, offline], live).health == rules.Health.CRITICAL
+
+
+def test_a_row_made_by_partition_row_is_the_row_partitionstate_makes():
+    """The KRaft scan's rows (partition_row, one dict instead of a setattr per field) are PartitionState's own: equal,
+    the same hash and repr, as frozen, replaced alike; a wrong or missing field is a TypeError as in the class."""
+    import dataclasses
+
+    from kadmin.domain.models import partition_row
+
+    odd = {int: 7, str: "x", bool: True}
+    full: dict[str, object] = {}
+    for f in dataclasses.fields(PartitionState):  # every field away from its default: a new field is covered too
+        kind = f.type if isinstance(f.type, str) else str(f.type)
+        full[f.name] = ((3, 1) if "tuple" in kind else MinIsrConfig(topic=2) if "MinIsrConfig" in kind
+                        else True if kind == "bool" else odd[str] if kind.startswith("str") else odd[int])
+    for fields in (full, {"topic": "t", "partition": 0, "replicas": (1, 2)}):
+        row, made = partition_row(**fields), PartitionState(**fields)  # type: ignore[arg-type]
+        assert row == made and hash(row) == hash(made) and repr(row) == repr(made)
+        assert dataclasses.replace(row, leader=2) == dataclasses.replace(made, leader=2)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        row.topic = "u"  # type: ignore[misc]
+    with pytest.raises(TypeError, match="no field 'topc'"):
+        partition_row(topc="t", partition=0, replicas=())
+    with pytest.raises(TypeError, match="'replicas' missing"):
+        partition_row(topic="t", partition=0)
