@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from operator import attrgetter
-from typing import Any
+from typing import Any, cast
 
 from kadmin.cluster.base import PartitionScan, PartitionStream, RegistrationTick
 from kadmin.cluster.kafka import error_name
@@ -96,9 +96,22 @@ def cycle_collector_paused() -> Iterator[None]:
 
 
 def paused(items: Sequence[PartitionState]) -> Iterator[PartitionState]:
-    """`items` one at a time, the cyclic collector paused from the first to the last (or until dropped)."""
-    with cycle_collector_paused():
-        yield from items
+    """`items` one at a time, the cyclic collector paused from this call (not from the first item: the stream is
+    made before it is read) to the last item (or until the stream is dropped). The stream holds the only reference
+    to `items` and lets go of it before the collector resumes: rows no one kept are freed by then, and the
+    collector's first pass does not walk them (nor count them: they no longer are young objects to it)."""
+    held = [items]
+
+    def each() -> Iterator[PartitionState | None]:
+        with cycle_collector_paused():
+            yield None  # taken below: the pause holds from here
+            rows = held.pop()
+            yield from rows
+            del rows
+
+    stream = each()
+    next(stream)
+    return cast(Iterator[PartitionState], stream)
 
 
 class KraftCluster:
@@ -393,9 +406,11 @@ class KraftCluster:
         """The scan handed over one partition at a time (the Cluster protocol's streaming read): a KRaft
         scan is DescribeTopicPartitions pages, read whole before they are judged. The cyclic collector stays
         paused until the stream is consumed (or dropped): judging them allocates little, and resumed at once it
-        would first walk every row just made."""
-        s = self.scan_partitions(topics, progress=progress, min_isr_default=min_isr_default)
-        return PartitionStream(paused(s.partitions), s.live, s.problems, s.unreadable)
+        would first walk every row just made (a pass of 35-45 ms over 20,000 rows on the project's 2-core machines):
+        the pause is held from the scan's into the stream's."""
+        with cycle_collector_paused():
+            s = self.scan_partitions(topics, progress=progress, min_isr_default=min_isr_default)
+            return PartitionStream(paused(s.partitions), s.live, s.problems, s.unreadable)
 
     def scan_partitions(self, topics: Sequence[str] | None = None, progress: Progress | None = None,
                         min_isr_default: int | None = None) -> PartitionScan:

@@ -163,3 +163,28 @@ def test_a_scan_in_ranges_gives_the_rows_of_one_run_and_asks_each_topics_min_isr
     assert set(topics) == {1, 2, 3} and sorted(n for ns in topics.values() for n in ns) == named  # each once
     assert all(ns == sorted(ns) and len(ns) > 1 for ns in topics.values())  # a range's topics, in one request
     assert brokers == {1: ["1"], 2: ["2"], 3: ["3"]}
+
+
+def test_the_collector_stays_paused_from_the_scan_to_the_end_of_its_stream():
+    """iter_partitions (what `partitions check` judges): no collector pass walks the 20,000 rows a scan just made
+    between the scan and its stream; it resumes once the stream is read (or dropped)."""
+    import gc
+
+    with KraftServer(scenario()) as srv:
+        cluster = KraftCluster(KraftClient(srv.bootstrap(), {}, 5.0, controllers=False))
+        try:
+            assert gc.isenabled()
+            passes: list[object] = []
+            gc.callbacks.append(lambda phase, info: passes.append(info) if phase == "start" else None)
+            try:
+                stream = cluster.iter_partitions()
+            finally:
+                gc.callbacks.pop()
+            assert not passes and not gc.isenabled()  # none walked the rows (a test process's threshold is 700)
+            assert len(list(stream.partitions)) == len(expected(scenario())) and gc.isenabled()
+            dropped = cluster.iter_partitions()
+            assert not gc.isenabled()
+            del dropped
+            assert gc.isenabled()
+        finally:
+            cluster.close()
