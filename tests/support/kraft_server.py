@@ -790,12 +790,13 @@ class AsyncKraftServer:
         return build(schema, throttle_time=NO_THROTTLE, error_code=ErrorCode.none, error_message=None, topics=())
 
     def _describe_configs(self, endpoint: Endpoint, version: int, request: Any, schema: type) -> Any:
-        """ConfigHelper.describeConfigs for BROKER resources: a node describes itself only (its id or "", else
-        INVALID_REQUEST with Kafka's message), its values as static ones (synonyms when asked)."""
+        """ConfigHelper.describeConfigs: a BROKER resource, a node describes itself only (its id or "", else
+        INVALID_REQUEST with Kafka's message), its values as static ones; a TOPIC resource at a broker, the topic's
+        own value, else the node's static one, else Kafka's default (synonyms when asked; an unknown topic is
+        UNKNOWN_TOPIC_OR_PARTITION)."""
         result_cls, entry_cls = nested(schema, "DescribeConfigsResult"), nested(schema, "DescribeConfigsResourceResult")
         synonym_cls = nested(schema, "DescribeConfigsSynonym")
         own = self.scenario.configs.get(endpoint.node_id, {})
-
         topics = {t.name: t for t in self.scenario.topics}
 
         def topic_entry(t: Topic, k: str) -> Any:
