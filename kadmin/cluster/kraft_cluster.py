@@ -92,7 +92,18 @@ def cycle_collector_paused() -> Iterator[None]:
         with _pause_lock:
             _paused[0] -= 1
             if _paused[0] == 0 and _paused[1]:
+                promote_survivors()
                 gc.enable()
+
+
+def promote_survivors() -> None:
+    """Every object the collector tracks moved into its oldest generation, without a pass over them (freeze, then
+    unfreeze: two list splices; the young generation's count starts again from 0). Resumed without it, the
+    collector's first pass would walk everything made while it was paused and still alive (a can-stop's 20,000
+    rows and their dicts: 35-60 ms), only to find no cycle: they are kept. Nothing is exempt from collection: the
+    next full pass walks them as it would have once they had aged, and frees any cycle among them."""
+    gc.freeze()
+    gc.unfreeze()
 
 
 def paused(items: Sequence[PartitionState]) -> Iterator[PartitionState]:

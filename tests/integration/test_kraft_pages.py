@@ -167,7 +167,8 @@ def test_a_scan_in_ranges_gives_the_rows_of_one_run_and_asks_each_topics_min_isr
 
 def test_the_collector_stays_paused_from_the_scan_to_the_end_of_its_stream():
     """iter_partitions (what `partitions check` judges): no collector pass walks the 20,000 rows a scan just made
-    between the scan and its stream; it resumes once the stream is read (or dropped)."""
+    between the scan and its stream; it resumes once the stream is read (or dropped). scan_partitions (can-stop's):
+    none walks the rows it returns either, when it resumes."""
     import gc
 
     with KraftServer(scenario()) as srv:
@@ -186,5 +187,15 @@ def test_the_collector_stays_paused_from_the_scan_to_the_end_of_its_stream():
             assert not gc.isenabled()
             del dropped
             assert gc.isenabled()
+            # scan_partitions (what can-stop judges) returns its rows kept: the collector resumes without a pass
+            # over them, at its end or at the allocations after it
+            gc.callbacks.append(lambda phase, info: passes.append(info) if phase == "start" else None)
+            try:
+                scan = cluster.scan_partitions()
+                after = [[i] for i in range(100)]
+            finally:
+                gc.callbacks.pop()
+            assert len(scan.partitions) == len(expected(scenario())) and len(after) == 100
+            assert not passes and gc.isenabled()
         finally:
             cluster.close()
