@@ -106,9 +106,10 @@ def test_the_cycle_collector_pause_on_two_threads_resumes_when_both_are_done() -
 
 
 def test_what_the_pause_kept_is_not_walked_when_the_collector_resumes_and_no_cycle_escapes_it() -> None:
-    """Objects made during a pause and kept (a can-stop's rows) go to the oldest generation as it ends: the
-    collector's next pass is not over them (the young generation starts empty), yet a cycle among them is still
-    freed by a full pass, and nothing stays frozen."""
+    """Objects made during a pause and kept (a can-stop's rows) go to the oldest generation as it ends, without a
+    pass: the first pass after a pause walked them all before, and moved them one generation up only. A cycle
+    among them is still freed by a full pass, and nothing stays frozen. (Generation membership, not a count of
+    passes: another thread of the test process may allocate and start a young pass, which cannot move them.)"""
     import gc
     import weakref
 
@@ -117,22 +118,17 @@ def test_what_the_pause_kept_is_not_walked_when_the_collector_resumes_and_no_cyc
     class Node:
         pass
 
-    passes: list[int] = []
     gc.collect()
     with cycle_collector_paused():
-        kept = [Node() for _ in range(5 * gc.get_threshold()[0])]  # enough to trigger a pass at once
+        kept = [Node() for _ in range(5 * gc.get_threshold()[0])]  # enough for the collector to pass at once
         a, b = Node(), Node()
         a.other, b.other = b, a  # type: ignore[attr-defined]
         freed = weakref.ref(a)
         del a, b  # garbage, but only the collector can tell
-        gc.callbacks.append(lambda phase, info: passes.append(info["generation"]) if phase == "start" else None)
-    try:
-        more = [{"row": i} for i in range(10)]  # allocations after the pause: no pass over `kept`
-    finally:
-        gc.callbacks.pop()
-    assert not passes and gc.get_count()[0] < gc.get_threshold()[0]
-    assert gc.get_freeze_count() == 0 and gc.is_tracked(kept[0]) and len(more) == 10
-    assert any(o is kept[0] for o in gc.get_objects(generation=2))
+    oldest = gc.get_objects(generation=2)
+    assert any(o is kept[0] for o in oldest) and any(o is kept[-1] for o in oldest)
+    del oldest
+    assert gc.get_freeze_count() == 0 and gc.isenabled()
     assert freed() is not None
     gc.collect()
     assert freed() is None  # the cycle was not exempted from collection
