@@ -175,7 +175,7 @@ class KraftCluster:
         from kafka.protocol.admin.cluster import DescribeLogDirsRequest as Req
 
         desc = self.describe(fresh=True)
-        where = {b.id: (b.host, b.port) for b in desc.brokers}
+        where = desc.addresses()
         hosted: dict[int, frozenset[tuple[str, int]]] = {}
         unread: dict[int, str] = {}
         refused: set[int] = set()
@@ -401,19 +401,15 @@ class KraftCluster:
         """Each topic's own min.insync.replicas (None: not set) and the broker levels, from DescribeConfigs
         (kadmin/cluster/min_isr.py, shared with ZooKeeper mode); what was already read is not asked again
         (read_min_isr)."""
-        got = read_min_isr(self.client, topics, live, self._addresses(), default, problems, topic_results,
-                           broker_answers)
+        got = read_min_isr(self.client, topics, live, self.describe().addresses(), default, problems,
+                           topic_results, broker_answers)
         return got.topics, got.config
 
     def _live_and_levels(self) -> tuple[frozenset[int], BrokerAnswers]:
         """The live brokers (a fresh DescribeCluster) and their own min.insync.replicas levels, asked right after
         at their addresses: a scan needs the levels only when it lists a partition, and asks them beside the pages."""
         live = self.live_brokers(fresh=True)
-        return live, ask_brokers(self.client, sorted(live), self._addresses())
-
-    def _addresses(self) -> dict[int, tuple[str, int]]:
-        """Each registered broker's (host, port), from the last DescribeCluster: where its own configs are asked."""
-        return {b.id: (b.host, b.port) for b in self.describe().brokers}
+        return live, ask_brokers(self.client, sorted(live), self.describe().addresses())
 
     def iter_partitions(self, topics: Sequence[str] | None = None, progress: Progress | None = None,
                         min_isr_default: int | None = None) -> PartitionStream:

@@ -45,6 +45,10 @@ class ClusterDescription:
     brokers: list[KraftBroker]
     version: int
 
+    def addresses(self) -> dict[int, tuple[str, int]]:
+        """Each broker's advertised (host, port): where its own DescribeConfigs and DescribeLogDirs are asked."""
+        return {b.id: (b.host, b.port) for b in self.brokers}
+
 
 @dataclass(frozen=True)
 class QuorumSetting:

@@ -222,8 +222,7 @@ class ZkPartitions(ZkReads):
         got: BrokerMinIsr | None = None
         try:
             desc = self.kafka.describe_brokers()
-            addresses = {b.id: (b.host, b.port) for b in desc.brokers}
-            got = read_min_isr(self.kafka, topics, sorted(live), addresses, default, said)
+            got = read_min_isr(self.kafka, topics, sorted(live), desc.addresses(), default, said)
         except KadminError as e:
             said.append(Problem("describe_configs", e.message))
         if got is not None and got.answered == 0:
