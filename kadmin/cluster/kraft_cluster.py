@@ -100,7 +100,7 @@ def promote_survivors() -> None:
     """Every object the collector tracks moved into its oldest generation, without a pass over them (freeze, then
     unfreeze: two list splices; the young generation's count starts again from 0). Resumed without it, the
     collector's first pass would walk everything made while it was paused and still alive (a can-stop's 20,000
-    rows and their dicts: 35-60 ms), only to find no cycle: they are kept. Nothing is exempt from collection: the
+    rows and their dicts: 30-60 ms), only to find no cycle: they are kept. Nothing is exempt from collection: the
     next full pass walks them as it would have once they had aged, and frees any cycle among them."""
     gc.freeze()
     gc.unfreeze()
@@ -415,9 +415,9 @@ class KraftCluster:
                         min_isr_default: int | None = None) -> PartitionStream:
         """The scan handed over one partition at a time (the Cluster protocol's streaming read): a KRaft
         scan is DescribeTopicPartitions pages, read whole before they are judged. The cyclic collector stays
-        paused until the stream is consumed (or dropped): judging them allocates little, and resumed at once it
-        would first walk every row just made (a pass of 35-45 ms over 20,000 rows on the project's 2-core machines):
-        the pause is held from the scan's into the stream's."""
+        paused until the stream is consumed (or dropped), the pause held from the scan's into the stream's: judging
+        allocates little, and the stream lets go of the rows before the pause ends, so they are neither walked nor
+        promoted (promote_survivors) by then."""
         with cycle_collector_paused():
             s = self.scan_partitions(topics, progress=progress, min_isr_default=min_isr_default)
             return PartitionStream(paused(s.partitions), s.live, s.problems, s.unreadable)
