@@ -220,6 +220,7 @@ class ZkReads(ZkSession):
         asyncs = [(p, self.zk.get_async(p, watch=watch)) for p in paths]
         for p, a in asyncs:
             bound = self.bound()
+            end = self._clock() + bound
             try:
                 data, stat = a.get(timeout=bound)
             except NoNodeError:
@@ -228,7 +229,16 @@ class ZkReads(ZkSession):
             except KazooTimeoutError:
                 raise self._no_answer(p, "reading", bound) from None
             except ConnectionLoss:
-                yield p, self.get(p, watch=watch)  # re-issued through the retrying path
+                # re-issued through the retrying path, within what is left of this wait: a server that froze
+                # drops kazoo's connection (its pings go unanswered) a few seconds into the wait, and a fresh bound
+                # then would wait for it up to twice the bound
+                try:
+                    node = self.get(p, watch=watch, until=end)
+                except ClusterUnreachable:
+                    if self._clock() < end:
+                        raise
+                    raise self._no_answer(p, "reading", bound) from None
+                yield p, node
                 continue
             except Exception as e:  # noqa: BLE001
                 raise self._translate(p, e) from e
