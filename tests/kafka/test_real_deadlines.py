@@ -238,7 +238,7 @@ class TestZooKeeperMode:
         no_answer(r.stderr, proxy.address, bound, said)
         # the wait for the frozen read's answer, from the moment the request went by to the process's end: the
         # bound and GRACE, whatever the start-up took. A read whose connection kazoo dropped meanwhile (its pings
-        # unanswered) was re-issued with a fresh bound: can-stop then ended 8.1-8.3 s after the freeze
+        # unanswered) was re-issued with a fresh bound: can-stop then ended 7.6-8.3 s after the freeze
         within(ended - trigger.at, bound, 0.0, f"{' '.join(argv)}, from the frozen read")
         healthy(kafka)
         if deadline is not None:  # and the command's own --timeout, from its start
